@@ -1,0 +1,38 @@
+# Every target bootstraps .venv from pyproject.toml's extras; re-running is a no-op
+# until pyproject.toml or setup.py change (the stamp is keyed on their hash).
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut -c1-12)
+WORKERS ?= 2
+HYPOTHESIS_PROFILE ?= ci
+
+.PHONY: venv run test bench explore tlc clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml setup.py
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[all]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+# The main job. Until the conformance suite lands it is the exhaustive explorer of the
+# commit protocol on its default bounds, followed by every flawed variant (each must fail).
+run: venv
+	$(BIN)/python -m icefloe.model.explore --writers 2 --ops 1
+	$(BIN)/python -m icefloe.model.explore --all-variants
+
+# The full suite on pytest-xdist; tests/conftest.py prints the time per suite against its budget.
+test: venv
+	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests
+
+explore: venv
+	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2
+
+tlc: venv
+	$(BIN)/python -m icefloe.model.tlc --all
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,76 @@
+"""The object-store interface (spec/PROTOCOL.md, "Storage"): a handful of verbs.
+
+get, put_if_absent, compare_and_swap, delete; list exists only for orphan removal
+and must never be called on a read or commit path. Every store counts its calls
+by kind (`counts`) so tests and benchmarks can count storage requests.
+
+Errors are typed and say whether the request could have had an effect:
+- NotFound, AlreadyExists, PreconditionFailed: definite answers from the store;
+- StoreUnavailable: definitely not applied (rejected before any effect);
+- StoreOutcomeUnknown: may or may not have been applied.
+"""
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterator, Protocol
+
+from icefloe.impl.outcomes import IcefloeError
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    location: str
+    size: int
+    etag: str
+    last_modified_ms: int
+
+
+class StoreError(IcefloeError):
+    def __init__(self, location: str, message: str):
+        super().__init__(f"{location}: {message}")
+        self.location = location
+
+
+class NotFound(StoreError):
+    pass
+
+
+class AlreadyExists(StoreError):
+    pass
+
+
+class PreconditionFailed(StoreError):
+    pass
+
+
+class StoreUnavailable(StoreError):
+    """Definitely not applied."""
+
+
+class StoreOutcomeUnknown(StoreError):
+    """May or may not have been applied."""
+
+
+class ObjectStore(Protocol):
+    counts: Counter
+
+    def get(self, location: str) -> bytes: ...
+    def stat(self, location: str) -> ObjectInfo: ...
+    def put_if_absent(self, location: str, data: bytes) -> ObjectInfo: ...
+    def compare_and_swap(self, location: str, data: bytes, expected_etag: str) -> ObjectInfo: ...
+    def delete(self, location: str) -> None: ...
+    def list(self, prefix: str) -> Iterator[ObjectInfo]: ...
+
+
+class CountingMixin:
+    """Thread-safe per-kind request counter shared by every store."""
+
+    def _init_counts(self) -> None:
+        self.counts: Counter = Counter()
+        self._counts_lock = threading.Lock()
+
+    def _count(self, kind: str) -> None:
+        with self._counts_lock:
+            self.counts[kind] += 1

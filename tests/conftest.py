@@ -1,0 +1,82 @@
+"""Shared test configuration: Hypothesis profiles and the per-suite time report.
+
+Every test belongs to one suite, named after its top-level folder under tests/.
+Each suite has a time budget; at the end of `make test` a table shows where the
+time went (summed test durations per suite, across xdist workers) and flags any
+suite over its budget. The budgets are for planning CI time, never a pass/fail
+criterion of a test.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+
+# ci: bounded and seeded (derandomized) so a CI failure replays exactly; deep: long campaigns.
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "deep",
+    max_examples=5000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+TESTS_ROOT = Path(__file__).resolve().parent
+
+# Seconds of summed test time each suite may use in `make test` on 2 cores.
+SUITE_BUDGETS_S = {
+    "packaging": 60,
+    "model": 120,
+    "explorer": 180,
+    "tlc": 240,
+    "impl": 180,
+    "stateful": 240,
+    "interop": 120,
+    "s3": 180,
+    "postgres": 120,
+    "spark": 300,
+}
+
+
+def suite_of(path: Path) -> str:
+    rel = Path(path).resolve().relative_to(TESTS_ROOT)
+    return rel.parts[0] if len(rel.parts) > 1 else "misc"
+
+
+_durations: dict[str, float] = defaultdict(float)
+_counts: dict[str, int] = defaultdict(int)
+_session_start = time.monotonic()
+
+
+def pytest_runtest_logreport(report):
+    # Runs on the controller for xdist reports too, so totals cover every worker.
+    suite = suite_of(Path(report.fspath)) if report.fspath else "misc"
+    _durations[suite] += report.duration
+    if report.when == "call":
+        _counts[suite] += 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _durations:
+        return
+    tr = terminalreporter
+    tr.section("where the time went (summed test time per suite)")
+    tr.write_line(f"{'suite':<12} {'tests':>6} {'seconds':>9} {'budget':>8}  status")
+    for suite in sorted(_durations, key=lambda s: -_durations[s]):
+        budget = SUITE_BUDGETS_S.get(suite)
+        spent = _durations[suite]
+        status = "ok" if budget is None or spent <= budget else "OVER BUDGET"
+        tr.write_line(f"{suite:<12} {_counts[suite]:>6} {spent:>9.1f} {budget or '-':>8}  {status}")
+    tr.write_line(f"wall clock: {time.monotonic() - _session_start:.1f} s")
