@@ -50,6 +50,15 @@ class TableAlreadyExists(CatalogError):
     pass
 
 
+class NamespaceAlreadyExists(CatalogError):
+    pass
+
+
+class CatalogUnavailable(CatalogError):
+    """A catalog request other than swap failed (database down, locked, ...). A swap never
+    raises this: its failures are SwapRejected or SwapUnknown results."""
+
+
 class Catalog(Protocol):
     name: str
 

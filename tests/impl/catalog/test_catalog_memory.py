@@ -1,0 +1,84 @@
+"""MemoryCatalog test hooks: lost acknowledgements and delayed swaps."""
+from __future__ import annotations
+
+import pytest
+
+from icefloe.impl.catalog.base import TableIdentifier
+from icefloe.impl.catalog.memory import MemoryCatalog
+from icefloe.impl.outcomes import SwapRejected, Swapped, SwapUnknown
+
+T = TableIdentifier(("db",), "t")
+U = TableIdentifier(("db",), "u")
+
+
+def test_lost_acknowledgement_applies_and_answers_unknown():
+    """With a lost ack the swap answers SwapUnknown, yet the pointer really moved."""
+    cat = MemoryCatalog()
+    cat.create(T, "v0")
+    cat.lose_acknowledgements()
+    result = cat.swap(T, "v0", "v1")
+    assert isinstance(result, SwapUnknown) and result.new_location == "v1"
+    assert cat.load(T) == "v1"
+    assert cat.history[-1].applied == Swapped("v1")
+    assert cat.swap(T, "v1", "v2") == Swapped("v2")  # the hook was used up
+
+
+def test_lost_acknowledgement_of_a_rejection_is_unknown_too():
+    """A rejected swap whose answer is lost also reads as SwapUnknown; nothing moved."""
+    cat = MemoryCatalog()
+    cat.create(T, "v0")
+    cat.lose_acknowledgements()
+    assert isinstance(cat.swap(T, "stale", "v1"), SwapUnknown)
+    assert cat.load(T) == "v0"
+    assert isinstance(cat.history[-1].applied, SwapRejected)
+
+
+def test_hook_targets_one_table():
+    """A hook for one identifier leaves swaps of other tables alone."""
+    cat = MemoryCatalog()
+    cat.create(T, "t0")
+    cat.create(U, "u0")
+    cat.lose_acknowledgements(count=2, identifier=T)
+    assert cat.swap(U, "u0", "u1") == Swapped("u1")
+    assert isinstance(cat.swap(T, "t0", "t1"), SwapUnknown)
+    assert isinstance(cat.swap(T, "t1", "t2"), SwapUnknown)
+    assert cat.swap(T, "t2", "t3") == Swapped("t3")
+
+
+def test_delayed_swap_lands_later():
+    """A delayed swap answers SwapUnknown without moving the pointer; landing it later
+    applies it against the pointer as it is then."""
+    cat = MemoryCatalog()
+    cat.create(T, "v0")
+    cat.delay_swaps()
+    assert isinstance(cat.swap(T, "v0", "v1-late"), SwapUnknown)
+    assert cat.load(T) == "v0"
+    [pending] = cat.pending
+    assert cat.land(pending) == Swapped("v1-late")
+    assert cat.load(T) == "v1-late" and cat.pending == []
+
+
+def test_delayed_swap_after_the_pointer_moved_is_rejected_on_landing():
+    """When another writer moved the pointer first, the late request is rejected on landing."""
+    cat = MemoryCatalog()
+    cat.create(T, "v0")
+    cat.delay_swaps()
+    cat.swap(T, "v0", "v1-late")
+    assert cat.swap(T, "v0", "v1-other") == Swapped("v1-other")
+    landed = cat.land(cat.pending[0])
+    assert isinstance(landed, SwapRejected) and landed.actual_location == "v1-other"
+    assert cat.load(T) == "v1-other"
+    assert [r.event for r in cat.history] == ["request", "request", "land"]
+
+
+def test_discarded_swap_never_lands():
+    """A discarded request disappears and cannot be landed afterwards."""
+    cat = MemoryCatalog()
+    cat.create(T, "v0")
+    cat.delay_swaps()
+    cat.swap(T, "v0", "v1")
+    pending = cat.pending[0]
+    cat.discard(pending)
+    assert cat.load(T) == "v0" and cat.pending == []
+    with pytest.raises(AssertionError):
+        cat.land(pending)
