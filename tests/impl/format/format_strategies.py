@@ -63,3 +63,40 @@ def schemas(draw, schema_id=st.integers(0, 5)):
     required_primitive = [f.field_id for f in fields if f.required and f.type.is_primitive]
     ids = draw(st.lists(st.sampled_from(required_primitive), unique=True)) if required_primitive else []
     return Schema(fields, draw(schema_id), tuple(ids))
+
+
+def values_for(t: IcebergType) -> st.SearchStrategy:
+    """Python values (conversions.py representation) of primitive type `t`."""
+    from decimal import Decimal
+
+    from icefloe.impl.format.types import (
+        BinaryType, BooleanType, DateType, DoubleType, FloatType, IntegerType, LongType,
+        StringType, TimestampType, TimestamptzType, TimeType, UUIDType,
+    )
+    if isinstance(t, BooleanType):
+        return st.booleans()
+    if isinstance(t, (IntegerType, DateType)):
+        return st.integers(-(2**31), 2**31 - 1) if isinstance(t, IntegerType) else st.integers(-700_000, 2_900_000)
+    if isinstance(t, LongType):
+        return st.integers(-(2**63), 2**63 - 1)
+    if isinstance(t, TimeType):
+        return st.integers(0, 86_400_000_000 - 1)
+    if isinstance(t, (TimestampType, TimestamptzType)):
+        return st.integers(-62_000_000_000_000_000, 253_000_000_000_000_000)
+    if isinstance(t, FloatType):
+        return st.floats(width=32, allow_nan=False)
+    if isinstance(t, DoubleType):
+        return st.floats(allow_nan=False)
+    if isinstance(t, DecimalType):
+        bound = 10 ** t.precision - 1
+        return st.integers(-bound, bound).map(
+            lambda u: Decimal((1 if u < 0 else 0, tuple(int(d) for d in str(abs(u))), -t.scale)))
+    if isinstance(t, StringType):
+        return st.text(max_size=20)
+    if isinstance(t, UUIDType):
+        return st.uuids()
+    if isinstance(t, FixedType):
+        return st.binary(min_size=t.length, max_size=t.length)
+    if isinstance(t, BinaryType):
+        return st.binary(max_size=20)
+    raise ValueError(f"no strategy for {t}")
