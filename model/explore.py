@@ -1,0 +1,305 @@
+"""Exhaustive breadth-first explorer of the commit protocol (spec/PROTOCOL.md).
+
+    python -m icefloe.model.explore --writers 3 --ops 2
+    python -m icefloe.model.explore --variant no-revalidate
+    python -m icefloe.model.explore --list-variants
+
+Every interleaving of the writers' phases, faults and maintenance within the bounds
+below is explored; every property of spec/PROPERTIES.md is checked in every
+reachable state (L1/L2 in every final state). Visited states are kept as 64-bit
+fingerprints with a parent pointer each, so millions fit in memory; a violation is
+reported with the shortest counterexample (breadth-first), replayed from the
+initial state as a numbered trace.
+
+Exit codes: 0 every property holds; 1 a property is violated (named in the output);
+2 usage or setup error, or the --max-states budget ran out (verdict unknown).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+
+from icefloe.model import variants
+from icefloe.model.state import FAULT_KINDS, OP_KINDS
+
+EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass
+class Result:
+    spec_name: str
+    verdict: str                      # "holds" | "violated" | "unknown"
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    final_states: int = 0
+    seconds: float = 0.0
+    coverage: Counter = field(default_factory=Counter)
+    events: Counter = field(default_factory=Counter)
+    property: str | None = None
+    message: str | None = None
+    trace: list = field(default_factory=list)       # [(label or None, state)]
+    reachable: list | None = None                   # every state, when collected
+
+    def to_json(self) -> dict:
+        return {
+            "spec": self.spec_name, "verdict": self.verdict, "states": self.states,
+            "transitions": self.transitions, "depth": self.depth,
+            "final_states": self.final_states, "seconds": round(self.seconds, 3),
+            "coverage": dict(sorted(self.coverage.items())),
+            "events": dict(sorted(self.events.items())),
+            "property": self.property, "message": self.message,
+            "trace": [None if lab is None else list(lab) for lab, _ in self.trace],
+        }
+
+
+def _check(spec, state, checks) -> tuple[str, str] | None:
+    for name, fn in checks.items():
+        why = fn(state)
+        if why:
+            return name, why
+    return None
+
+
+def explore(spec, max_states: int | None = None, collect: bool = False,
+            progress=None) -> Result:
+    """Breadth-first search of every state reachable from spec.initial()."""
+    t0 = time.monotonic()
+    res = Result(spec.name, "holds")
+    safety, terminal = spec.safety, spec.terminal
+    parents: dict[int, tuple[int | None, tuple | None]] = {}
+    frontier = []
+    reachable = [] if collect else None
+    violation = None
+    for s0 in spec.initial():
+        fp = hash(s0)
+        if fp in parents:
+            continue
+        parents[fp] = (None, None)
+        frontier.append(s0)
+        if collect:
+            reachable.append(s0)
+        violation = violation or (_check(spec, s0, safety), fp)
+        if violation[0]:
+            break
+    depth = 0
+    while frontier and not (violation and violation[0]):
+        nxt_frontier = []
+        for s in frontier:
+            fp_s = hash(s)
+            succ = list(spec.successors(s))
+            if not succ:
+                res.final_states += 1
+                why = ("Deadlock", "no action is enabled in a non-final state") \
+                    if not spec.is_terminal(s) else _check(spec, s, terminal)
+                if why:
+                    violation = (why, fp_s)
+                    break
+                continue
+            for label, t in succ:
+                res.transitions += 1
+                res.coverage[label[0]] += 1
+                for ev in spec.events(s, label, t):
+                    res.events[ev] += 1
+                fp = hash(t)
+                if fp in parents:
+                    continue
+                parents[fp] = (fp_s, label)
+                nxt_frontier.append(t)
+                if collect:
+                    reachable.append(t)
+                why = _check(spec, t, safety)
+                if why:
+                    violation = (why, fp)
+                    break
+            if violation and violation[0]:
+                break
+            if max_states is not None and len(parents) > max_states:
+                res.verdict = "unknown"
+                res.message = f"stopped after {max_states} states (--max-states)"
+                break
+        if res.verdict == "unknown":
+            break
+        if nxt_frontier and not (violation and violation[0]):
+            depth += 1
+        frontier = nxt_frontier
+        if progress:
+            progress(depth, len(parents), len(frontier), time.monotonic() - t0)
+    res.states, res.depth, res.seconds = len(parents), depth, time.monotonic() - t0
+    res.reachable = reachable
+    if violation and violation[0]:
+        (res.property, res.message), fp = violation
+        res.verdict = "violated"
+        res.trace = _replay(spec, parents, fp)
+        res.depth = len(res.trace) - 1
+    return res
+
+
+def _replay(spec, parents, fp) -> list:
+    """Rebuild the path to `fp` from parent pointers, then re-run it forward."""
+    path = [fp]
+    while parents[path[-1]][0] is not None:
+        path.append(parents[path[-1]][0])
+    path.reverse()
+    state = {hash(s): s for s in spec.initial()}[path[0]]
+    trace = [(None, state)]
+    for want in path[1:]:
+        label = parents[want][1]
+        for lab, t in spec.successors(state):
+            if lab == label and hash(t) == want:
+                state = t
+                break
+        else:
+            raise AssertionError(f"replay failed at {label}")
+        trace.append((label, state))
+    return trace
+
+
+def format_label(label: tuple) -> str:
+    name, who, *rest = label
+    actor = f"w{who}" if who else "environment"
+    return f"{name}({actor}{', ' + ', '.join(map(str, rest)) if rest else ''})"
+
+
+def report(res: Result, spec, out=sys.stdout) -> None:
+    p = lambda *a: print(*a, file=out)  # noqa: E731
+    b = spec.bounds
+    p(f"spec: {spec.name}")
+    p(f"bounds: {b}")
+    p(f"states: {res.states}  transitions: {res.transitions}  depth: {res.depth}  "
+      f"final states: {res.final_states}  time: {res.seconds:.1f} s"
+      f"  ({res.states / max(res.seconds, 1e-9):,.0f} states/s)")
+    p("coverage (transitions per action):")
+    for name, n in sorted(res.coverage.items()):
+        p(f"  {name:<16} {n:>10}")
+    if res.events:
+        p("events:")
+        for name, n in sorted(res.events.items()):
+            p(f"  {name:<36} {n:>10}")
+    if res.verdict == "holds":
+        props = list(spec.safety) + list(spec.terminal)
+        p(f"verdict: all {len(props)} properties hold: {', '.join(props)}")
+    elif res.verdict == "unknown":
+        p(f"verdict: unknown: {res.message}")
+    else:
+        p(f"VIOLATION of {res.property}: {res.message}")
+        p(f"shortest counterexample ({len(res.trace) - 1} steps):")
+        for i, (label, state) in enumerate(res.trace):
+            head = "initial" if label is None else format_label(label)
+            p(f"  {i:>3}. {head}")
+            p(f"       {spec.describe(state)}")
+
+
+def _csv(text: str, allowed: tuple, what: str) -> tuple:
+    if text in ("", "none"):
+        return ()
+    items = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in items if x not in allowed]
+    if bad:
+        raise argparse.ArgumentTypeError(f"unknown {what} {bad}; choose from {', '.join(allowed)}")
+    return items
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m icefloe.model.explore",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "Bounds: the state space is finite because every one of these is bounded:\n"
+            "  writers (--writers), operations per writer (--ops), operation kinds\n"
+            "  (--kinds), attempts per operation (--attempts = commit.retry.num-retries+1),\n"
+            "  faults allowed (--faults) and how many in all (--fault-budget),\n"
+            "  orphan-removal runs (--orphan-runs). The table starts with two snapshots.\n"
+            "Faults: write_fail (a storage write fails), swap_fail (the swap is rejected\n"
+            "  before any effect), ack_lost (the swap applies, its acknowledgement is lost),\n"
+            "  swap_delayed (the request is in flight and lands later or never), crash\n"
+            "  (a writer dies between two phases). After the budget is spent, faults stop.\n"
+            "Exit codes: 0 all properties hold, 1 a property is violated, 2 usage/setup\n"
+            "  error or the --max-states budget ran out."))
+    ap.add_argument("--writers", type=int, default=None, help="concurrent writers (default 2)")
+    ap.add_argument("--ops", type=int, default=None, help="operations per writer (default 1)")
+    ap.add_argument("--kinds", default=None,
+                    help=f"operation kinds, comma-separated (default all: {','.join(OP_KINDS)})")
+    ap.add_argument("--faults", default=None,
+                    help=f"fault kinds allowed, comma-separated or 'none' (default all: {','.join(FAULT_KINDS)})")
+    ap.add_argument("--fault-budget", type=int, default=None, help="faults in all (default 1)")
+    ap.add_argument("--attempts", type=int, default=None, help="attempts per operation (default 2)")
+    ap.add_argument("--isolation", choices=("serializable", "snapshot"), default=None)
+    ap.add_argument("--orphan-runs", type=int, default=None, help="orphan-removal runs (default 0)")
+    ap.add_argument("--variant", default="correct", help="a protocol variant (see --list-variants)")
+    ap.add_argument("--list-variants", action="store_true", help="print the variants' names, one per line")
+    ap.add_argument("--all-variants", action="store_true",
+                    help="run every flawed variant on its own bounds; exit 0 iff each is caught")
+    ap.add_argument("--max-states", type=int, default=None, help="give up (exit 2) past this many states")
+    ap.add_argument("--json", action="store_true", help="print the result as JSON")
+    return ap
+
+
+def overrides_from(args) -> dict:
+    kw = {}
+    if args.writers is not None:
+        kw["writers"] = args.writers
+    if args.ops is not None:
+        kw["ops"] = args.ops
+    if args.kinds is not None:
+        kw["kinds"] = _csv(args.kinds, OP_KINDS, "operation kinds")
+    if args.faults is not None:
+        kw["faults"] = _csv(args.faults, FAULT_KINDS, "fault kinds")
+    if args.fault_budget is not None:
+        kw["fault_budget"] = args.fault_budget
+    if args.attempts is not None:
+        kw["attempts_max"] = args.attempts
+    if args.isolation is not None:
+        kw["isolation"] = args.isolation
+    if args.orphan_runs is not None:
+        kw["orphan_runs"] = args.orphan_runs
+    return kw
+
+
+def run_all_variants(max_states, as_json) -> int:
+    failures = 0
+    for name, v in variants.VARIANTS.items():
+        if not v.breaks:
+            continue
+        spec = v.make()
+        res = explore(spec, max_states=max_states)
+        ok = res.verdict == "violated" and res.property in v.breaks
+        failures += not ok
+        print(f"{'caught' if ok else 'NOT CAUGHT'}: {name}: {res.property or res.verdict}"
+              f" in {len(res.trace) - 1 if res.trace else '-'} steps ({res.states} states)")
+    return EXIT_HOLDS if failures == 0 else EXIT_VIOLATED
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    try:
+        args = ap.parse_args(argv)
+        if args.list_variants:
+            for name in variants.VARIANTS:
+                print(name)
+            return EXIT_HOLDS
+        if args.all_variants:
+            return run_all_variants(args.max_states, args.json)
+        v = variants.get(args.variant)
+        spec = v.make(**overrides_from(args))
+    except (argparse.ArgumentTypeError, KeyError, AssertionError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    progress = None if args.json else (
+        lambda d, n, f, t: print(f"  depth {d:>3}: {n:>10,} states, frontier {f:>9,}, {t:7.1f} s",
+                                 file=sys.stderr, flush=True))
+    res = explore(spec, max_states=args.max_states, progress=progress)
+    if args.json:
+        print(json.dumps(res.to_json(), indent=2))
+    else:
+        report(res, spec)
+    return {"holds": EXIT_HOLDS, "violated": EXIT_VIOLATED}.get(res.verdict, EXIT_USAGE)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,450 @@
+"""The Iceberg commit protocol as a transition system (spec/PROTOCOL.md; TLA+ module
+IcebergCommit, whose actions carry the same names as the functions below).
+
+`successors(bounds, state)` yields (action label, next state) for every enabled
+action. Labels are tuples: (ActionName, writer[, detail]). Flawed variants of the
+protocol (spec/PROTOCOL.md "Negative controls") are selected by `bounds.variant`;
+each changes one rule and is named after the real bug it reproduces.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from icefloe.model.state import (
+    ABORTED, ACK_LOST, APPEND, COMMITTED, CRASH, CRASHED, DATA, DATA_KINDS, DELETE, DONE,
+    EXPIRE, FAULT_KINDS, IDLE, LIST, MANIFEST, META, NO_META, NO_SNAP, NOOP, OP_KINDS,
+    OVERWRITE, PENDING, RENAME, RETRY, REWRITE, ROLLBACK, SWAP, SWAP_DELAYED, SWAP_FAIL,
+    UNKNOWN, UNKNOWN_OUTCOME, WRITE_FAIL, WRITE_PHASES, Meta, MetaId, OpInfo, Outcome, Snap,
+    State, Writer, ancestors, chain, data_obj, meta_obj, mget, mput, reach, snap_of,
+)
+
+SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
+
+# Variants of the Iceberg-shaped protocol, each breaking one rule of spec/PROTOCOL.md.
+ICEBERG_VARIANTS = {
+    "correct": "the protocol of spec/PROTOCOL.md",
+    "no-revalidate": "(a) a retry re-applies its actions without re-running its validations",
+    "cleanup-after-unknown": "(b) an unknown swap outcome is taken as failure and the attempt's files are deleted (iceberg #2317, #4666)",
+    "rename-commit": "(c) file-system table: check that the next version is absent, then rename over it; no atomic put-if-absent (iceberg #970, #1014)",
+    "pointer-status-check": "an unknown outcome is resolved by comparing the pointer with the attempt's metadata only; a commit that landed and was built upon is declared failed and cleaned up (iceberg #3717, #7151)",
+    "no-lineage-check": "a retry after an unknown outcome re-applies the snapshot without looking for it in the metadata chain (iceberg #2808)",
+    "expire-deleted-entries": "expiry deletes the files that expired snapshots removed, without checking that a retained snapshot still reaches them (iceberg #17304)",
+    "orphans-no-threshold": "orphan removal deletes unreferenced files with no age threshold, while writers are still working",
+}
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The explored instance: every bound of the state space is here."""
+    writers: int = 2
+    ops: int = 1
+    kinds: tuple = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
+    faults: tuple = FAULT_KINDS
+    fault_budget: int = 1
+    attempts_max: int = 2
+    isolation: str = SERIALIZABLE
+    orphan_runs: int = 0
+    variant: str = "correct"
+
+    def __post_init__(self):
+        assert self.writers >= 1 and self.ops >= 1 and self.attempts_max >= 1
+        assert set(self.kinds) <= set(OP_KINDS) and self.kinds, self.kinds
+        assert set(self.faults) <= set(FAULT_KINDS), self.faults
+        assert self.isolation in (SERIALIZABLE, SNAPSHOT)
+        assert self.variant in ICEBERG_VARIANTS, self.variant
+
+
+# -- the initial table: two appends by the bootstrap writer 0 ------------------------------
+
+def bootstrap_metas() -> tuple:
+    s1 = Snap((0, 1), NO_SNAP, frozenset({(0, 1)}), ("l", 0, 1, 1), frozenset({("m", 0, 1, 0)}))
+    s2 = Snap((0, 2), (0, 1), frozenset({(0, 1), (0, 2)}), ("l", 0, 2, 1),
+              frozenset({("m", 0, 1, 0), ("m", 0, 2, 0)}))
+    m1 = Meta(NO_META, (0, 1), frozenset({s1}), OpInfo(APPEND, NO_SNAP, frozenset(), NO_SNAP))
+    m2 = Meta((0, 1, 1), (0, 2), frozenset({s1, s2}), OpInfo(APPEND, (0, 1), frozenset(), NO_SNAP))
+    return (((0, 1, 1), m1), ((0, 2, 1), m2))
+
+
+def idle_writer(k: int, ops: int) -> Writer:
+    return Writer(k, "", IDLE if k <= ops else DONE, 0, NO_META, NO_SNAP,
+                  frozenset(), NO_SNAP, frozenset(), False, False)
+
+
+def initial_state(b: Bounds) -> State:
+    metas = bootstrap_metas()
+    store = frozenset({
+        ("d", 0, 1, 0), ("d", 0, 2, 0), ("m", 0, 1, 0), ("m", 0, 2, 0),
+        ("l", 0, 1, 1), ("l", 0, 2, 1), ("j", 0, 1, 1), ("j", 0, 2, 1)})
+    content = (((0, 1), frozenset({(0, 1)})), ((0, 2), frozenset({(0, 2)})))
+    pending = Outcome(PENDING, False, False)
+    return State(
+        cat=(0, 2, 1), metas=metas, store=store, content=content, inflight=frozenset(),
+        writers=tuple(idle_writer(1, b.ops) for _ in range(b.writers)),
+        faults_on=bool(b.faults) and b.fault_budget > 0, faults_used=0, orphan_runs=0,
+        hist=((0, 1, 1), (0, 2, 1)), acked=frozenset(),
+        outcomes=tuple(tuple(pending for _ in range(b.ops)) for _ in range(b.writers)),
+        deleted=frozenset(), consumed=frozenset({(0, 1), (0, 2)}), reader_at=(0, 2))
+
+
+# -- small helpers --------------------------------------------------------------------------
+
+def current(s: State) -> Meta:
+    return mget(s.metas, s.cat)
+
+
+def head_snap(meta: Meta) -> Snap:
+    snap = snap_of(meta, meta.head)
+    assert snap is not None, f"head {meta.head} not retained"
+    return snap
+
+
+def set_writer(s: State, w: int, wr: Writer) -> State:
+    writers = list(s.writers)
+    writers[w - 1] = wr
+    return s._replace(writers=tuple(writers))
+
+
+def op_objects(s: State, w: int, k: int) -> frozenset:
+    """Everything operation (w, k) has written that is still in storage."""
+    return frozenset(o for o in s.store if o[1] == w and o[2] == k)
+
+
+def move_pointer(s: State, new: MetaId) -> State:
+    """The catalog's pointer takes a new value; the incremental reader of main polls."""
+    meta = mget(s.metas, new)
+    consumed, reader_at = s.consumed, s.reader_at
+    line = ancestors(meta, meta.head)
+    if reader_at in line:
+        consumed = consumed | frozenset(line[: line.index(reader_at)])
+    reader_at = meta.head
+    return s._replace(cat=new, hist=s.hist + (new,), consumed=consumed, reader_at=reader_at)
+
+
+def finish(s: State, w: int, res: str) -> State:
+    wr = s.writers[w - 1]
+    assert s.outcomes[w - 1][wr.k - 1].res == PENDING, (w, wr.k)
+    outcomes = list(s.outcomes)
+    row = list(outcomes[w - 1])
+    row[wr.k - 1] = Outcome(res, wr.lone, wr.healed)
+    outcomes[w - 1] = tuple(row)
+    return set_writer(s._replace(outcomes=tuple(outcomes)), w, idle_writer(wr.k + 1, len(row)))
+
+
+def delete_objects(s: State, objs: frozenset) -> State:
+    return s._replace(store=s.store - objs, deleted=s.deleted | (objs & s.store))
+
+
+def finish_failed(b: Bounds, s: State, w: int) -> State:
+    """No attempt is in the lineage. Clean up only if the failure is definite: every
+    attempt whose outcome was unknown had a base the pointer has since left (versions
+    are never reused, so such a request can no longer land)."""
+    wr = s.writers[w - 1]
+    if b.variant != "pointer-status-check" and s.cat in wr.unknowns:
+        return finish(s, w, UNKNOWN_OUTCOME)
+    return finish(delete_objects(s, op_objects(s, w, wr.k)), w, ABORTED)
+
+
+# -- validation (spec/PROTOCOL.md "Retry validation": assumptions) -------------------------
+
+def validate(b: Bounds, s: State, wr: Writer) -> bool:
+    """The operation's assumptions, checked over every snapshot committed between its
+    starting snapshot and the head of the refreshed base."""
+    meta = current(s)
+    if wr.kind in (APPEND, EXPIRE):
+        return True
+    line = ancestors(meta, meta.head)
+    if wr.start not in line:
+        return False                            # start rolled back or expired
+    between = [snap_of(meta, sid) for sid in line[: line.index(wr.start)]]
+    if wr.kind in (DELETE, REWRITE):
+        return all(wr.files <= x.files for x in between)
+    if wr.kind == OVERWRITE:
+        return b.isolation == SNAPSHOT or not between
+    if wr.kind == ROLLBACK:
+        return not between and snap_of(meta, wr.target) is not None
+    raise AssertionError(wr.kind)
+
+
+# -- actions (the transition system; names match the TLA+ actions) -------------------------
+
+def plan(b: Bounds, s: State, w: int, kind: str) -> State:
+    """Begin: refresh (read the pointer) and plan the operation at its starting snapshot."""
+    wr = s.writers[w - 1]
+    meta = current(s)
+    start = head_snap(meta)
+    others_done = all(o.phase == DONE for i, o in enumerate(s.writers) if i != w - 1)
+    new = Writer(wr.k, kind, DATA, 1, s.cat, start.id, frozenset(), NO_SNAP, frozenset(),
+                 others_done and not s.inflight, not s.faults_on)
+    content = s.content
+    fid = (w, wr.k)
+    if kind == APPEND:
+        content = mput(content, fid, frozenset({fid}))
+    elif kind == OVERWRITE:
+        new = new._replace(files=start.files)
+        content = mput(content, fid, frozenset({fid}))
+    elif kind == DELETE:
+        if not start.files:
+            return finish(set_writer(s, w, new), w, NOOP)
+        new = new._replace(files=frozenset({min(start.files)}), phase=MANIFEST)
+    elif kind == REWRITE:
+        if len(start.files) < 2:
+            return finish(set_writer(s, w, new), w, NOOP)
+        rows = frozenset().union(*(mget(content, f) for f in start.files))
+        new = new._replace(files=start.files)
+        content = mput(content, fid, rows)
+    elif kind == ROLLBACK:
+        if snap_of(meta, start.parent) is None:
+            return finish(set_writer(s, w, new), w, NOOP)
+        new = new._replace(target=start.parent, phase=META)
+    elif kind == EXPIRE:
+        if len(meta.snaps) == 1:
+            return finish(set_writer(s, w, new), w, NOOP)
+        new = new._replace(phase=META)
+    return set_writer(s._replace(content=content), w, new)
+
+
+def write_data(s: State, w: int) -> State:
+    wr = s.writers[w - 1]
+    return set_writer(s._replace(store=s.store | {("d", w, wr.k, 0)}), w, wr._replace(phase=MANIFEST))
+
+
+def manifest_obj(wr: Writer, w: int):
+    return ("m", w, wr.k, 0) if wr.kind == APPEND else ("m", w, wr.k, wr.attempt)
+
+
+def write_manifest(s: State, w: int) -> State:
+    wr = s.writers[w - 1]
+    return set_writer(s._replace(store=s.store | {manifest_obj(wr, w)}), w, wr._replace(phase=LIST))
+
+
+def write_list(s: State, w: int) -> State:
+    wr = s.writers[w - 1]
+    obj = ("l", w, wr.k, wr.attempt)
+    return set_writer(s._replace(store=s.store | {obj}), w, wr._replace(phase=META))
+
+
+def apply_actions(b: Bounds, s: State, w: int, wr: Writer) -> Meta:
+    """The operation's actions as a pure function of the base metadata."""
+    base = mget(s.metas, wr.base)
+    head = head_snap(base)
+    op = OpInfo(wr.kind, wr.start, wr.files, wr.target)
+    if wr.kind == ROLLBACK:
+        return Meta(wr.base, wr.target, base.snaps, op)
+    if wr.kind == EXPIRE:
+        return Meta(wr.base, base.head, frozenset({head}), op)
+    fid = (w, wr.k)
+    if wr.kind == APPEND:
+        files = head.files | {fid}
+        manifests = head.manifests | {manifest_obj(wr, w)}
+    elif wr.kind == OVERWRITE:
+        files, manifests = frozenset({fid}), frozenset({manifest_obj(wr, w)})
+    elif wr.kind == DELETE:
+        files, manifests = head.files - wr.files, frozenset({manifest_obj(wr, w)})
+    else:
+        assert wr.kind == REWRITE
+        files, manifests = (head.files - wr.files) | {fid}, frozenset({manifest_obj(wr, w)})
+    snap = Snap(fid, head.id, files, ("l", w, wr.k, wr.attempt), manifests)
+    return Meta(wr.base, fid, base.snaps | {snap}, op)
+
+
+def write_meta(b: Bounds, s: State, w: int) -> State:
+    wr = s.writers[w - 1]
+    mid = (w, wr.k, wr.attempt)
+    meta = apply_actions(b, s, w, wr)
+    s = s._replace(store=s.store | {meta_obj(mid)}, metas=mput(s.metas, mid, meta))
+    return set_writer(s, w, wr._replace(phase=SWAP))
+
+
+def expire_cleanup(b: Bounds, s: State, pre: Meta, post: Meta) -> State:
+    """After an acknowledged expiry: delete what only the expired snapshots reached."""
+    expired = pre.snaps - post.snaps
+    if b.variant == "expire-deleted-entries":
+        by_id = {x.id: x for x in pre.snaps}
+        gone = frozenset(data_obj(f) for x in expired if x.parent in by_id
+                         for f in by_id[x.parent].files - x.files)
+    else:
+        keep = frozenset().union(*(reach(x) for x in post.snaps))
+        gone = frozenset().union(*(reach(x) for x in expired)) - keep
+    return delete_objects(s, gone)
+
+
+def swap(b: Bounds, s: State, w: int) -> State:
+    """The catalog's compare-and-swap, acknowledged to the writer."""
+    wr = s.writers[w - 1]
+    mid = (w, wr.k, wr.attempt)
+    if s.cat != wr.base:
+        return set_writer(s, w, wr._replace(phase=RETRY))
+    if b.variant == "rename-commit":
+        return set_writer(s, w, wr._replace(phase=RENAME))
+    return commit_acknowledged(b, s, w, mid)
+
+
+def commit_acknowledged(b: Bounds, s: State, w: int, mid: MetaId) -> State:
+    wr = s.writers[w - 1]
+    pre = mget(s.metas, wr.base)
+    s = move_pointer(s, mid)._replace(acked=s.acked | {mid})
+    if wr.kind == EXPIRE:
+        s = expire_cleanup(b, s, pre, mget(s.metas, mid))
+    return finish(s, w, COMMITTED)
+
+
+def rename(b: Bounds, s: State, w: int) -> State:
+    """Variant rename-commit: the second half of check-then-rename; overwrites."""
+    wr = s.writers[w - 1]
+    return commit_acknowledged(b, s, w, (w, wr.k, wr.attempt))
+
+
+def own_landed(s: State, w: int, k: int) -> MetaId | None:
+    for m in chain(s.metas, s.cat):
+        if m[0] == w and m[1] == k:
+            return m
+    return None
+
+
+def reconcile(b: Bounds, s: State, w: int) -> State:
+    """Retry / Resolve: refresh; if an earlier attempt landed, the operation committed;
+    otherwise validate against the refreshed base and start the next attempt."""
+    wr = s.writers[w - 1]
+    resolving = wr.phase == UNKNOWN
+    if resolving and b.variant == "cleanup-after-unknown":
+        raise AssertionError("unreachable: that variant never waits in UNKNOWN")
+    if resolving and b.variant == "pointer-status-check":
+        if s.cat == (w, wr.k, wr.attempt):
+            return finish(s._replace(acked=s.acked | {s.cat}), w, COMMITTED)
+        return finish_failed(b, s, w)
+    if not (b.variant == "no-lineage-check" and resolving):
+        landed = own_landed(s, w, wr.k)
+        if landed is not None:
+            return finish(s._replace(acked=s.acked | {landed}), w, COMMITTED)
+    if wr.attempt >= b.attempts_max:
+        return finish_failed(b, s, w)
+    if b.variant != "no-revalidate" and not validate(b, s, wr):
+        return finish_failed(b, s, w)
+    if wr.kind == ROLLBACK and snap_of(current(s), wr.target) is None:
+        return finish_failed(b, s, w)           # even without validation: nothing to point at
+    nxt = {APPEND: LIST, OVERWRITE: MANIFEST, DELETE: MANIFEST, REWRITE: MANIFEST,
+           ROLLBACK: META, EXPIRE: META}[wr.kind]
+    return set_writer(s, w, wr._replace(phase=nxt, attempt=wr.attempt + 1, base=s.cat))
+
+
+# -- faults ---------------------------------------------------------------------------------
+
+def fault_enabled(b: Bounds, s: State, kind: str) -> bool:
+    return s.faults_on and kind in b.faults
+
+
+def spend_fault(b: Bounds, s: State) -> State:
+    """Faults come from a budget; when it is spent, faults have stopped (healed)."""
+    used = s.faults_used + 1
+    return s._replace(faults_used=used, faults_on=used < b.fault_budget)
+
+
+def write_fails(b: Bounds, s: State, w: int) -> State:
+    """A storage write fails (definitely not written): the operation aborts."""
+    return finish_failed(b, spend_fault(b, s), w)
+
+
+def swap_fails(b: Bounds, s: State, w: int) -> State:
+    """The swap request is rejected before it could have any effect."""
+    wr = s.writers[w - 1]
+    return set_writer(spend_fault(b, s), w, wr._replace(phase=RETRY))
+
+
+def unknown_outcome(b: Bounds, s: State, w: int) -> State:
+    wr = s.writers[w - 1]
+    if b.variant == "cleanup-after-unknown":
+        return finish(delete_objects(s, op_objects(s, w, wr.k)), w, ABORTED)
+    return set_writer(s, w, wr._replace(phase=UNKNOWN, unknowns=wr.unknowns | {wr.base}))
+
+
+def ack_lost(b: Bounds, s: State, w: int) -> State:
+    """The swap is applied (if the pointer matched) but the acknowledgement is lost."""
+    wr = s.writers[w - 1]
+    s = spend_fault(b, s)
+    if s.cat == wr.base:
+        s = move_pointer(s, (w, wr.k, wr.attempt))
+    return unknown_outcome(b, s, w)
+
+
+def swap_delayed(b: Bounds, s: State, w: int) -> State:
+    """The client times out; its request is still in flight and may land later."""
+    wr = s.writers[w - 1]
+    s = spend_fault(b, s)._replace(inflight=s.inflight | {(w, wr.base, (w, wr.k, wr.attempt))})
+    return unknown_outcome(b, s, w)
+
+
+def deliver(s: State, req) -> State:
+    """A delayed swap request reaches the catalog and is compared-and-swapped there."""
+    _, expected, new = req
+    s = s._replace(inflight=s.inflight - {req})
+    return move_pointer(s, new) if s.cat == expected else s
+
+
+def crash(b: Bounds, s: State, w: int) -> State:
+    return finish(spend_fault(b, s), w, CRASHED)
+
+
+def remove_orphans(s: State) -> State:
+    """Delete data, manifest and manifest-list objects no retained snapshot reaches."""
+    live = frozenset().union(*(reach(x) for x in current(s).snaps))
+    gone = frozenset(o for o in s.store if o[0] in "dml" and o not in live)
+    return delete_objects(s, gone)._replace(orphan_runs=s.orphan_runs + 1)
+
+
+def successors(b: Bounds, s: State):
+    """Every enabled action with its successor state."""
+    for w, wr in enumerate(s.writers, start=1):
+        ph = wr.phase
+        if ph == IDLE:
+            for kind in b.kinds:
+                yield ("Begin", w, kind), plan(b, s, w, kind)
+            continue
+        if ph == DONE:
+            continue
+        if ph == DATA:
+            yield ("WriteData", w), write_data(s, w)
+        elif ph == MANIFEST:
+            if wr.kind == APPEND and wr.attempt > 1:
+                raise AssertionError("an append reuses its manifest")
+            yield ("WriteManifest", w), write_manifest(s, w)
+        elif ph == LIST:
+            yield ("WriteList", w), write_list(s, w)
+        elif ph == META:
+            yield ("WriteMeta", w), write_meta(b, s, w)
+        elif ph == SWAP:
+            yield ("Swap", w), swap(b, s, w)
+            if fault_enabled(b, s, SWAP_FAIL):
+                yield ("SwapFails", w), swap_fails(b, s, w)
+            if fault_enabled(b, s, ACK_LOST):
+                yield ("AckLost", w), ack_lost(b, s, w)
+            if fault_enabled(b, s, SWAP_DELAYED):
+                yield ("SwapDelayed", w), swap_delayed(b, s, w)
+        elif ph == RENAME:
+            yield ("Rename", w), rename(b, s, w)
+        elif ph == RETRY:
+            yield ("Retry", w), reconcile(b, s, w)
+        elif ph == UNKNOWN:
+            yield ("Resolve", w), reconcile(b, s, w)
+        else:
+            raise AssertionError(ph)
+        if ph in WRITE_PHASES and fault_enabled(b, s, WRITE_FAIL):
+            yield ("WriteFails", w), write_fails(b, s, w)
+        if fault_enabled(b, s, CRASH):
+            yield ("Crash", w), crash(b, s, w)
+    for req in sorted(s.inflight):
+        yield ("Deliver", req[0]), deliver(s, req)
+        yield ("Drop", req[0]), s._replace(inflight=s.inflight - {req})
+    if s.faults_on:
+        yield ("Heal", 0), s._replace(faults_on=False)
+    if s.orphan_runs < b.orphan_runs:
+        quiet = all(x.phase in (IDLE, DONE) for x in s.writers) and not s.inflight
+        if quiet or b.variant == "orphans-no-threshold":
+            yield ("RemoveOrphans", 0), remove_orphans(s)
+
+
+def is_terminal(s: State) -> bool:
+    return all(x.phase == DONE for x in s.writers) and not s.inflight
+
+
+__all__ = ["Bounds", "ICEBERG_VARIANTS", "SERIALIZABLE", "SNAPSHOT", "initial_state",
+           "successors", "is_terminal", "current", "head_snap", "validate"]

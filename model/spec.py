@@ -1,0 +1,82 @@
+"""A transition system the explorer can search: the Iceberg protocol and the flawed
+variants (spec/PROTOCOL.md "Negative controls") behind one small interface."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterable, Protocol
+
+from icefloe.model import checks, iceberg
+from icefloe.model.state import RETRY, State
+
+
+class Spec(Protocol):
+    name: str
+    bounds: object
+    safety: dict[str, Callable]
+    terminal: dict[str, Callable]
+
+    def initial(self) -> list: ...
+    def successors(self, state) -> Iterable[tuple[tuple, object]]: ...
+    def is_terminal(self, state) -> bool: ...
+    def events(self, state, label: tuple, nxt) -> Iterable[str]: ...
+    def describe(self, state) -> str: ...
+
+
+@dataclass
+class IcebergSpec:
+    """The protocol of spec/PROTOCOL.md (or one of its Iceberg-shaped variants)."""
+    bounds: iceberg.Bounds
+
+    @property
+    def name(self) -> str:
+        return self.bounds.variant
+
+    @property
+    def safety(self):
+        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in checks.SAFETY_CHECKS.items()}
+
+    @property
+    def terminal(self):
+        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in checks.TERMINAL_CHECKS.items()}
+
+    def initial(self) -> list[State]:
+        return [iceberg.initial_state(self.bounds)]
+
+    def successors(self, state: State):
+        return iceberg.successors(self.bounds, state)
+
+    def is_terminal(self, state: State) -> bool:
+        return iceberg.is_terminal(state)
+
+    def events(self, state: State, label: tuple, nxt: State):
+        """Semantic events for the vacuity guard (beyond the action names)."""
+        name, w = label[0], label[1]
+        if name == "Swap" and state.cat != state.writers[w - 1].base:
+            yield "conflict"
+        if name in ("Retry", "Resolve"):
+            before, after = state.writers[w - 1], nxt.writers[w - 1]
+            if after.k == before.k and after.attempt == before.attempt + 1:
+                yield "retry after conflict" if before.phase == RETRY else "retry after unknown"
+            if name == "Resolve":
+                res = nxt.outcomes[w - 1][before.k - 1].res
+                yield "unknown resolved: committed" if res == "committed" else "unknown resolved: not landed"
+            if before.unknowns and before.phase == RETRY and after.k != before.k:
+                res = nxt.outcomes[w - 1][before.k - 1].res
+                yield f"unknown resolved on retry: {res}"
+        if name == "Deliver":
+            yield "delayed swap landed" if nxt.cat != state.cat else "delayed swap lost the race"
+
+    def describe(self, state: State) -> str:
+        meta = iceberg.current(state)
+        head = iceberg.head_snap(meta)
+        ws = "; ".join(
+            f"w{i}: op {w.k} {w.kind or '-'} {w.phase}"
+            + (f" attempt {w.attempt} base {w.base}" if w.phase not in ("idle", "done") else "")
+            + (f" unknown-bases {sorted(w.unknowns)}" if w.unknowns else "")
+            for i, w in enumerate(state.writers, start=1))
+        extra = f"; in flight {sorted(state.inflight)}" if state.inflight else ""
+        return (f"pointer {state.cat} main={meta.head} files={sorted(head.files)}"
+                f" snapshots={sorted(x.id for x in meta.snaps)} | {ws}{extra}")
+
+
+

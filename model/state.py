@@ -1,0 +1,166 @@
+"""Values of the model: ids, metadata versions, snapshots, writers, the whole state.
+
+spec/PROTOCOL.md "The table as a tree of immutable files"; TLA+ module
+IcebergCommit, section "Values". Every id is a tuple of small integers derived
+from (writer, operation index, attempt), never from a counter or a clock, so two
+runs that take the same steps reach equal states (and the TLA+ spec, which uses the
+same ids, reaches the same states: see docs/model-tla-mapping.md).
+
+Object kinds in storage (ObjId = (kind, writer, op, attempt)):
+  "d" data file        (one per operation, written once, reused by every attempt)
+  "m" manifest         (append: one per operation, attempt 0, reused; others: per attempt)
+  "l" manifest list    (per attempt)
+  "j" metadata JSON    (per attempt; its MetaId is (writer, op, attempt))
+Writer 0 is the bootstrap that created the initial table (two snapshots).
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+SnapId = tuple[int, int]            # (writer, op): kept across attempts
+FileId = tuple[int, int]            # the data file an operation writes
+MetaId = tuple[int, int, int]       # (writer, op, attempt)
+ObjId = tuple[str, int, int, int]   # (kind, writer, op, attempt)
+
+NO_SNAP: SnapId = (0, 0)
+NO_META: MetaId = (0, 0, 0)
+
+# Phases of a writer (spec/PROTOCOL.md "Writer phases").
+IDLE, DATA, MANIFEST, LIST, META, SWAP, RENAME, RETRY, UNKNOWN, DONE = (
+    "idle", "data", "manifest", "list", "meta", "swap", "rename", "retry", "unknown", "done")
+WRITE_PHASES = (DATA, MANIFEST, LIST, META)
+
+# Operation kinds and final outcomes of an operation.
+APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE = (
+    "append", "overwrite", "delete", "rewrite", "rollback", "expire")
+OP_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
+DATA_KINDS = (APPEND, OVERWRITE, REWRITE)      # write a data file
+SNAPSHOT_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE)  # produce a new snapshot
+PENDING, COMMITTED, ABORTED, UNKNOWN_OUTCOME, CRASHED, NOOP = (
+    "pending", "committed", "aborted", "unknown", "crashed", "noop")
+
+# Fault kinds (spec/PROTOCOL.md "Faults").
+WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH = (
+    "write_fail", "swap_fail", "ack_lost", "swap_delayed", "crash")
+FAULT_KINDS = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH)
+
+
+class Snap(NamedTuple):
+    """A snapshot as recorded in one metadata version (its record may differ between
+    attempts of the same operation: a retry gets a new parent and manifest list)."""
+    id: SnapId
+    parent: SnapId
+    files: frozenset            # FileIds live in this snapshot
+    mlist: ObjId
+    manifests: frozenset        # ObjIds of the manifests the list names
+
+
+class OpInfo(NamedTuple):
+    """What an operation planned at its starting snapshot (auxiliary: only the
+    property checks read it; Iceberg keeps the same in the snapshot summary)."""
+    kind: str
+    start: SnapId
+    files: frozenset            # delete/rewrite: the named files; overwrite: its read set
+    target: SnapId              # rollback: the snapshot to roll back to
+
+
+class Meta(NamedTuple):
+    """One metadata JSON file: immutable once written."""
+    prev: MetaId                # previous_metadata_location
+    head: SnapId                # refs.main / current-snapshot-id
+    snaps: frozenset            # retained Snap records
+    op: OpInfo
+
+
+class Writer(NamedTuple):
+    k: int                      # index of the current operation (1-based)
+    kind: str
+    phase: str
+    attempt: int
+    base: MetaId                # metadata version this attempt is applied to
+    start: SnapId               # the operation's starting snapshot
+    files: frozenset
+    target: SnapId
+    unknowns: frozenset         # bases of attempts whose swap outcome is unknown
+    lone: bool                  # began with every other writer done and nothing in flight
+    healed: bool                # began after faults stopped
+
+
+class Outcome(NamedTuple):
+    res: str
+    lone: bool
+    healed: bool
+
+
+class State(NamedTuple):
+    # -- protocol variables --
+    cat: MetaId                 # the catalog's pointer
+    metas: tuple                # sorted ((MetaId, Meta), ...): metadata files ever written
+    store: frozenset            # ObjIds present in storage
+    content: tuple              # sorted ((FileId, frozenset of row ids), ...)
+    inflight: frozenset         # delayed swap requests (writer, expected MetaId, new MetaId)
+    writers: tuple              # Writer per writer 1..W
+    faults_on: bool
+    faults_used: int
+    orphan_runs: int
+    # -- history (auxiliary) variables: only the property checks read them --
+    hist: tuple                 # every value the pointer has taken, in order
+    acked: frozenset            # MetaIds acknowledged to their writer as committed
+    outcomes: tuple             # per writer, per operation: Outcome
+    deleted: frozenset          # ObjIds ever deleted
+    consumed: frozenset         # SnapIds an incremental reader of main has consumed
+    reader_at: SnapId           # that reader's position
+
+
+def mget(pairs: tuple, key):
+    for k, v in pairs:
+        if k == key:
+            return v
+    raise KeyError(key)
+
+
+def mput(pairs: tuple, key, value) -> tuple:
+    out = [(k, v) for k, v in pairs if k != key]
+    out.append((key, value))
+    out.sort()
+    return tuple(out)
+
+
+def snap_of(meta: Meta, sid: SnapId) -> Snap | None:
+    for s in meta.snaps:
+        if s.id == sid:
+            return s
+    return None
+
+
+def data_obj(f: FileId) -> ObjId:
+    return ("d", f[0], f[1], 0)
+
+
+def meta_obj(m: MetaId) -> ObjId:
+    return ("j", m[0], m[1], m[2])
+
+
+def reach(snap: Snap) -> frozenset:
+    """Objects a reader of this snapshot opens (manifest list, manifests, data files)."""
+    return frozenset({snap.mlist, *snap.manifests, *(data_obj(f) for f in snap.files)})
+
+
+def ancestors(meta: Meta, sid: SnapId) -> list[SnapId]:
+    """sid and its ancestors that are still retained in `meta`, newest first."""
+    out = []
+    by_id = {s.id: s for s in meta.snaps}
+    while sid in by_id and sid not in out:
+        out.append(sid)
+        sid = by_id[sid].parent
+    return out
+
+
+def chain(metas: tuple, m: MetaId) -> list[MetaId]:
+    """m and every metadata version reachable through `prev`, newest first."""
+    by_id = dict(metas)
+    out = []
+    while m in by_id and m not in out:
+        out.append(m)
+        m = by_id[m].prev
+    return out
