@@ -1,0 +1,359 @@
+"""Parquet data files (Iceberg spec: "Appendix A: Format-specific Requirements -> Parquet",
+"Manifests -> Data File Fields" for the metrics, "Partitioning" for splitting rows).
+
+Written files carry `PARQUET:field_id` on every column. Metrics come from the Parquet
+footer: value/null counts and column sizes for every leaf column, lower/upper bounds for
+primitive leaves outside lists and maps, serialized as in Appendix D. String and binary
+bounds are truncated to `BOUND_TRUNCATE_LENGTH` (Java's default `truncate(16)` metrics
+mode): the lower bound to a prefix, the upper bound to a prefix with its last unit
+incremented, so both still enclose every value. NaN counts come from the data itself, as
+the footer has none and bounds must exclude NaN.
+
+Reading matches columns by field id, never by name, so files from other writers (or
+written before a rename) project onto the table schema.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import io
+import uuid
+from decimal import Decimal
+from typing import Any, Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from icefloe.impl.format import conversions, types as T
+from icefloe.impl.format.manifest import DataFile, DataFileContent
+from icefloe.impl.format.transforms import PartitionSpec
+from icefloe.impl.outcomes import IcefloeError
+
+__all__ = ["DataFileError", "BOUND_TRUNCATE_LENGTH", "write_data_file", "data_file_metrics",
+           "split_by_partition", "read_data_file", "truncate_lower", "truncate_upper"]
+
+BOUND_TRUNCATE_LENGTH = 16
+ROW_GROUP_ROWS_MAX = 1 << 20
+_MAX_CODE_POINT = 0x10FFFF
+_SURROGATES = range(0xD800, 0xE000)
+
+
+class DataFileError(IcefloeError):
+    """A data file that cannot be written or read against the table schema."""
+
+    def __init__(self, message: str, location: str | None = None):
+        super().__init__(f"{location}: {message}" if location else message)
+        self.location = location
+
+
+# -- bound truncation ----------------------------------------------------------------------
+
+def truncate_lower(value: str | bytes, length: int = BOUND_TRUNCATE_LENGTH) -> str | bytes:
+    """A prefix: never above the value (code points for strings, bytes for binary)."""
+    return value[:length]
+
+
+def truncate_upper(value: str | bytes, length: int = BOUND_TRUNCATE_LENGTH) -> str | bytes | None:
+    """The shortest `length`-unit prefix, last unit incremented, that is at least `value`;
+    None when no such prefix exists (every unit is already the maximum)."""
+    if len(value) <= length:
+        return value
+    prefix = value[:length]
+    for i in range(len(prefix) - 1, -1, -1):  # bounded by `length`
+        if isinstance(prefix, bytes):
+            if prefix[i] < 0xFF:
+                return prefix[:i] + bytes([prefix[i] + 1])
+        else:
+            point = ord(prefix[i]) + 1
+            if point in _SURROGATES:
+                point = _SURROGATES.stop
+            if point <= _MAX_CODE_POINT:
+                return prefix[:i] + chr(point)
+    return None
+
+
+# -- writing and metrics -------------------------------------------------------------------
+
+def _conform(table: pa.Table, schema: T.Schema) -> pa.Table:
+    """The table's columns (by name) cast to the schema's Arrow types with field ids."""
+    target = T.schema_to_arrow(schema)
+    missing = [f.name for f in target if f.name not in table.column_names]
+    columns = []
+    for f in target:
+        if f.name in missing:
+            if not f.nullable:
+                raise DataFileError(f"required column {f.name!r} is missing")
+            columns.append(pa.nulls(table.num_rows, f.type))
+            continue
+        col = table.column(f.name)
+        if not f.nullable and col.null_count:
+            raise DataFileError(f"required column {f.name!r} has {col.null_count} nulls")
+        try:
+            columns.append(col.cast(f.type) if col.type != f.type else col)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+            raise DataFileError(f"column {f.name!r} of type {col.type} does not fit {f.type}: {e}") from None
+    return pa.Table.from_arrays(columns, schema=target)
+
+
+def write_data_file(table: pa.Table, schema: T.Schema, file_path: str, partition: tuple = (), *,
+                    row_group_rows_max: int = ROW_GROUP_ROWS_MAX) -> tuple[bytes, DataFile]:
+    """Parquet bytes of `table` (columns matched to `schema` by name) and the DataFile
+    describing them, with metrics from the footer."""
+    conformed = _conform(table, schema)
+    out = io.BytesIO()
+    pq.write_table(conformed, out, row_group_size=row_group_rows_max)
+    data = out.getvalue()
+    metrics = data_file_metrics(data, schema, conformed)
+    return data, DataFile(file_path=file_path, file_format="PARQUET", partition=tuple(partition),
+                          content=DataFileContent.DATA, file_size_in_bytes=len(data), **metrics)
+
+
+def _leaves(t: T.IcebergType, path: str, repeated: bool) -> Iterator[tuple[str, T.NestedField | None, bool]]:
+    """Parquet column paths below a field of type `t`, with the leaf and whether it is
+    inside a list or map (Parquet's 3-level list and map naming)."""
+    if isinstance(t, T.StructType):
+        for f in t.fields:
+            yield from _field_leaves(f, f"{path}.{f.name}", repeated)
+    elif isinstance(t, T.ListType):
+        yield from _field_leaves(t.element_field, f"{path}.list.element", True)
+    elif isinstance(t, T.MapType):
+        yield from _field_leaves(t.key_field, f"{path}.key_value.key", True)
+        yield from _field_leaves(t.value_field, f"{path}.key_value.value", True)
+
+
+def _field_leaves(f: T.NestedField, path: str, repeated: bool):
+    if f.type.is_primitive:
+        yield path, f, repeated
+    else:
+        yield from _leaves(f.type, path, repeated)
+
+
+def _internal(t: T.IcebergType, stats_value: Any, raw: Any) -> Any:
+    """A footer statistic as icefloe's internal value (see conversions.py)."""
+    if isinstance(t, (T.IntegerType, T.LongType, T.DateType, T.TimeType, T.TimestampType,
+                      T.TimestamptzType, T.FloatType, T.DoubleType, T.BooleanType)):
+        return raw  # the physical value is the internal one for files written here (us units)
+    if isinstance(t, T.UUIDType):
+        return uuid.UUID(bytes=bytes(stats_value))
+    if isinstance(t, T.DecimalType):
+        return Decimal(stats_value)
+    if isinstance(t, T.StringType):
+        return stats_value if isinstance(stats_value, str) else bytes(stats_value).decode("utf-8")
+    return bytes(stats_value)
+
+
+def _nan_counts(array: pa.Array, t: T.IcebergType, field_id: int, out: dict[int, int]) -> None:
+    """NaN counts of float leaves, walking nested arrays with parent nulls applied."""
+    if isinstance(array, pa.ChunkedArray):
+        for chunk in array.chunks:
+            _nan_counts(chunk, t, field_id, out)
+        return
+    if t in (T.FLOAT, T.DOUBLE):
+        out[field_id] = out.get(field_id, 0) + (pc.sum(pc.is_nan(array)).as_py() or 0)
+    elif isinstance(t, T.StructType):
+        for f, child in zip(t.fields, array.flatten()):
+            _nan_counts(child, f.type, f.field_id, out)
+    elif isinstance(t, T.ListType):
+        _nan_counts(array.flatten(), t.element_type, t.element_id, out)
+    elif isinstance(t, T.MapType):
+        _nan_counts(array.keys, t.key_type, t.key_id, out)
+        _nan_counts(array.items, t.value_type, t.value_id, out)
+
+
+def data_file_metrics(data: bytes, schema: T.Schema, table: pa.Table | None = None) -> dict[str, Any]:
+    """record_count, column_sizes, value/null/NaN counts, bounds and split_offsets of a
+    Parquet file written against `schema` (NaN counts need the `table` it holds)."""
+    md = pq.ParquetFile(io.BytesIO(data)).metadata
+    columns = {p: (f, rep) for top in schema.fields for p, f, rep in _field_leaves(top, top.name, False)}
+    sizes: dict[int, int] = {}
+    values: dict[int, int] = {}
+    nulls: dict[int, int] = {}
+    lows: dict[int, Any] = {}
+    highs: dict[int, Any] = {}
+    no_bounds: set[int] = set()
+    no_nulls: set[int] = set()
+    split_offsets = []
+    for g in range(md.num_row_groups):
+        rg = md.row_group(g)
+        starts = []
+        for c in range(rg.num_columns):
+            col = rg.column(c)
+            starts.append(col.dictionary_page_offset if col.has_dictionary_page else col.data_page_offset)
+            if col.path_in_schema not in columns:
+                continue
+            f, repeated = columns[col.path_in_schema]
+            fid = f.field_id
+            sizes[fid] = sizes.get(fid, 0) + col.total_compressed_size
+            values[fid] = values.get(fid, 0) + col.num_values
+            stats = col.statistics
+            if stats is None or not stats.has_null_count:
+                no_nulls.add(fid)  # one row group without a count spoils the file's count
+                no_bounds.add(fid)
+                continue
+            nulls[fid] = nulls.get(fid, 0) + stats.null_count
+            if repeated:
+                continue  # bounds of list elements and map entries are not kept (as Java)
+            if not stats.has_min_max:
+                if stats.null_count != col.num_values:  # values present but no bounds given
+                    no_bounds.add(fid)
+                continue
+            lo, hi = _internal(f.type, stats.min, stats.min_raw), _internal(f.type, stats.max, stats.max_raw)
+            if lo != lo or hi != hi:  # NaN: bounds must exclude it
+                no_bounds.add(fid)
+                continue
+            lows[fid] = lo if fid not in lows else min(lows[fid], lo)
+            highs[fid] = hi if fid not in highs else max(highs[fid], hi)
+        if starts:
+            split_offsets.append(min(starts))
+    nans: dict[int, int] = {}
+    if table is not None:
+        for f in schema.fields:
+            _nan_counts(table.column(f.name), f.type, f.field_id, nans)
+    lower_bounds, upper_bounds = {}, {}
+    for fid in sorted(set(lows) - no_bounds):
+        t = schema.find_type(fid)
+        lo, hi = lows[fid], highs[fid]
+        if isinstance(t, (T.StringType, T.BinaryType)):
+            lo, hi = truncate_lower(lo), truncate_upper(hi)
+        lower_bounds[fid] = conversions.to_bytes(t, lo)
+        if hi is not None:
+            upper_bounds[fid] = conversions.to_bytes(t, hi)
+    return {"record_count": md.num_rows, "column_sizes": sizes, "value_counts": values,
+            "null_value_counts": {k: v for k, v in nulls.items() if k not in no_nulls}, "nan_value_counts": nans, "lower_bounds": lower_bounds,
+            "upper_bounds": upper_bounds, "split_offsets": tuple(sorted(split_offsets))}
+
+
+# -- partitioning --------------------------------------------------------------------------
+
+def _column(table: pa.Table, schema: T.Schema, field_id: int) -> pa.Array:
+    """The column of `field_id` (top-level or inside structs), parent nulls applied."""
+    if schema.field_by_id(field_id) is None:
+        raise DataFileError(f"field id {field_id} is not in schema {schema.schema_id}")
+    # Walk by id: dotted names are ambiguous when names hold dots.
+    path, t = [], schema.as_struct()
+    while True:  # bounded by the nesting depth of the schema
+        f = next((f for f in t.fields if _contains(f, field_id)), None)
+        if f is None:
+            raise DataFileError(f"field id {field_id} is not reachable through structs only")
+        path.append(f.name)
+        if f.field_id == field_id:
+            break
+        t = f.type
+    array = table.column(path[0]).combine_chunks()
+    t = schema.find_field(path[0]).type
+    for name in path[1:]:
+        idx = [f.name for f in t.fields].index(name)
+        array, t = array.flatten()[idx], t.fields[idx].type
+    return array
+
+
+def _contains(f: T.NestedField, field_id: int) -> bool:
+    if f.field_id == field_id:
+        return True
+    return isinstance(f.type, T.StructType) and any(_contains(c, field_id) for c in f.type.fields)
+
+
+def _as_internal(array: pa.Array) -> list:
+    """Python values in icefloe's internal form (days, microseconds, UUID)."""
+    t = array.type
+    if pa.types.is_date(t):
+        return pc.cast(array, pa.int32()).to_pylist()
+    if pa.types.is_timestamp(t) or pa.types.is_time(t):
+        return pc.cast(array, pa.int64()).to_pylist()
+    if getattr(t, "extension_name", None) == "arrow.uuid":
+        return [None if b is None else uuid.UUID(bytes=b) for b in array.storage.to_pylist()]
+    return array.to_pylist()
+
+
+def _groupable(array: pa.Array) -> pa.Array:
+    if isinstance(array.type, pa.ExtensionType):
+        return array.storage
+    return array
+
+
+def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema) -> list[tuple[tuple, pa.Table]]:
+    """Rows of `table` grouped by partition tuple (spec field order), in order of first
+    appearance; each tuple holds internal values ready for DataFile.partition."""
+    if not spec.fields:
+        return [((), table)]
+    keys = [pf.transform.apply_arrow(_column(table, schema, pf.source_id)) for pf in spec.fields]
+    names = [f"k{i}" for i in range(len(keys))]
+    grouping = pa.table([_groupable(k) for k in keys] + [pa.array(range(table.num_rows), pa.int64())],
+                        names=[*names, "row"])
+    groups = grouping.group_by(names, use_threads=False).aggregate([("row", "list")])
+    rows = groups.column("row_list").to_pylist()
+    firsts = pa.array([r[0] for r in rows], pa.int64())
+    values = [_as_internal(k.take(firsts)) for k in keys]
+    out = []
+    for g, indices in enumerate(rows):
+        out.append((tuple(v[g] for v in values), table.take(pa.array(indices, pa.int64()))))
+    total = sum(t.num_rows for _, t in out)
+    assert total == table.num_rows, (total, table.num_rows)
+    return out
+
+
+# -- reading -------------------------------------------------------------------------------
+
+def _field_id(f: pa.Field) -> int | None:
+    if f.metadata and T.FIELD_ID_KEY in f.metadata:
+        try:
+            return int(f.metadata[T.FIELD_ID_KEY])
+        except ValueError:
+            return None
+    return None
+
+
+def _project(array: pa.Array, target: T.IcebergType, location: str) -> pa.Array:
+    """`array` (one chunk, file types) as the Arrow type of `target`, children by id."""
+    arrow_target = T.type_to_arrow(target)
+    mask = array.is_null() if array.null_count else None
+    if isinstance(target, T.StructType):
+        by_id = {_field_id(array.type.field(i)): child
+                 for i, child in enumerate(array.flatten())}
+        children = [_child(by_id, f, len(array), location) for f in target.fields]
+        return pa.StructArray.from_arrays(children, fields=list(arrow_target), mask=mask)
+    if isinstance(target, T.ListType):
+        by_id = {_field_id(array.type.value_field): array.values}
+        values = _child(by_id, target.element_field, len(array.values), location)
+        return pa.ListArray.from_arrays(array.offsets, values, type=arrow_target, mask=mask)
+    if isinstance(target, T.MapType):
+        by_id = {_field_id(array.type.key_field): array.keys, _field_id(array.type.item_field): array.items}
+        keys = _child(by_id, target.key_field, len(array.keys), location)
+        items = _child(by_id, target.value_field, len(array.items), location)
+        return pa.MapArray.from_arrays(array.offsets, keys, items, type=arrow_target, mask=mask)
+    if array.type == arrow_target:
+        return array
+    if isinstance(arrow_target, pa.ExtensionType):
+        storage = array.storage if isinstance(array.type, pa.ExtensionType) else array
+        return pa.ExtensionArray.from_storage(arrow_target, storage.cast(arrow_target.storage_type))
+    try:
+        return array.cast(arrow_target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise DataFileError(f"cannot read {array.type} as {target}: {e}", location) from None
+
+
+def _child(by_id: dict, f: T.NestedField, length: int, location: str) -> pa.Array:
+    if f.field_id not in by_id:
+        if f.required:
+            raise DataFileError(f"required field {f} is not in the file", location)
+        return pa.nulls(length, T.type_to_arrow(f.type))
+    array = by_id[f.field_id]
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    return _project(array, f.type, location)
+
+
+def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>", *,
+                   row_filter: pc.Expression | None = None) -> pa.Table:
+    """The rows of a Parquet file as a table of `schema`: columns matched by field id,
+    absent optional columns read as null, types promoted; then `row_filter` applied."""
+    try:
+        file_table = pq.read_table(io.BytesIO(data))
+    except (pa.ArrowException, OSError) as e:
+        raise DataFileError(f"not a readable Parquet file: {e}", location) from None
+    if file_table.num_columns and all(_field_id(f) is None for f in file_table.schema):
+        raise DataFileError("the file has no field ids (name mapping is not supported)", location)
+    by_id = {_field_id(f): file_table.column(i) for i, f in enumerate(file_table.schema)}
+    columns = [_child(by_id, f, file_table.num_rows, location) for f in schema.fields]
+    out = pa.Table.from_arrays(columns, schema=T.schema_to_arrow(schema))
+    return out if row_filter is None else out.filter(row_filter)
