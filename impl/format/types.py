@@ -36,7 +36,7 @@ class FormatError(IcefloeError):
 
     def __init__(self, message: str, field: str | None = None):
         super().__init__(message if field is None else f"{field}: {message}")
-        self.field = field
+        self.field, self.reason = field, message
 
 
 # -- primitive types -----------------------------------------------------------------------
@@ -283,15 +283,16 @@ def json_get(obj: Any, key: str, kind: type | tuple, path: str, default: Any = .
     """`obj[key]` checked to be of `kind`; FormatError naming `path.key` otherwise. With a
     `default`, a missing or null value yields the default."""
     if not isinstance(obj, dict):
-        raise FormatError("expected a JSON object", path)
+        raise FormatError(f"expected a JSON object, got {type(obj).__name__}", path or None)
+    where = f"{path}.{key}" if path else key
     if key not in obj or (obj[key] is None and default is not ...):
         if default is ...:
-            raise FormatError("missing required field", f"{path}.{key}")
+            raise FormatError("missing required field", where)
         return default
     value = obj[key]
     # bool is an int in Python but never a JSON number.
     if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
-        raise FormatError(f"expected {_kind_name(kind)}, got {type(value).__name__}", f"{path}.{key}")
+        raise FormatError(f"expected {_kind_name(kind)}, got {type(value).__name__}", where)
     return value
 
 
@@ -340,11 +341,9 @@ def _field_from_json(data: Any, path: str, depth: int) -> NestedField:
 
 
 def schema_to_json(schema: Schema) -> dict:
-    out = {"type": "struct", "schema-id": schema.schema_id}
-    if schema.identifier_field_ids:
-        out["identifier-field-ids"] = list(schema.identifier_field_ids)
-    out["fields"] = [_field_to_json(f) for f in schema.fields]
-    return out
+    return {"type": "struct", "schema-id": schema.schema_id,
+            "identifier-field-ids": list(schema.identifier_field_ids),
+            "fields": [_field_to_json(f) for f in schema.fields]}
 
 
 def schema_from_json(data: Any, path: str = "schema") -> Schema:
