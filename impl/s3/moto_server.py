@@ -18,10 +18,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 from botocore.config import Config
 
 from icefloe.impl.s3.atomic import AtomicKeysMiddleware
+from icefloe.impl.s3.store import new_client
 
 DEFAULT_BUCKET = "icefloe"
 DEFAULT_REGION = "us-east-1"
@@ -44,8 +44,8 @@ def client_config(**overrides: Any) -> Config:
 def make_client(endpoint_url: str, access_key: str = DEFAULT_ACCESS_KEY,
                 secret_key: str = DEFAULT_SECRET_KEY, region: str = DEFAULT_REGION,
                 **config: Any):
-    return boto3.session.Session().client(
-        "s3", endpoint_url=endpoint_url, aws_access_key_id=access_key,
+    return new_client(
+        endpoint_url=endpoint_url, aws_access_key_id=access_key,
         aws_secret_access_key=secret_key, region_name=region,
         config=client_config(**config))
 

@@ -48,6 +48,7 @@ put_if_absent, compare_and_swap, delete, list; retries count once per attempt.
 from __future__ import annotations
 
 import random
+import threading
 import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Iterator
@@ -66,6 +67,20 @@ SCHEMES = ("s3://", "s3a://")
 ATTEMPTS_MAX_DEFAULT = 4
 LIST_PAGE_KEYS_MAX = 1000
 LIST_PAGES_MAX = 100_000  # 10^8 keys: a bound on the orphan-cleanup scan
+
+
+_session_lock = threading.Lock()
+_session: boto3.session.Session | None = None
+
+
+def new_client(**kwargs: Any) -> Any:
+    """A boto3 S3 client from one shared session: the service model is loaded once,
+    and the lock makes client creation safe from any thread (boto3 sessions are not)."""
+    global _session
+    with _session_lock:
+        if _session is None:
+            _session = boto3.session.Session()
+        return _session.client("s3", **kwargs)
 
 
 def split_location(location: str) -> tuple[str, str]:
@@ -140,8 +155,8 @@ class S3Store(CountingMixin):
             connect_timeout=connect_timeout_s,
             read_timeout=read_timeout_s,
         )
-        client = boto3.session.Session().client(
-            "s3", endpoint_url=endpoint_url, aws_access_key_id=access_key,
+        client = new_client(
+            endpoint_url=endpoint_url, aws_access_key_id=access_key,
             aws_secret_access_key=secret_key, region_name=region, config=config)
         if client_name is not None:
             def tag(request: Any, **_: Any) -> None:
