@@ -62,3 +62,76 @@ def get(name: str) -> Variant:
 
 
 
+
+# -- The flawed table formats as their own models (model/hive.py, model/hudi.py): each has
+# -- its own transition system and its own reading of P1..P10 (docs/variants.md).
+from icefloe.model import hive, hudi  # noqa: E402  (after the Iceberg entries, on purpose)
+
+
+def _own(name: str, module, description: str, breaks: tuple[str, ...], **defaults) -> Variant:
+    def make(**overrides):
+        return module.make(**{**defaults, **overrides, "variant": name})
+    return Variant(name, description, make, breaks, defaults)
+
+
+_P = {n.split()[0]: n for n in ("P1 LinearHistory", "P2 NoLostCommit", "P3 NoDuplicateCommit",
+                                "P4 ReadersSeeCommitted", "P5 ValidationSound", "P6 Isolation",
+                                "P7 TimeTravelImmutable", "P8 NoDanglingRefs", "P9 CleanupSafe",
+                                "P10 IncrementalComplete")}
+
+
+def _props(*short: str) -> tuple[str, ...]:
+    return tuple(_P[s] for s in short)
+
+
+register(_own(
+    "hive-listing", hive,
+    "Hive-style table: the state is the directory listing; writers put files straight into it, "
+    "overwrite deletes then writes, readers list (iceberg #970/#1014 territory: no commit point)",
+    _props("P4", "P2", "P5", "P6", "P7", "P8", "P9"),
+    writers=2, ops=1, kinds=("append", "overwrite"), append_files=2, reads=1))
+register(_own(
+    "hudi", hudi,
+    "Hudi-style timeline, knobs: clock monotonic|skewed, cc none|optimistic|pessimistic, "
+    "pk_check, put_if_absent, table_type cow|mor (docs/variants.md has the knob table); "
+    "this entry: the single-writer defaults (ms clock, no cc, no checks) run by two writers",
+    _props("P2", "P1", "P3", "P4", "P5", "P6", "P7", "P10"),
+    writers=2, ops=1, kinds=("insert",)))
+register(_own(
+    "hudi-collision", hudi,
+    "Hudi: two writers draw the same millisecond instant (no put-if-absent); one's completion "
+    "makes the other's uncommitted files live (seed analysis, REGRESSIONS #12), even with OCC",
+    _props("P4", "P1", "P6", "P7", "P10"),
+    writers=2, ops=1, kinds=("append",), cc="optimistic"))
+register(_own(
+    "hudi-collision-rollback", hudi,
+    "Hudi: colliding instants with OCC and a key check; the loser's rollback deletes every file "
+    "named with the shared instant, including the winner's committed files",
+    _props("P2", "P1", "P3", "P4", "P6", "P7", "P8", "P9", "P10"),
+    writers=2, ops=1, kinds=("insert",), cc="optimistic", pk_check=True))
+register(_own(
+    "hudi-duplicate-keys", hudi,
+    "Hudi: OCC checks file-group overlap only; two concurrent inserts of one new key go to two "
+    "new file groups and both commit (hudi #9831)",
+    _props("P3", "P5", "P6", "P10"),
+    writers=2, ops=1, kinds=("insert",), cc="optimistic", put_if_absent=True))
+register(_own(
+    "hudi-out-of-order", hudi,
+    "Hudi: every check on, but instants complete out of order; the incremental consumer's "
+    "watermark passes an instant that completes later, which it never reads",
+    _props("P10",),
+    writers=2, ops=1, kinds=("append",), cc="optimistic", pk_check=True, put_if_absent=True))
+register(_own(
+    "hudi-read-optimized", hudi,
+    "Hudi merge-on-read: the read-optimized view reads base files only; after compacting one "
+    "of two file groups an update touched, it shows a state no commit produced",
+    _props("P4",),
+    writers=1, ops=1, kinds=("update",), table_type="mor", compactions=1, cc="pessimistic",
+    pk_check=True, put_if_absent=True))
+register(_own(
+    "hudi-skewed-clock", hudi,
+    "Hudi with a table lock and every check on, but a clock that may lag: a later commit gets "
+    "an earlier instant, so its update is hidden by the merge order and skipped by the consumer",
+    _props("P6", "P10"),
+    writers=2, ops=1, kinds=("update",), clock="skewed", cc="pessimistic", pk_check=True,
+    put_if_absent=True))
