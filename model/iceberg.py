@@ -135,11 +135,14 @@ def delete_objects(s: State, objs: frozenset) -> State:
 
 
 def finish_failed(b: Bounds, s: State, w: int) -> State:
-    """No attempt is in the lineage. Clean up only if the failure is definite: every
-    attempt whose outcome was unknown had a base the pointer has since left (versions
-    are never reused, so such a request can no longer land)."""
+    """The operation gives up. Clean up only if the failure is definite: no attempt is
+    in the lineage, and every attempt whose outcome was unknown had a base the pointer
+    has since left (versions are never reused, so such a request can no longer land).
+    Retry/Resolve have already looked for a landed attempt; WriteFails has not (a
+    delayed attempt may have landed while a later attempt was writing), so look here."""
     wr = s.writers[w - 1]
-    if b.variant != "pointer-status-check" and s.cat in wr.unknowns:
+    if b.variant != "pointer-status-check" and (
+            s.cat in wr.unknowns or own_landed(s, w, wr.k) is not None):
         return finish(s, w, UNKNOWN_OUTCOME)
     return finish(delete_objects(s, op_objects(s, w, wr.k)), w, ABORTED)
 
