@@ -185,7 +185,8 @@ class Gate:
         self.count = count
         self.stage = stage
         self.hold_s_max = hold_s_max
-        self.arrived: list[S3Request] = []
+        self.arrived: list[S3Request] = []  # admitted (the gate's slots are taken)
+        self.held = 0  # waiting at the gate now or earlier
         self._cond = threading.Condition()
         self._released = False
 
@@ -200,13 +201,16 @@ class Gate:
 
     def _hold(self, stopping: threading.Event) -> bool:
         with self._cond:
+            self.held += 1
+            self._cond.notify_all()
             self._cond.wait_for(lambda: self._released or stopping.is_set(), self.hold_s_max)
             return self._released
 
     def wait_arrived(self, timeout: float) -> bool:
-        """True once `count` requests are held; False if `timeout` passes first."""
+        """True once `count` requests are being held at the gate's stage (for a response
+        gate: upstream has answered them); False if `timeout` passes first."""
         with self._cond:
-            return self._cond.wait_for(lambda: len(self.arrived) >= self.count, timeout)
+            return self._cond.wait_for(lambda: self.held >= self.count, timeout)
 
     def release(self) -> None:
         with self._cond:
