@@ -239,6 +239,8 @@ def _check_invariants(m: TableMetadata) -> None:
     by_id = {s.snapshot_id: s for s in m.snapshots}
     _check_unique([s.snapshot_id for s in m.snapshots], "snapshots")
     for i, s in enumerate(m.snapshots):
+        if s.snapshot_id == -1:  # Java and pyiceberg read current-snapshot-id -1 as "none"
+            raise _invalid(f"snapshots[{i}].snapshot-id", "-1 is reserved for 'no snapshot'")
         if m.format_version > 1 and s.sequence_number > m.last_sequence_number:
             raise _invalid(f"snapshots[{i}].sequence-number",
                            f"{s.sequence_number} is above last-sequence-number {m.last_sequence_number}")

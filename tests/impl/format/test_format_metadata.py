@@ -163,6 +163,7 @@ def _edit(doc: dict, path: tuple, value=None, delete=False) -> str:
     (("refs", "v1", "min-snapshots-to-keep"), 3, False, "refs.v1.type"),
     (("refs", "main", "type"), "tag", False, "refs.main.type"),
     (("snapshots", 0, "snapshot-id"), 12, False, "snapshots"),
+    (("snapshots", 3, "snapshot-id"), -1, False, "snapshots[3].snapshot-id"),
     (("snapshots", 0, "parent-snapshot-id"), 13, False, "snapshots[0].parent-snapshot-id"),
     (("snapshots", 1, "summary"), {"added-files": "1"}, False, "snapshots[1].summary"),
     (("snapshots", 1, "summary"), {"operation": 1}, False, "snapshots[1].summary.operation"),
@@ -236,7 +237,8 @@ def metadata(draw):
     meta = new_table_metadata(schema, "s3://b/t", TABLE_UUID, 0,
                               properties=draw(st.dictionaries(st.text(max_size=5), st.text(max_size=5),
                                                               max_size=3)))
-    ids = draw(st.lists(st.integers(-(2**63), 2**63 - 1), unique=True, max_size=6))
+    ids = draw(st.lists(st.integers(-(2**63), 2**63 - 1).filter(lambda i: i != -1), unique=True,
+                        max_size=6))
     for i, snapshot_id in enumerate(ids):
         meta = append(meta, snapshot_id, 10 * (i + 1), draw(st.sampled_from(["main", "main", "b"])),
                       draw(st.sampled_from(["append", "overwrite", "delete", "replace"])))
