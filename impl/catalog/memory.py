@@ -1,13 +1,13 @@
-"""An in-memory catalog (spec/PROTOCOL.md, "The catalog's swap"; TLA+ `Swap`, `LoseAck`,
-`DelayedSwapLands`).
+"""An in-memory catalog (spec/PROTOCOL.md, "The catalog's swap"; model and TLA+ actions
+`Swap`, `AckLost`, `SwapDelayed`, `Deliver`).
 
 One lock makes each swap an atomic compare-and-set of the table's pointer. Two test hooks
 model the ways a client can be left not knowing:
 - a lost acknowledgement: the swap is applied (or rejected) but the client gets SwapUnknown;
 - a delayed swap: the request is parked and the client gets SwapUnknown now; the test
-  later lands it (it is then compared against the pointer *as it is then*) or discards it.
+  later delivers it (it is then compared against the pointer *as it is then*) or discards it.
   This is how a request that reaches the catalog after the client gave up is modelled.
-Every request and every landing is appended to `history` for the checkers.
+Every request and every delivery is appended to `history` for the checkers.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class PendingSwap:
 
 @dataclass(frozen=True)
 class SwapRecord:
-    """One event at the catalog: a request ("request") or a parked one landing ("land").
+    """One event at the catalog: a request ("request") or a parked one arriving ("deliver").
     `applied` is what the catalog did; `returned` is what the caller was told."""
     seq: int
     event: str
@@ -135,13 +135,13 @@ class MemoryCatalog:
         with self._lock:
             return [self._pending[t] for t in sorted(self._pending)]
 
-    def land(self, pending: PendingSwap) -> SwapResult:
+    def deliver(self, pending: PendingSwap) -> SwapResult:
         """The parked request reaches the catalog now and is applied against the current
         pointer. Returns what the catalog did (the client never learns it)."""
         with self._lock:
             assert self._pending.pop(pending.ticket, None) == pending, f"not pending: {pending!r}"
             applied = self._apply(pending.identifier, pending.expected_location, pending.new_location)
-            self._record("land", pending.identifier, pending.expected_location, pending.new_location, applied, None)
+            self._record("deliver", pending.identifier, pending.expected_location, pending.new_location, applied, None)
             return applied
 
     def discard(self, pending: PendingSwap) -> None:

@@ -1,5 +1,5 @@
 """A SQL catalog in the Iceberg JDBC catalog's layout (spec/PROTOCOL.md, "The catalog's swap";
-TLA+ `Swap`).
+model and TLA+ `Swap`; its database errors are `SwapFails` or an unknown outcome).
 
 The tables are those of Iceberg's JdbcCatalog and pyiceberg's SqlCatalog, so either can
 open the same database: `iceberg_tables` (one row per table, the pointer in

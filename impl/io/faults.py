@@ -1,5 +1,5 @@
 """A fault-injecting store wrapper for model-vs-implementation tests (spec/PROTOCOL.md,
-"Storage faults"; TLA+ `StoreFail`, `LoseAck`).
+"Faults"; "fail_before" is the model's `WriteFails`, "lose_ack" its `AckLost` applied to storage).
 
 Only survivable faults, decided by a deterministic plan so a run replays from its seed:
 - "fail_before": the request is refused before it reaches the store (StoreUnavailable);
@@ -123,7 +123,7 @@ class RandomPlan:
 
     def __repr__(self) -> str:
         return (f"RandomPlan(seed={self.seed!r}, fail_before_p={self.fail_before_p!r}, "
-                f"lose_ack_p={self.lose_ack_p!r}, delay_p={self.delay_p!r}, kinds={self.kinds!r}, "
+                f"lose_ack_p={self.lose_ack_p!r}, delay_p={self.delay_p!r}, kinds=frozenset({sorted(self.kinds)!r}), "
                 f"location_pattern={self.location_pattern!r})")
 
 

@@ -1,4 +1,5 @@
-"""A local-filesystem object store (spec/PROTOCOL.md, "Storage"; TLA+ `PutIfAbsent`, `CompareAndSwap`).
+"""A local-filesystem object store (spec/PROTOCOL.md, "Storage"; the model's
+`WriteData`, `WriteManifest`, `WriteList` and `WriteMeta` are put_if_absent calls).
 
 put_if_absent is an atomic exclusive create: the content goes to a temporary file in the
 target's directory, is fsynced, and is then hard-linked to the target name. link(2) fails

@@ -1,4 +1,5 @@
-"""An in-memory object store (spec/PROTOCOL.md, "Storage"; TLA+ `PutIfAbsent`, `CompareAndSwap`).
+"""An in-memory object store (spec/PROTOCOL.md, "Storage"; the model's
+`Write*` actions are put_if_absent calls).
 
 One lock guards the whole map, so every verb is atomic and linearizable; last_modified
 comes from an injected clock so a test or simulation replays exactly. Locations are

@@ -45,8 +45,8 @@ def test_hook_targets_one_table():
     assert cat.swap(T, "t2", "t3") == Swapped("t3")
 
 
-def test_delayed_swap_lands_later():
-    """A delayed swap answers SwapUnknown without moving the pointer; landing it later
+def test_delayed_swap_is_delivered_later():
+    """A delayed swap answers SwapUnknown without moving the pointer; delivering it later
     applies it against the pointer as it is then."""
     cat = MemoryCatalog()
     cat.create(T, "v0")
@@ -54,25 +54,25 @@ def test_delayed_swap_lands_later():
     assert isinstance(cat.swap(T, "v0", "v1-late"), SwapUnknown)
     assert cat.load(T) == "v0"
     [pending] = cat.pending
-    assert cat.land(pending) == Swapped("v1-late")
+    assert cat.deliver(pending) == Swapped("v1-late")
     assert cat.load(T) == "v1-late" and cat.pending == []
 
 
-def test_delayed_swap_after_the_pointer_moved_is_rejected_on_landing():
-    """When another writer moved the pointer first, the late request is rejected on landing."""
+def test_delayed_swap_after_the_pointer_moved_is_rejected_on_delivery():
+    """When another writer moved the pointer first, the late request is rejected on delivery."""
     cat = MemoryCatalog()
     cat.create(T, "v0")
     cat.delay_swaps()
     cat.swap(T, "v0", "v1-late")
     assert cat.swap(T, "v0", "v1-other") == Swapped("v1-other")
-    landed = cat.land(cat.pending[0])
-    assert isinstance(landed, SwapRejected) and landed.actual_location == "v1-other"
+    delivered = cat.deliver(cat.pending[0])
+    assert isinstance(delivered, SwapRejected) and delivered.actual_location == "v1-other"
     assert cat.load(T) == "v1-other"
-    assert [r.event for r in cat.history] == ["request", "request", "land"]
+    assert [r.event for r in cat.history] == ["request", "request", "deliver"]
 
 
-def test_discarded_swap_never_lands():
-    """A discarded request disappears and cannot be landed afterwards."""
+def test_discarded_swap_is_never_delivered():
+    """A discarded request disappears and cannot be delivered afterwards."""
     cat = MemoryCatalog()
     cat.create(T, "v0")
     cat.delay_swaps()
@@ -81,4 +81,4 @@ def test_discarded_swap_never_lands():
     cat.discard(pending)
     assert cat.load(T) == "v0" and cat.pending == []
     with pytest.raises(AssertionError):
-        cat.land(pending)
+        cat.deliver(pending)

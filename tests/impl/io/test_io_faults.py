@@ -127,7 +127,14 @@ def test_random_plan_replays_from_its_seed():
     assert first == again
     assert first != other
     assert {c.effect for c in first} == {"pass", "fail_before", "lose_ack", "delay"}
-    assert eval(repr(RandomPlan(3, lose_ack_p=0.5))).__repr__() == repr(RandomPlan(3, lose_ack_p=0.5))
+
+
+def test_random_plan_repr_is_valid_python():
+    """A random plan's repr evaluates to a plan with the same parameters and the same repr."""
+    plan = RandomPlan(3, lose_ack_p=0.5, kinds=frozenset({"delete", "put_if_absent", "compare_and_swap"}))
+    again = eval(repr(plan))
+    assert (again.seed, again.lose_ack_p, again.kinds) == (3, 0.5, plan.kinds)
+    assert repr(again) == repr(plan)
 
 
 def test_rule_repr_is_valid_python():
