@@ -73,14 +73,14 @@ _session_lock = threading.Lock()
 _session: boto3.session.Session | None = None
 
 
-def new_client(**kwargs: Any) -> Any:
-    """A boto3 S3 client from one shared session: the service model is loaded once,
+def new_client(service_name: str = "s3", **kwargs: Any) -> Any:
+    """A boto3 client (S3 unless named) from one shared session: the service model is loaded once,
     and the lock makes client creation safe from any thread (boto3 sessions are not)."""
     global _session
     with _session_lock:
         if _session is None:
             _session = boto3.session.Session()
-        return _session.client("s3", **kwargs)
+        return _session.client(service_name, **kwargs)
 
 
 def split_location(location: str) -> tuple[str, str]:
