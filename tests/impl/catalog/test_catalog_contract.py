@@ -19,7 +19,8 @@ def catalog(request, tmp_path):
     if request.param == "memory":
         yield MemoryCatalog()
         return
-    cat = SqlCatalog(f"sqlite:///{tmp_path}/catalog.db")
+    # A long busy timeout: racers queue on SQLite's write lock, and CI machines can be slow.
+    cat = SqlCatalog(f"sqlite:///{tmp_path}/catalog.db", busy_timeout_ms=60_000)
     yield cat
     cat.close()
 

@@ -1,6 +1,7 @@
 """SqlCatalog specifics: the unknown and rejected outcomes of database errors, URIs, layout."""
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sqlite3
 
@@ -181,3 +182,31 @@ def test_unreachable_database_is_unavailable(tmp_path):
     """A database that cannot be opened raises CatalogUnavailable, typed."""
     with pytest.raises(CatalogUnavailable):
         SqlCatalog(f"sqlite:///{tmp_path}/no/such/dir/c.db")
+
+
+PROCESS_RACERS = 4
+
+
+def _swap_in_process(args):
+    db, i, barrier = args
+    cat = SqlCatalog(f"sqlite:///{db}", busy_timeout_ms=60_000)
+    barrier.wait()
+    result = cat.swap(T, "base", f"p{i}")
+    cat.close()
+    return result
+
+
+def test_racing_processes_have_one_winner(tmp_path):
+    """4 processes, each with its own catalog object, swap from the same expected location:
+    exactly one Swapped, the others SwapRejected naming the winner (SQLite's file locks)."""
+    db = tmp_path / "c.db"
+    SqlCatalog(f"sqlite:///{db}").create(T, "base")
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Manager().Barrier(PROCESS_RACERS)
+    with ctx.Pool(PROCESS_RACERS) as pool:
+        results = pool.map(_swap_in_process, [(db, i, barrier) for i in range(PROCESS_RACERS)])
+    winners = [r.new_location for r in results if isinstance(r, Swapped)]
+    assert len(winners) == 1, results
+    assert all(isinstance(r, SwapRejected) and r.actual_location == winners[0]
+               for r in results if not isinstance(r, Swapped)), results
+    assert fresh_view(db).load(T) == winners[0]

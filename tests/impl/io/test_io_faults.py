@@ -141,3 +141,18 @@ def test_rule_repr_is_valid_python():
     """A plan's repr evaluates to an equal plan, so a failing run prints as replayable code."""
     plan = RulePlan([FaultRule("lose_ack", kind="put_if_absent", location_pattern="*/v*.json", nth=3, times=None)])
     assert eval(repr(plan)).rules == plan.rules
+
+
+def test_wrapping_a_local_store_behind_the_router(tmp_path):
+    """A fault-injecting LocalStore pinned in the router: a lost ack on a metadata write leaves
+    the file on disk, while data writes pass untouched."""
+    from icefloe.impl.io.local import LocalStore
+    from icefloe.impl.io.router import StoreRouter
+
+    faulty = FaultInjectingStore(LocalStore(), RulePlan([FaultRule("lose_ack", location_pattern="*.metadata.json")]))
+    router = StoreRouter(stores={"file": faulty})
+    router.put_if_absent(f"file:{tmp_path}/t/data/a.parquet", b"d")
+    with pytest.raises(StoreOutcomeUnknown):
+        router.put_if_absent(f"file://{tmp_path}/t/metadata/00001.metadata.json", b"m")
+    assert (tmp_path / "t" / "metadata" / "00001.metadata.json").read_bytes() == b"m"
+    assert router.counts["put_if_absent"] == 2 and faulty.inner.counts["put_if_absent"] == 2
