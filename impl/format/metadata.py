@@ -35,7 +35,6 @@ __all__ = ["MetadataError", "FrozenMap", "Snapshot", "SnapshotRef", "SnapshotLog
 
 MAIN_BRANCH = "main"
 SUPPORTED_FORMAT_VERSIONS = (1, 2)
-OPERATIONS = ("append", "replace", "overwrite", "delete")
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -230,6 +229,14 @@ def _check_invariants(m: TableMetadata) -> None:
     _check_unique([s.schema_id for s in m.schemas], "schemas")
     if m.schema_by_id(m.current_schema_id) is None:
         raise _invalid("current-schema-id", f"no schema with id {m.current_schema_id}")
+    if m.format_version > 1:  # v1 writers predate these fields' guarantees; v2 ones keep them
+        highest = max(s.highest_field_id for s in m.schemas)
+        if m.last_column_id < highest:
+            raise _invalid("last-column-id", f"{m.last_column_id} is below the highest field id {highest}")
+        highest = max(s.last_assigned_field_id for s in m.partition_specs) if m.partition_specs else 0
+        if m.last_partition_id < highest:
+            raise _invalid("last-partition-id",
+                           f"{m.last_partition_id} is below the highest partition field id {highest}")
     _check_unique([s.spec_id for s in m.partition_specs], "partition-specs")
     if m.spec_by_id(m.default_spec_id) is None:
         raise _invalid("default-spec-id", f"no partition spec with id {m.default_spec_id}")

@@ -129,7 +129,15 @@ class Transform:
         self.result_type(source_type)  # rejects an unsupported source type up front
         return lambda value: self.apply(value, source_type)
 
-    def apply_arrow(self, array: pa.Array) -> pa.Array:
+    def apply_arrow(self, array: pa.Array | pa.ChunkedArray) -> pa.Array:
+        """The transform of every value of `array` (nulls stay null), vectorized."""
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        result = self._apply_arrow(array)
+        assert len(result) == len(array), "a transform maps each row to exactly one value"
+        return result
+
+    def _apply_arrow(self, array: pa.Array) -> pa.Array:
         raise NotImplementedError
 
     def _unsupported(self, source_type: IcebergType) -> FormatError:
@@ -149,7 +157,7 @@ class IdentityTransform(Transform):
     def apply(self, value: Any, source_type: IcebergType | None = None) -> Any:
         return value
 
-    def apply_arrow(self, array: pa.Array) -> pa.Array:
+    def _apply_arrow(self, array: pa.Array) -> pa.Array:
         return array
 
 
@@ -164,7 +172,7 @@ class VoidTransform(Transform):
     def apply(self, value: Any, source_type: IcebergType | None = None) -> Any:
         return None
 
-    def apply_arrow(self, array: pa.Array) -> pa.Array:
+    def _apply_arrow(self, array: pa.Array) -> pa.Array:
         return pa.nulls(len(array), array.type)
 
 
@@ -194,9 +202,11 @@ class BucketTransform(Transform):
     def apply(self, value: Any, source_type: IcebergType | None = None) -> int | None:
         if value is None:
             return None
-        return (self.hash(value, source_type) & 0x7FFFFFFF) % self.num_buckets
+        bucket = (self.hash(value, source_type) & 0x7FFFFFFF) % self.num_buckets
+        assert 0 <= bucket < self.num_buckets
+        return bucket
 
-    def apply_arrow(self, array: pa.Array) -> pa.Array:
+    def _apply_arrow(self, array: pa.Array) -> pa.Array:
         t = array.type
         source_type = DecimalType(t.precision, t.scale) if pa.types.is_decimal(t) else None
         if pa.types.is_temporal(t):
@@ -240,7 +250,7 @@ class TruncateTransform(Transform):
             return bytes(value[: self.width])
         raise FormatError(f"truncate does not apply to {type(value).__name__} values")
 
-    def apply_arrow(self, array: pa.Array) -> pa.Array:
+    def _apply_arrow(self, array: pa.Array) -> pa.Array:
         t = array.type
         if pa.types.is_integer(t):
             x = pc.cast(array, pa.int64())
@@ -291,7 +301,7 @@ class _TimeTransform(Transform):
     def _from_micros(self, micros: int) -> int:
         return self._from_days(micros // _MICROS_PER_DAY)
 
-    def apply_arrow(self, array: pa.Array) -> pa.Array:
+    def _apply_arrow(self, array: pa.Array) -> pa.Array:
         ints, unit = _epoch_int(array)
         if unit == "int" or pa.types.is_time(array.type):
             raise FormatError(f"transform {self} does not apply to Arrow type {array.type}")
@@ -367,7 +377,7 @@ class HourTransform(_TimeTransform):
     def _from_micros(self, micros: int) -> int:
         return micros // _MICROS_PER_HOUR
 
-    def apply_arrow(self, array: pa.Array) -> pa.Array:
+    def _apply_arrow(self, array: pa.Array) -> pa.Array:
         if not pa.types.is_timestamp(array.type):
             raise FormatError(f"transform hour does not apply to Arrow type {array.type}")
         return pc.cast(_floor_div_arrow(_epoch_int(array)[0], _MICROS_PER_HOUR), pa.int32())

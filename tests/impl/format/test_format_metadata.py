@@ -151,6 +151,8 @@ def _edit(doc: dict, path: tuple, value=None, delete=False) -> str:
     (("schemas",), {}, False, "schemas"),
     (("schemas", 0, "fields", 0, "type"), "int64", False, "schemas[0].fields[0].type"),
     (("current-schema-id",), 7, False, "current-schema-id"),
+    (("last-column-id",), 1, False, "last-column-id"),
+    (("last-partition-id",), 999, False, "last-partition-id"),
     (("default-spec-id",), 0, False, "default-spec-id"),
     (("partition-specs", 0, "fields", 0, "transform"), "bucket[x]", False,
      "partition-specs[0].fields[0].transform"),

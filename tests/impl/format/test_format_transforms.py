@@ -128,6 +128,14 @@ def test_transform_strings_round_trip():
             parse_transform(bad)
 
 
+def test_apply_arrow_accepts_chunked_arrays():
+    """Goal: a table column (ChunkedArray) is transformed like one array. Method: two chunks."""
+    chunked = pa.chunked_array([pa.array([1, 2], pa.int64()), pa.array([None, 34], pa.int64())])
+    assert BucketTransform(16).apply_arrow(chunked).to_pylist() == [
+        BucketTransform(16).apply(v, LONG) for v in (1, 2, None, 34)]
+    assert TruncateTransform(10).apply_arrow(chunked).to_pylist() == [0, 0, None, 30]
+
+
 def test_temporal_transforms_need_the_source_type():
     """Goal: an int alone is ambiguous (days or micros), so it is refused. Method: no type."""
     with pytest.raises(FormatError):
