@@ -4,7 +4,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-from hypothesis import strategies as st
+from hypothesis import settings, strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from icefloe.impl.io.base import StoreError
@@ -69,3 +69,5 @@ class LocalMatchesMemory(RuleBasedStateMachine):
 
 
 TestLocalMatchesMemory = LocalMatchesMemory.TestCase
+# Four keys are exhausted within a few dozen steps; the profile keeps its other settings.
+TestLocalMatchesMemory.settings = settings(stateful_step_count=25)
