@@ -35,10 +35,10 @@ def _pyiceberg_table(theirs):
     return theirs.load_table("db.events")
 
 
-def _next_metadata(store: LocalStore, current_location: str, directory: str, touch: str) -> str:
-    """A successor of the current metadata: a property set, the metadata log extended."""
+def _next_metadata(store: LocalStore, current_location: str, directory: str, properties: dict[str, str]) -> str:
+    """A successor of the current metadata: properties set, the metadata log extended."""
     metadata = json.loads(store.get(current_location))
-    metadata["properties"] = {**metadata.get("properties", {}), "icefloe.touch": touch}
+    metadata["properties"] = {**metadata.get("properties", {}), **properties}
     metadata["metadata-log"] = [*metadata.get("metadata-log", []),
                                 {"metadata-file": current_location, "timestamp-ms": metadata["last-updated-ms"]}]
     metadata["last-updated-ms"] += 1
@@ -82,7 +82,7 @@ def test_swap_by_ours_is_seen_by_pyiceberg_and_back(both):
     table = _pyiceberg_table(theirs)
     store = LocalStore()
     directory = table.metadata_location.rsplit("/", 1)[0]
-    successor = _next_metadata(store, table.metadata_location, directory, "ours")
+    successor = _next_metadata(store, table.metadata_location, directory, {"icefloe.touch": "ours"})
     assert ours.swap(T, table.metadata_location, successor) == Swapped(successor)
     seen = theirs.load_table("db.events")
     assert seen.metadata_location == successor and seen.properties["icefloe.touch"] == "ours"
@@ -103,7 +103,7 @@ def test_pyiceberg_commit_between_load_and_swap_rejects_ours(both):
     table = _pyiceberg_table(theirs)
     store = LocalStore()
     expected = ours.load(T)
-    successor = _next_metadata(store, expected, tmp_path.as_posix() + "/ours", "late")
+    successor = _next_metadata(store, expected, tmp_path.as_posix() + "/ours", {"icefloe.touch": "late"})
     table.append(pa.table({"id": [9], "name": ["z"]}, schema=SCHEMA))
     theirs_location = theirs.load_table("db.events").metadata_location
     result = ours.swap(T, expected, successor)
@@ -118,3 +118,51 @@ def test_drop_by_ours_is_seen_by_pyiceberg(both):
     ours.drop(T)
     assert not theirs.table_exists("db.events")
     assert theirs.list_tables("db") == []
+
+
+def test_concurrent_writers_of_both_catalogs_lose_nothing(both):
+    """2 threads of ours and 2 of pyiceberg each add 5 table properties concurrently, retrying
+    on conflict (bounded): all 20 properties survive, so no commit of either side was lost."""
+    import threading
+
+    theirs, ours, tmp_path = both
+    table = _pyiceberg_table(theirs)
+    directory = table.metadata_location.rsplit("/", 1)[0]
+    store = LocalStore(fsync=False)
+    commits_per_writer, attempts_max = 5, 200
+    failures: list[str] = []
+
+    def our_writer(i):
+        for k in range(commits_per_writer):
+            for _ in range(attempts_max):
+                current = ours.load(T)
+                location = _next_metadata(store, current, directory, {f"ours-{i}-{k}": "1"})
+                if isinstance(ours.swap(T, current, location), Swapped):
+                    break
+            else:
+                failures.append(f"ours-{i}-{k}")
+
+    def their_writer(i):
+        from pyiceberg.exceptions import CommitFailedException
+
+        for k in range(commits_per_writer):
+            for _ in range(attempts_max):
+                try:
+                    with theirs.load_table("db.events").transaction() as tx:
+                        tx.set_properties({f"theirs-{i}-{k}": "1"})
+                    break
+                except CommitFailedException:
+                    continue
+            else:
+                failures.append(f"theirs-{i}-{k}")
+
+    threads = [threading.Thread(target=f, args=(i,)) for f in (our_writer, their_writer) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+    properties = theirs.load_table("db.events").properties
+    expected = {f"{side}-{i}-{k}" for side in ("ours", "theirs") for i in range(2) for k in range(commits_per_writer)}
+    assert expected <= set(properties)
+    assert ours.load(T) == theirs.load_table("db.events").metadata_location
