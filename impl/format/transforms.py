@@ -101,6 +101,8 @@ def _epoch_int(array: pa.Array) -> tuple[pa.Array, str]:
     t = array.type
     if pa.types.is_date(t):
         return pc.cast(pc.cast(array, pa.date32()), pa.int32()).cast(pa.int64()), "days"
+    if (pa.types.is_timestamp(t) or pa.types.is_time(t)) and t.unit == "ns":
+        return _floor_div_arrow(pc.cast(array, pa.int64()), 1000), "micros"  # floor, as to_micros
     if pa.types.is_timestamp(t) or pa.types.is_time(t):
         target = pa.timestamp("us", t.tz) if pa.types.is_timestamp(t) else pa.time64("us")
         return pc.cast(pc.cast(array, target), pa.int64()), "micros"

@@ -136,6 +136,16 @@ def test_apply_arrow_accepts_chunked_arrays():
     assert TruncateTransform(10).apply_arrow(chunked).to_pylist() == [0, 0, None, 30]
 
 
+def test_nanosecond_arrays_floor_to_microseconds():
+    """Goal: ns timestamps (pandas' default) transform as their floored µs value. Method:
+    values just before and after the epoch and an hour boundary."""
+    ns = pa.array([-1, 0, 3_600_000_000_000 - 1, None], pa.timestamp("ns", "UTC"))
+    assert HourTransform().apply_arrow(ns).to_pylist() == [-1, 0, 0, None]
+    assert DayTransform().apply_arrow(ns).cast(pa.int32()).to_pylist() == [-1, 0, 0, None]
+    assert BucketTransform(16).apply_arrow(ns).to_pylist() == [
+        BucketTransform(16).apply(v, TIMESTAMPTZ) for v in (-1, 0, 3_599_999_999, None)]
+
+
 def test_temporal_transforms_need_the_source_type():
     """Goal: an int alone is ambiguous (days or micros), so it is refused. Method: no type."""
     with pytest.raises(FormatError):
