@@ -226,6 +226,11 @@ def _check_invariants(m: TableMetadata) -> None:
         raise _invalid("format-version", f"unsupported format version {m.format_version}")
     if m.table_uuid is None and m.format_version > 1:
         raise _invalid("table-uuid", "required in format v2")
+    for name, mapping in [("properties", m.properties)] + [
+            (f"snapshots[{i}].summary", s.summary) for i, s in enumerate(m.snapshots)]:
+        for k, v in mapping.items():
+            if not isinstance(k, str) or not isinstance(v, str):
+                raise _invalid(f"{name}.{k}", "keys and values must be strings")
     _check_unique([s.schema_id for s in m.schemas], "schemas")
     if m.schema_by_id(m.current_schema_id) is None:
         raise _invalid("current-schema-id", f"no schema with id {m.current_schema_id}")
@@ -462,10 +467,14 @@ def _parse(doc: Any) -> TableMetadata:
                           if k not in _KNOWN_KEYS and not (k in _WRITTEN_EMPTY and v == [])}))
 
 
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not JSON")  # Python's json accepts NaN and Infinity
+
+
 def from_json(data: bytes | str, location: str) -> TableMetadata:
     """Parse the metadata file at `location` (used in errors only)."""
     try:
-        doc = json.loads(data)
+        doc = json.loads(data, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as e:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise MetadataError(location, None, f"not valid JSON: {e}") from None
     try:

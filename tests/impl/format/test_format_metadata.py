@@ -119,6 +119,18 @@ def test_helpers_walk_history():
     assert expired.snapshot_as_of(3999) is None
 
 
+def test_actions_cannot_build_invalid_metadata():
+    """Goal: the invariants guard values built by commit actions, not only parsed ones.
+    Method: dataclasses.replace with a dangling ref, a non-string property, a lower
+    last-column-id."""
+    meta = example()
+    for changes in ({"refs": FrozenMap(dict(meta.refs, x=SnapshotRef(404)))},
+                    {"properties": FrozenMap({"a": 1})}, {"last_column_id": 0},
+                    {"current_snapshot_id": None}):
+        with pytest.raises(MetadataError):
+            dataclasses.replace(meta, **changes)
+
+
 def test_metadata_is_immutable():
     """Goal: metadata values cannot be changed in place. Method: try to assign."""
     meta = example()
@@ -186,7 +198,7 @@ def test_bad_documents_raise_metadata_error_naming_file_and_field(path, value, d
 
 
 @pytest.mark.parametrize("data", [b"", b"{", b"\xff\xfe", b"[1]", b"null", b"[" * 100_000,
-                                  b'{"format-version": 2}'])
+                                  b'{"format-version": 2}', b'{"format-version": NaN}'])
 def test_unreadable_documents_raise_metadata_error(data):
     """Goal: truncated, non-UTF-8, non-object and absurdly nested input is a MetadataError.
     Method: examples."""
