@@ -165,8 +165,10 @@ class SqlCatalog:
                 pass
 
     def close(self) -> None:
+        """Close every connection; a later call opens a fresh one for its thread."""
         with self._connections_lock:
             connections, self._connections = self._connections, []
+            self._local = threading.local()
         for conn in connections:
             conn.close()
 
@@ -182,11 +184,20 @@ class SqlCatalog:
             raise CatalogUnavailable(f"{self.dialect.name}: {e}") from e
 
     def _detect_schema_version(self) -> str:
+        """"v1" if iceberg_tables has the iceberg_type column, else "v0" (an older database;
+        the column is then never written). Read from the cursor description, so an
+        unreachable database is an error rather than a wrong answer."""
+        conn = self._conn()
         try:
-            self._execute("SELECT iceberg_type FROM iceberg_tables WHERE 1 = 0")
-            return "v1"
-        except CatalogUnavailable:
-            return "v0"  # an older database without the column; we then never write it
+            cur = conn.cursor()
+            cur.execute("SELECT * FROM iceberg_tables WHERE 1 = 0")
+            columns = {d[0].lower() for d in cur.description}
+            cur.fetchall()
+        except conn.Error as e:
+            self._discard_conn()
+            raise CatalogUnavailable(f"{self.dialect.name}: cannot read iceberg_tables: {e}") from e
+        assert {"catalog_name", "table_namespace", "table_name", "metadata_location"} <= columns, columns
+        return "v1" if "iceberg_type" in columns else "v0"
 
     def _type_filter(self) -> str:
         if self.schema_version == "v1":

@@ -210,3 +210,26 @@ def test_racing_processes_have_one_winner(tmp_path):
     assert all(isinstance(r, SwapRejected) and r.actual_location == winners[0]
                for r in results if not isinstance(r, Swapped)), results
     assert fresh_view(db).load(T) == winners[0]
+
+
+def test_missing_tables_without_init_is_an_error(tmp_path):
+    """With init_tables=False on an empty database the catalog refuses to start (no guessing)."""
+    with pytest.raises(CatalogUnavailable):
+        SqlCatalog(f"sqlite:///{tmp_path}/empty.db", init_tables=False)
+
+
+def test_close_then_reuse(tmp_path):
+    """After close() the catalog reopens a connection on its next call, in any thread."""
+    import threading
+
+    cat = SqlCatalog(f"sqlite:///{tmp_path}/c.db")
+    cat.create(T, "v0")
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(cat.load(T)))
+    worker.start()
+    worker.join()
+    cat.close()
+    worker = threading.Thread(target=lambda: seen.append(cat.swap(T, "v0", "v1")))
+    worker.start()
+    worker.join()
+    assert seen == ["v0", Swapped("v1")] and cat.load(T) == "v1"
