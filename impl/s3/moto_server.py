@@ -14,6 +14,7 @@ the endpoint and serve until interrupted.
 from __future__ import annotations
 
 import argparse
+import signal
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -126,11 +127,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--not-atomic", action="store_true",
                         help="serve moto as is (conditional writes not atomic)")
     args = parser.parse_args(argv)
-    server = MotoS3Server(host=args.host, port=args.port, bucket=args.bucket,
+    server = MotoS3Server(host=args.host, port=args.port, bucket=args.bucket or None,
                           atomic=not args.not_atomic).start()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     print(server.endpoint_url, flush=True)
     try:
-        threading.Event().wait()
+        stop.wait()
     except KeyboardInterrupt:
         pass
     finally:

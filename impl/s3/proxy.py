@@ -126,6 +126,10 @@ class Match:
     bucket: str | None = None
     client: str | None = None
 
+    def __post_init__(self) -> None:
+        if self.operation is not None and not isinstance(self.operation, str):
+            object.__setattr__(self, "operation", frozenset(self.operation))
+
     def __call__(self, request: S3Request) -> bool:
         if self.operation is not None:
             names = {self.operation} if isinstance(self.operation, str) else self.operation
@@ -142,7 +146,7 @@ class Match:
         return True
 
 
-@dataclass
+@dataclass(eq=False)  # rules are compared by identity (remove_rule)
 class Rule:
     """Apply `fault` to matching requests: only the `nth` match (1-based) if set,
     at most `times` times if set, each with `probability` (seeded draw)."""
@@ -151,8 +155,8 @@ class Rule:
     nth: int | None = None
     times: int | None = None
     probability: float = 1.0
-    matched: int = 0
-    fired: int = 0
+    matched: int = field(default=0, init=False)
+    fired: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
         assert self.nth is None or self.nth >= 1

@@ -6,6 +6,8 @@ the client got back.
 """
 from __future__ import annotations
 
+import http.client
+import io
 import itertools
 import threading
 
@@ -372,3 +374,45 @@ def test_forward_proxy_mode(proxy, moto_s3, prefix):
     assert upstream_body(moto_s3, key) == b"via proxy"
     assert [(e.client, e.operation, e.key) for e in proxy.history()] == [
         ("fwd", "PutObject", key)]
+
+
+# -- framing ---------------------------------------------------------------------------------
+
+def test_chunked_request_body_is_forwarded(proxy, moto_s3, prefix):
+    """Goal: a chunked request body reaches upstream intact. Method: a raw HTTP/1.1 PUT with
+    Transfer-Encoding: chunked through the proxy; read the object around the proxy."""
+    key = f"{prefix}/chunked"
+    conn = http.client.HTTPConnection("127.0.0.1", proxy.port, timeout=HOLD_S_MAX)
+    try:
+        conn.putrequest("PUT", f"/{BUCKET}/{key}")
+        conn.putheader("Transfer-Encoding", "chunked")
+        conn.endheaders()
+        for chunk in (b"hello, ", b"chunked ", b"world"):
+            conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        conn.send(b"0\r\n\r\n")
+        assert conn.getresponse().status == 200
+    finally:
+        conn.close()
+    assert upstream_body(moto_s3, key) == b"hello, chunked world"
+    assert [(e.operation, e.client) for e in proxy.history()] == [("PutObject", None)]
+
+
+def test_expect_continue_body_is_forwarded(proxy, moto_s3, prefix):
+    """Goal: a PUT sent with Expect: 100-continue (boto3 does so for file-like bodies) works.
+    Method: boto3 put_object with a BytesIO body through the proxy."""
+    key = f"{prefix}/expect"
+    make_client(proxy.endpoint_url).put_object(Bucket=BUCKET, Key=key,
+                                               Body=io.BytesIO(b"e" * 3000))
+    assert upstream_body(moto_s3, key) == b"e" * 3000
+
+
+def test_remove_rule_removes_that_rule_only(proxy, moto_s3, prefix):
+    """Goal: rules are identified by identity, so removing one of two equal rules keeps the other.
+    Method: add two identical reject rules, remove the first, the second still fires."""
+    key = f"{prefix}/k"
+    moto_s3.client().put_object(Bucket=BUCKET, Key=key, Body=b"1")
+    first = proxy.add_rule(Rule(Reject(503), Match(operation=["HeadObject"]), times=1))
+    second = proxy.add_rule(Rule(Reject(503), Match(operation=["HeadObject"]), times=1))
+    proxy.remove_rule(first)
+    assert _heads(make_client(proxy.endpoint_url), key, 2) == [False, True]
+    assert (first.fired, second.fired) == (0, 1)
