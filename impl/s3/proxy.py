@@ -179,14 +179,16 @@ class Rule:
 
 
 class Gate:
-    """Holds the next `count` matching requests until `release()`; then it is spent
-    and every later request passes. Held requests give up after `hold_s_max`
-    (reset, recorded as fault 'gate-timeout') so a broken test cannot hang."""
+    """Holds `count` matching requests, from the `nth` match on, until `release()`;
+    then it is spent and every later request passes. Held requests give up after
+    `hold_s_max` (reset, recorded as fault 'gate-timeout') so a broken test cannot hang."""
 
-    def __init__(self, match: Match, count: int, stage: str, hold_s_max: float):
-        assert count >= 1 and stage in ("request", "response")
+    def __init__(self, match: Match, count: int, stage: str, hold_s_max: float, nth: int = 1):
+        assert count >= 1 and nth >= 1 and stage in ("request", "response")
         self.match = match
         self.count = count
+        self.nth = nth
+        self.matched = 0
         self.stage = stage
         self.hold_s_max = hold_s_max
         self.arrived: list[S3Request] = []  # admitted (the gate's slots are taken)
@@ -198,6 +200,9 @@ class Gate:
         """Caller holds the proxy lock."""
         with self._cond:
             if self._released or len(self.arrived) >= self.count or not self.match(request):
+                return False
+            self.matched += 1
+            if self.matched < self.nth:
                 return False
             self.arrived.append(request)
             self._cond.notify_all()
@@ -318,9 +323,11 @@ class FaultProxy:
         with self._lock:
             self._rules.remove(rule)
 
-    def add_gate(self, match: Match | None = None, *, count: int = 1,
+    def add_gate(self, match: Match | None = None, *, count: int = 1, nth: int = 1,
                  stage: str = "request") -> Gate:
-        gate = Gate(match or Match(), count, stage, self.gate_hold_s_max)
+        """Hold `count` requests matching `match`, from its `nth` match on, before
+        forwarding (`stage="request"`) or after upstream answered (`"response"`)."""
+        gate = Gate(match or Match(), count, stage, self.gate_hold_s_max, nth)
         with self._lock:
             self._gates.append(gate)
         return gate

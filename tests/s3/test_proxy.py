@@ -416,3 +416,19 @@ def test_remove_rule_removes_that_rule_only(proxy, moto_s3, prefix):
     proxy.remove_rule(first)
     assert _heads(make_client(proxy.endpoint_url), key, 2) == [False, True]
     assert (first.fired, second.fired) == (0, 1)
+
+
+def test_gate_nth_skips_earlier_matches(proxy, store_for, prefix):
+    """Goal: a gate with nth=2 lets the first match pass and holds the second. Method: two
+    sequential conditional PUTs, the second in a thread, checked held, then released."""
+    a = store_for(proxy.endpoint_url, "a")
+    gate = proxy.add_gate(Match(operation="ConditionalPutObject", client="a"), nth=2)
+    a.put_if_absent(f"s3://{BUCKET}/{prefix}/1", b"x")  # passes: first match
+    thread = threading.Thread(target=a.put_if_absent, args=(f"s3://{BUCKET}/{prefix}/2", b"x"))
+    thread.start()
+    assert gate.wait_arrived(HOLD_S_MAX)
+    assert [e.key for e in proxy.history()] == [f"{prefix}/1"]  # the second is still held
+    gate.release()
+    thread.join(HOLD_S_MAX)
+    assert [(e.key, e.fault) for e in proxy.history()] == [(f"{prefix}/1", None),
+                                                           (f"{prefix}/2", "gate")]
