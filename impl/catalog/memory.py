@@ -1,11 +1,12 @@
 """An in-memory catalog (spec/PROTOCOL.md, "The catalog's swap"; model and TLA+ actions
-`Swap`, `AckLost`, `SwapDelayed`, `Deliver`).
+`Swap`, `AckLost`, `SwapDelayed`, `Deliver`, `Drop`).
 
 One lock makes each swap an atomic compare-and-set of the table's pointer. Two test hooks
 model the ways a client can be left not knowing:
 - a lost acknowledgement: the swap is applied (or rejected) but the client gets SwapUnknown;
 - a delayed swap: the request is parked and the client gets SwapUnknown now; the test
-  later delivers it (it is then compared against the pointer *as it is then*) or discards it.
+  later delivers it (it is then compared against the pointer *as it is then*) or drops it
+  (`drop_pending`: the model's `Drop`; `drop` is taken by dropping a table).
   This is how a request that reaches the catalog after the client gave up is modelled.
 Every request and every delivery is appended to `history` for the checkers.
 """
@@ -144,7 +145,7 @@ class MemoryCatalog:
             self._record("deliver", pending.identifier, pending.expected_location, pending.new_location, applied, None)
             return applied
 
-    def discard(self, pending: PendingSwap) -> None:
+    def drop_pending(self, pending: PendingSwap) -> None:
         """The parked request never reaches the catalog."""
         with self._lock:
             assert self._pending.pop(pending.ticket, None) == pending, f"not pending: {pending!r}"

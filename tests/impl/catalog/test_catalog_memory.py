@@ -71,14 +71,14 @@ def test_delayed_swap_after_the_pointer_moved_is_rejected_on_delivery():
     assert [r.event for r in cat.history] == ["request", "request", "deliver"]
 
 
-def test_discarded_swap_is_never_delivered():
-    """A discarded request disappears and cannot be delivered afterwards."""
+def test_dropped_swap_is_never_delivered():
+    """A dropped request disappears and cannot be delivered afterwards."""
     cat = MemoryCatalog()
     cat.create(T, "v0")
     cat.delay_swaps()
     cat.swap(T, "v0", "v1")
     pending = cat.pending[0]
-    cat.discard(pending)
+    cat.drop_pending(pending)
     assert cat.load(T) == "v0" and cat.pending == []
     with pytest.raises(AssertionError):
         cat.deliver(pending)
