@@ -35,16 +35,14 @@ U = uuid.UUID("f79c3e09-677c-4bbd-a479-3f349cb785e7")
     (FixedType(3), b"\x00\x01\x02", "000102"), (BINARY, b"", ""),
 ])
 def test_binary_single_values_match_appendix_d(t, value, hexbytes):
-    """Goal: bytes are exactly Appendix D's (LE numbers, minimal BE decimals, BE UUIDs) and
-    read back. Method: hand-computed examples."""
+    """Goal: bytes are exactly Appendix D's and read back. Method: hand-computed examples."""
     assert to_bytes(t, value).hex() == hexbytes
     assert from_bytes(t, bytes.fromhex(hexbytes)) == value
 
 
 @given(st.data())
 def test_binary_round_trip_and_agreement_with_pyiceberg(data):
-    """Goal: from_bytes inverts to_bytes and the bytes equal pyiceberg's. Method: random
-    primitive types and values."""
+    """Goal: from_bytes inverts to_bytes; bytes equal pyiceberg's. Method: random types and values."""
     t = data.draw(primitive_types)
     value = data.draw(values_for(t))
     encoded = to_bytes(t, value)
@@ -54,8 +52,7 @@ def test_binary_round_trip_and_agreement_with_pyiceberg(data):
 
 
 def test_promoted_bounds_are_read():
-    """Goal: bounds written before int->long / float->double promotion still decode.
-    Method: 4-byte bounds read as long and double."""
+    """Goal: bounds from before int->long, float->double promotion decode. Method: 4-byte bounds."""
     assert from_bytes(LONG, to_bytes(INT, -5)) == -5
     assert from_bytes(DOUBLE, to_bytes(FLOAT, 1.5)) == 1.5
 
@@ -101,8 +98,7 @@ def test_json_single_values_match_the_spec(t, value, expected):
 
 
 def test_json_single_values_accept_other_writers_forms():
-    """Goal: equivalent forms other writers produce are read. Method: Z suffix, offsets,
-    millisecond fractions, upper-case hex."""
+    """Goal: other writers' equivalent forms are read. Method: Z, offsets, short fractions, HEX."""
     assert from_json_value(TIMESTAMPTZ, "2017-11-16T14:31:08-08:00") == 1510871468000000
     assert from_json_value(TIMESTAMPTZ, "2017-11-16T22:31:08Z") == 1510871468000000
     assert from_json_value(TIMESTAMP, "2017-11-16T22:31:08.1") == 1510871468100000

@@ -88,8 +88,7 @@ def _metadata_files(table) -> list[Path]:
 
 
 def test_pyiceberg_metadata_loads_and_round_trips(peer_table):
-    """Goal: every metadata file pyiceberg wrote loads and is rewritten field for field.
-    Method: from_json each file in the chain, to_json, compare the JSON documents."""
+    """Goal: pyiceberg's metadata loads and rewrites field for field. Method: every file, JSON diff."""
     files = _metadata_files(peer_table)
     assert len(files) >= 6
     for path in files:
@@ -106,9 +105,7 @@ def test_pyiceberg_metadata_loads_and_round_trips(peer_table):
 
 
 def test_pyiceberg_reads_what_we_write(peer_table, tmp_path):
-    """Goal: metadata we write is read by pyiceberg, down to the data. Method: rewrite the
-    peer's latest metadata through a pure edit, parse it with TableMetadataUtil and scan it
-    with StaticTable; compare with the peer's own view."""
+    """Goal: pyiceberg reads our metadata, down to the rows. Method: parse_raw and StaticTable scan."""
     meta = from_json(Path(peer_table.metadata_location.removeprefix("file://")).read_bytes(), "peer")
     ours = dataclasses.replace(
         meta, properties=FrozenMap(dict(meta.properties, writer="icefloe")),
@@ -141,9 +138,7 @@ def _duckdb() -> duckdb.DuckDBPyConnection:
 
 
 def test_duckdb_reads_what_we_write(peer_table, tmp_path):
-    """Goal: DuckDB (a third, independent reader) sees the same rows through our rewrite of
-    every metadata file as through pyiceberg's original, empty table included. Method:
-    iceberg_scan both and compare the rows."""
+    """Goal: DuckDB sees the same rows through our rewrite of each file. Method: iceberg_scan both."""
     con = _duckdb()
     query = "SELECT id, s, amount, point.x FROM iceberg_scan('{}') ORDER BY id"
     for path in _metadata_files(peer_table):
@@ -155,8 +150,7 @@ def test_duckdb_reads_what_we_write(peer_table, tmp_path):
 
 
 def test_partition_types_agree_with_pyiceberg(peer_table):
-    """Goal: our partition struct (ids, names, result types) for each of the peer's specs is
-    pyiceberg's. Method: compare partition_type with pyiceberg's spec.partition_type."""
+    """Goal: our partition structs equal pyiceberg's. Method: each of the peer's specs, both ways."""
     meta = from_json(Path(peer_table.metadata_location.removeprefix("file://")).read_bytes(), "peer")
     assert [str(f.transform) for f in meta.spec().fields] == ["identity", "bucket[4]", "day", "truncate[1]"]
     for spec in meta.partition_specs:
@@ -181,8 +175,7 @@ PEER_CASES = [
 @pytest.mark.parametrize("transform, source_types", PEER_CASES, ids=lambda c: str(c)[:20])
 @given(data=st.data())
 def test_transforms_agree_with_pyiceberg(transform, source_types, data):
-    """Goal: each transform gives pyiceberg's result on any value. Method: random values of
-    every supported source type, through both implementations."""
+    """Goal: each transform equals pyiceberg's. Method: random values of every supported type."""
     source_type = data.draw(st.sampled_from(source_types))
     value = data.draw(values_for(source_type))  # dates within years 1..9999, as pyiceberg needs
     peer_type = PeerField(1, "x", str(source_type), required=False).field_type

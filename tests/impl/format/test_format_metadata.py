@@ -63,8 +63,7 @@ def example() -> TableMetadata:
 
 
 def test_to_json_writes_every_field_and_round_trips():
-    """Goal: every v2 field is written with the spec's key and read back equal. Method: a
-    table with branches, a tag, a partition spec and a sort order."""
+    """Goal: every v2 field is written with the spec's key and read back. Method: a rich table."""
     meta = example()
     doc = json.loads(to_json(meta))
     assert set(doc) == SPEC_V2_FIELDS
@@ -80,8 +79,7 @@ def test_to_json_writes_every_field_and_round_trips():
 
 
 def test_empty_table_writes_null_current_snapshot():
-    """Goal: without a snapshot, current-snapshot-id is written as null and read back as
-    None; -1 and absence read as None too. Method: a new table and edited documents."""
+    """Goal: no snapshot is written null; null, -1, absent read as None. Method: edited docs."""
     meta = new_table_metadata(SCHEMA, "s3://bucket/t", TABLE_UUID, 1000)
     doc = json.loads(to_json(meta))
     assert doc["current-snapshot-id"] is None and doc["refs"] == {} and doc["last-partition-id"] == 999
@@ -92,8 +90,7 @@ def test_empty_table_writes_null_current_snapshot():
 
 
 def test_main_branch_is_implied_by_current_snapshot():
-    """Goal: a document without refs gets the main branch from current-snapshot-id (spec).
-    Method: drop refs from a written document."""
+    """Goal: without refs, main comes from current-snapshot-id. Method: drop refs from a doc."""
     doc = json.loads(to_json(append(new_table_metadata(SCHEMA, "s3://b/t", TABLE_UUID, 1), 5, 2)))
     del doc["refs"]
     meta = from_json(json.dumps(doc), LOCATION)
@@ -101,8 +98,7 @@ def test_main_branch_is_implied_by_current_snapshot():
 
 
 def test_helpers_walk_history():
-    """Goal: lookups, ancestry and time travel follow the spec's meaning. Method: example
-    table, plus expiring a snapshot to cut the ancestry."""
+    """Goal: lookups, ancestry and time travel mean what the spec says. Method: example + expiry."""
     meta = example()
     assert meta.current_snapshot().snapshot_id == 13
     assert meta.ref_head("audit").snapshot_id == 21 and meta.ref_head("nope") is None
@@ -120,9 +116,7 @@ def test_helpers_walk_history():
 
 
 def test_actions_cannot_build_invalid_metadata():
-    """Goal: the invariants guard values built by commit actions, not only parsed ones.
-    Method: dataclasses.replace with a dangling ref, a non-string property, a lower
-    last-column-id."""
+    """Goal: invariants guard action-built values too. Method: dataclasses.replace breaking each."""
     meta = example()
     for changes in ({"refs": FrozenMap(dict(meta.refs, x=SnapshotRef(404)))},
                     {"properties": FrozenMap({"a": 1})}, {"last_column_id": 0},
@@ -188,8 +182,7 @@ def _edit(doc: dict, path: tuple, value=None, delete=False) -> str:
     (("metadata-log", 0), "x", False, "metadata-log[0]"),
 ])
 def test_bad_documents_raise_metadata_error_naming_file_and_field(path, value, delete, field):
-    """Goal: each kind of invalid metadata is a MetadataError naming the file and the field.
-    Method: one edit per case to a valid document."""
+    """Goal: invalid metadata raises MetadataError naming file and field. Method: one edit per case."""
     text = _edit(json.loads(to_json(example())), path, value, delete)
     with pytest.raises(MetadataError) as info:
         from_json(text, LOCATION)
@@ -200,16 +193,14 @@ def test_bad_documents_raise_metadata_error_naming_file_and_field(path, value, d
 @pytest.mark.parametrize("data", [b"", b"{", b"\xff\xfe", b"[1]", b"null", b"[" * 100_000,
                                   b'{"format-version": 2}', b'{"format-version": NaN}'])
 def test_unreadable_documents_raise_metadata_error(data):
-    """Goal: truncated, non-UTF-8, non-object and absurdly nested input is a MetadataError.
-    Method: examples."""
+    """Goal: non-JSON, non-UTF-8, non-object, deep input is a MetadataError. Method: examples."""
     with pytest.raises(MetadataError) as info:
         from_json(data, LOCATION)
     assert info.value.location == LOCATION
 
 
 def test_format_v1_is_read():
-    """Goal: v1 metadata (single schema and spec, no sequence numbers) loads. Method: a
-    hand-written v1 document in the layout Java 0.x wrote."""
+    """Goal: v1 metadata (one schema and spec, no sequence numbers) loads. Method: a v1 document."""
     doc = {
         "format-version": 1, "location": "s3://b/t", "last-updated-ms": 5, "last-column-id": 2,
         "schema": {"type": "struct", "fields": [
@@ -271,8 +262,7 @@ JAVA_STYLE_V2 = {
 
 
 def test_java_style_v2_document_loads():
-    """Goal: metadata in the layout Java writes loads with the spec's meaning. Method: a
-    hand-written Java-layout document; check lookups and the implied main branch."""
+    """Goal: metadata in Java's layout loads with the spec's meaning. Method: a Java-layout doc."""
     meta = from_json(json.dumps(JAVA_STYLE_V2), LOCATION)
     assert meta.refs == {"main": SnapshotRef(3055729675574597004, "branch")}
     assert meta.schema().identifier_field_ids == (1, 2)
@@ -286,8 +276,7 @@ def test_java_style_v2_document_loads():
 
 
 def test_unknown_fields_survive_a_rewrite():
-    """Goal: fields icefloe does not model (statistics, future keys) are kept verbatim.
-    Method: add them to a document and round-trip it."""
+    """Goal: unmodelled fields (statistics, future keys) are kept. Method: add them, round-trip."""
     doc = json.loads(to_json(example()))
     doc["statistics"] = [{"snapshot-id": 13, "statistics-path": "s3://b/s.puffin",
                           "file-size-in-bytes": 10, "file-footer-size-in-bytes": 4, "blob-metadata": []}]
@@ -363,8 +352,7 @@ def _parent(doc, path):
 
 @given(mutated_documents())
 def test_mutated_documents_load_or_raise_metadata_error(data):
-    """Goal: from_json never fails with anything but MetadataError naming the file. Method:
-    drop fields, replace values with random JSON, change format-version, truncate bytes."""
+    """Goal: from_json loads or raises MetadataError, nothing else. Method: random mutations."""
     try:
         meta = from_json(data, LOCATION)
     except MetadataError as e:

@@ -137,8 +137,7 @@ def test_apply_arrow_accepts_chunked_arrays():
 
 
 def test_nanosecond_arrays_floor_to_microseconds():
-    """Goal: ns timestamps (pandas' default) transform as their floored µs value. Method:
-    values just before and after the epoch and an hour boundary."""
+    """Goal: ns timestamps transform as their floored µs. Method: values around epoch and hour."""
     ns = pa.array([-1, 0, 3_600_000_000_000 - 1, None], pa.timestamp("ns", "UTC"))
     assert HourTransform().apply_arrow(ns).to_pylist() == [-1, 0, 0, None]
     assert DayTransform().apply_arrow(ns).cast(pa.int32()).to_pylist() == [-1, 0, 0, None]
@@ -193,8 +192,7 @@ def _from_arrow_output(result_type, array):
 @pytest.mark.parametrize("arrow_type, source_type, values", ARROW_CASES, ids=lambda c: str(c)[:24])
 @given(data=st.data())
 def test_apply_arrow_agrees_with_apply(arrow_type, source_type, values, data):
-    """Goal: the vectorized transform equals the scalar one, nulls included. Method: random
-    arrays for every (transform, supported source type) pair."""
+    """Goal: vectorized transforms equal scalar ones, nulls too. Method: random arrays per type."""
     column = data.draw(st.lists(st.one_of(st.none(), values), max_size=20))
     array = _to_arrow_input(arrow_type, column)
     for transform in TRANSFORMS:
@@ -216,8 +214,7 @@ SCHEMA = Schema((NestedField(1, "id", LONG, True), NestedField(2, "ts", TIMESTAM
 
 
 def test_parse_partition_spec_cli_syntax():
-    """Goal: the CLI syntax gives the spec's fields, Java-style names and ids from 1000.
-    Method: one spec using every transform form."""
+    """Goal: CLI syntax gives spec fields, Java names, ids from 1000. Method: every form at once."""
     spec = parse_partition_spec("cat, bucket(16, id), day(ts), truncate(10, s), year(d), "
                                 "month(ts), hour(ts), identity(id)", SCHEMA)
     assert [(f.source_id, f.field_id, str(f.transform), f.name) for f in spec.fields] == [
@@ -237,8 +234,7 @@ def test_parse_partition_spec_rejects_bad_input(text):
 
 
 def test_partition_type_and_json_round_trip():
-    """Goal: the partition struct has the result types and field ids; JSON is lossless and
-    uses the spec's keys. Method: a spec with every kind of transform."""
+    """Goal: partition struct types and ids are right; JSON is lossless. Method: every transform."""
     spec = parse_partition_spec("cat, bucket(16, id), day(ts), truncate(10, s), month(d)", SCHEMA, 3)
     ptype = partition_type(spec, SCHEMA)
     assert [(f.field_id, f.name, f.type, f.required) for f in ptype.fields] == [
@@ -268,8 +264,7 @@ def test_partition_spec_json_errors_name_the_field():
 
 
 def test_sort_order_json_round_trip():
-    """Goal: sort orders serialize with the spec's keys and read back; id 0 means unsorted.
-    Method: the unsorted order and a two-field order."""
+    """Goal: sort orders use the spec's keys and read back; 0 is unsorted. Method: two orders."""
     assert sort_order_to_json(UNSORTED) == {"order-id": 0, "fields": []}
     order = SortOrder(1, (SortField(3, IdentityTransform(), "asc", "nulls-first"),
                           SortField(2, DayTransform(), "desc", "nulls-last")))

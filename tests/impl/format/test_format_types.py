@@ -113,8 +113,7 @@ def test_bad_schema_json_names_the_field(doc, field):
 
 @given(schemas())
 def test_arrow_round_trip_keeps_ids_names_types_and_nullability(schema):
-    """Goal: Iceberg -> Arrow -> Iceberg is lossless (but for the identifier ids, which Arrow
-    cannot carry). Method: random schemas."""
+    """Goal: Iceberg -> Arrow -> Iceberg is lossless (bar identifier ids). Method: random schemas."""
     arrow = schema_to_arrow(schema)
     assert all(f.metadata[FIELD_ID_KEY] == str(schema.find_field(f.name).field_id).encode()
                for f in arrow)
@@ -137,8 +136,7 @@ def test_arrow_types_and_nullability():
 
 
 def test_schema_from_arrow_assigns_fresh_ids_level_by_level():
-    """Goal: without field-id metadata ids are fresh: a struct's fields before their children.
-    Method: a nested Arrow schema and the expected ids."""
+    """Goal: fresh ids go level by level, fields before children. Method: a nested Arrow schema."""
     arrow = pa.schema([
         pa.field("a", pa.struct([pa.field("b", pa.int32()), pa.field("c", pa.list_(pa.string()))])),
         pa.field("d", pa.map_(pa.string(), pa.float64()), nullable=False),
