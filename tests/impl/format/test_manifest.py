@@ -267,10 +267,11 @@ def test_pyiceberg_reads_our_manifest_list_and_manifests(tmp_path: Path):
     assert got[2].data_file.partition[1] == 19_002 and got[2].data_file.partition[2] == 2
 
 
-def test_we_read_what_pyiceberg_wrote(tmp_path: Path):
-    """Goal: we read pyiceberg's manifest lists and manifests as pyiceberg does. Method: a
-    SqlCatalog table on temp SQLite, append twice, delete and overwrite; for every snapshot
-    compare our reading of its list and manifests with pyiceberg's."""
+@pytest.mark.parametrize("format_version", [1, 2])
+def test_we_read_what_pyiceberg_wrote(tmp_path: Path, format_version: int):
+    """Goal: we read pyiceberg's v1 and v2 manifest lists and manifests as pyiceberg does.
+    Method: a SqlCatalog table on temp SQLite, append twice, delete and overwrite; for
+    every snapshot compare our reading of its list and manifests with pyiceberg's."""
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.io.pyarrow import PyArrowFileIO
     from pyiceberg.partitioning import PartitionField as PiField, PartitionSpec as PiSpec
@@ -283,7 +284,8 @@ def test_we_read_what_pyiceberg_wrote(tmp_path: Path):
     table = catalog.create_table(
         "ns.t", schema=PiSchema(NestedField(1, "id", LongType(), required=False),
                                 NestedField(2, "cat", StringType(), required=False)),
-        partition_spec=PiSpec(PiField(2, 1000, PiIdentity(), "cat")))
+        partition_spec=PiSpec(PiField(2, 1000, PiIdentity(), "cat")),
+        properties={"format-version": str(format_version)})
     rows = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "cat": ["a", "b", None, "a"]})
     table.append(rows)
     table.append(rows)
@@ -291,7 +293,7 @@ def test_we_read_what_pyiceberg_wrote(tmp_path: Path):
     table.overwrite(rows.slice(0, 2), overwrite_filter="cat = 'b'")
     table = catalog.load_table("ns.t")
     fileio = PyArrowFileIO()
-    assert len(table.metadata.snapshots) >= 4
+    assert len(table.metadata.snapshots) >= 4 and table.metadata.format_version == format_version
     for snapshot in table.metadata.snapshots:
         ours = read_manifest_list(Path(snapshot.manifest_list.removeprefix("file://")).read_bytes(),
                                   snapshot.manifest_list)
@@ -315,6 +317,8 @@ def test_we_read_what_pyiceberg_wrote(tmp_path: Path):
                      e.data_file.file_path, tuple(e.data_file.partition), e.data_file.record_count,
                      e.data_file.value_counts, e.data_file.lower_bounds) for e in their_entries]
             assert sum(e.status == ManifestEntryStatus.ADDED for e in our_entries) == o.added_files_count
+            if format_version == 1:
+                assert o.sequence_number == 0 and all(e.sequence_number == 0 for e in our_entries)
 
 
 # -- hostile input -------------------------------------------------------------------------
