@@ -28,6 +28,8 @@ DEFAULT_BUCKET = "icefloe"
 DEFAULT_REGION = "us-east-1"
 DEFAULT_ACCESS_KEY = "icefloe-test"
 DEFAULT_SECRET_KEY = "icefloe-secret"
+# How often serve_forever looks for a shutdown request: stop() waits up to this long.
+SERVE_POLL_S = 0.05
 
 
 def client_config(**overrides: Any) -> Config:
@@ -81,7 +83,7 @@ class MotoS3Server:
         self._server = make_server(self.host, self.port, app, threaded=True,
                                    request_handler=QuietHandler)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever,
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(SERVE_POLL_S,),
                                         name=f"moto-s3-{self.port}", daemon=True)
         self._thread.start()
         if self.bucket:

@@ -60,6 +60,8 @@ REQUEST_BODY_BYTES_MAX = 1 << 30
 CHUNKS_MAX = 1 << 20
 GATE_HOLD_S_MAX = 60.0
 UPSTREAM_TIMEOUT_S = 60.0
+# How often serve_forever looks for a shutdown request: stop() waits up to this long.
+SERVE_POLL_S = 0.05
 
 ERROR_CODES = {500: ("InternalError", "We encountered an internal error. Please try again."),
                503: ("SlowDown", "Please reduce your request rate.")}
@@ -283,7 +285,7 @@ class FaultProxy:
         self._server = ThreadingHTTPServer((self.host, self.port), handler)
         self._server.daemon_threads = True
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever,
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(SERVE_POLL_S,),
                                         name=f"fault-proxy-{self.port}", daemon=True)
         self._thread.start()
         return self
@@ -332,12 +334,16 @@ class FaultProxy:
             self._gates.append(gate)
         return gate
 
-    def clear(self) -> None:
-        """Drop every rule, release and drop every gate, forget the history."""
+    def clear(self, seed: int | None = None) -> None:
+        """Drop every rule, release and drop every gate, forget the history; with a
+        `seed`, restart the random draws from it (a fresh run on the same proxy)."""
         with self._lock:
             gates, self._gates = self._gates, []
             self._rules = []
             self._history = []
+            if seed is not None:
+                self.seed = seed
+                self._rng = random.Random(seed)
         for gate in gates:
             gate.release()
 
@@ -381,6 +387,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # the history is the log
+
+    def setup(self) -> None:
+        super().setup()
+        # Headers and body go out in separate writes; without TCP_NODELAY the body waits
+        # for the client's delayed ACK (~40 ms per response on Linux loopback).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def finish(self) -> None:
         try:
