@@ -1,7 +1,7 @@
 """Atomic conditional writes in front of moto: a per-key lock around every mutation.
 
-Real S3 decides a conditional PUT atomically (spec/PROTOCOL.md, "Storage":
-put-if-absent and compare-and-swap are linearizable per key). moto checks the
+Real S3 decides a conditional PUT atomically (spec/PROTOCOL.md 2.2: put-if-absent and
+compare-and-swap are linearizable per key). moto checks the
 condition and then writes without a lock (moto/s3/responses.py `put_object`: a
 `get_object` check, then `backend.put_object`), so two racing `If-None-Match: *`
 PUTs can both succeed. This WSGI middleware wraps moto's application and holds a

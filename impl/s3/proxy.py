@@ -6,15 +6,17 @@ endpoint. Rules (matched by operation, bucket, key glob, client and occurrence)
 inject a fault per request; gates hold matching requests until the test releases
 them. Every request is recorded as an `Exchange` in `history()`.
 
-Faults (spec/PROTOCOL.md, "Faults": each is survivable):
-- `Reject(503 | 500)`: answer with an S3 XML error before forwarding (not applied);
+Faults (spec/PROTOCOL.md section 13, each survivable; TLA+ action in brackets):
+- `Reject(503 | 500)`: answer with an S3 XML error before forwarding (not applied)
+  [`SwapFails`, `WriteFails`];
 - `Reset()`: read the whole request, then reset the connection (TCP RST) without
-  forwarding (not applied, but the client cannot know that);
+  forwarding (not applied, but the client cannot know that) [`SwapFails`];
 - `LoseResponse("500" | "reset")`: forward, let upstream apply, then answer 500 or
-  reset the connection (applied, and the client does not know);
+  reset the connection (applied, and the client does not know) [`AckLost`];
 - `Delay(seconds)`: wait, then forward;
 - gates (`add_gate`): hold a request before forwarding (`stage="request"`) or after
-  upstream answered (`stage="response"`) until `Gate.release()`.
+  upstream answered (`stage="response"`) until `Gate.release()` [`SwapDelayed`
+  then `Deliver`; with the gate's timeout, `Drop`].
 
 SigV4 signatures stay valid because nothing that is signed changes. SigV4 signs
 the method, the path and query exactly as sent, the `Host` header, every

@@ -1,5 +1,6 @@
-"""S3 as an icefloe object store (spec/PROTOCOL.md, "Storage"; TLA+ `PutIfAbsent`,
-`CompareAndSwap`).
+"""S3 as an icefloe object store (spec/PROTOCOL.md section 2, "Storage", and the
+store side of 4.2, "S3 pointer object"; its ambiguous outcomes are the TLA+ `AckLost`
+and `SwapDelayed` faults of section 13 seen from the client).
 
 put_if_absent is `PutObject` with `If-None-Match: *`; compare_and_swap is
 `PutObject` with `If-Match: <etag>`. Both are single requests that S3 decides
