@@ -16,8 +16,9 @@ have landed and, if so, never trusts a later refusal without reading the object 
 How each failure of one request is classified:
 - connection refused, DNS failure, connect timeout, proxy or TLS handshake failure
   (botocore `ConnectionError` family): the request was never sent -> not applied;
-- 409 ConditionalRequestConflict (S3 refused a racing conditional write) and other
-  4xx answers: not applied;
+- 409 ConditionalRequestConflict (S3 refused a racing conditional write), 408, 429:
+  not applied, worth another attempt; any other 4xx (403, 400, ...): not applied,
+  and not retried;
 - connection reset or closed after sending, read timeout, any 5xx (500 InternalError
   and 503 SlowDown included: S3 does not promise that a 5xx write had no effect):
   may have been applied ("ambiguous").
@@ -39,8 +40,8 @@ Outcome of a conditional write (all attempts, bounded by `attempts_max`):
      this object may conclude "lost"); or the read-back itself failed.
 4. every attempt failed before it could have had an effect -> StoreUnavailable.
 
-Reads (get, stat, list) retry on any failure; they have no effect, so exhausting
-their attempts is StoreUnavailable. delete is idempotent on S3 and retries likewise;
+Reads (get, stat, list) retry any failure worth retrying; they have no effect, so
+their failure is StoreUnavailable. delete is idempotent on S3 and retries likewise;
 exhausting it after an ambiguous attempt is StoreOutcomeUnknown.
 
 Every HTTP request is counted by kind (`counts`): get (read-backs included), stat,
@@ -57,7 +58,7 @@ from typing import Any, Callable, Iterator
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
-from botocore.exceptions import HTTPClientError
+from botocore.exceptions import BotoCoreError, HTTPClientError
 
 from icefloe.impl.io.base import (
     AlreadyExists, CountingMixin, NotFound, ObjectInfo, PreconditionFailed, StoreError,
@@ -75,8 +76,8 @@ _session: boto3.session.Session | None = None
 
 
 def new_client(service_name: str = "s3", **kwargs: Any) -> Any:
-    """A boto3 client (S3 unless named) from one shared session: the service model is loaded once,
-    and the lock makes client creation safe from any thread (boto3 sessions are not)."""
+    """A boto3 client (S3 unless named) from one shared session: service models load
+    once, and the lock makes client creation safe from any thread (sessions are not)."""
     global _session
     with _session_lock:
         if _session is None:
@@ -107,14 +108,22 @@ def _ms_of_http_date(value: str | None) -> int:
 
 # -- one request's fate --------------------------------------------------------------
 
-class _Failure(Exception):
-    """One request failed; `applied` is False (definitely not) or None (may have)."""
+# 4xx answers worth another attempt: request timeout, a racing conditional write
+# (409 ConditionalRequestConflict), throttling. Any other 4xx will not change.
+RETRYABLE_4XX = frozenset({408, 409, 429})
 
-    def __init__(self, applied: bool | None, status: int | None, code: str, detail: str):
+
+class _Failure(Exception):
+    """One request failed; `applied` is False (definitely not) or None (may have);
+    `retryable` says whether another attempt could fare differently."""
+
+    def __init__(self, applied: bool | None, status: int | None, code: str, detail: str,
+                 retryable: bool = True):
         super().__init__(f"{status or '-'} {code}: {detail}")
         self.applied = applied
         self.status = status
         self.code = code
+        self.retryable = retryable
 
 
 class _Refusal(Exception):
@@ -179,7 +188,8 @@ class S3Store(CountingMixin):
                 raise _Failure(None, status, code, str(exc)) from exc
             if status in (404, 412):
                 raise _Refusal(status, code) from exc
-            raise _Failure(False, status, code, str(exc)) from exc
+            raise _Failure(False, status, code, str(exc),
+                           retryable=status in RETRYABLE_4XX) from exc
         except BotoConnectionError as exc:
             raise _Failure(False, None, type(exc).__name__, str(exc)) from exc
         except HTTPClientError as exc:
@@ -203,8 +213,10 @@ class S3Store(CountingMixin):
                 raise StoreError(location, f"{refusal.status} {refusal.code}") from None
             except _Failure as failure:
                 last = failure
+                if not failure.retryable:
+                    break
                 self._backoff(attempt)
-        raise StoreUnavailable(location, f"{self.attempts_max} attempts failed: {last}")
+        raise StoreUnavailable(location, f"{kind} failed: {last}")
 
     def _get(self, location: str) -> tuple[bytes, ObjectInfo]:
         bucket, key = split_location(location)
@@ -214,7 +226,7 @@ class S3Store(CountingMixin):
             response = self._read("get", location, "get_object", Bucket=bucket, Key=key)
             try:
                 data = response["Body"].read()
-            except (HTTPClientError, OSError) as exc:
+            except (BotoCoreError, OSError) as exc:  # cut off, timed out, or short
                 last = exc
                 self._backoff(attempt)
                 continue
@@ -274,6 +286,8 @@ class S3Store(CountingMixin):
                 last = failure
                 if failure.applied is None and ambiguous is None:
                     ambiguous = failure
+                if not failure.retryable:
+                    break
                 self._backoff(attempt)
                 continue
             except _Refusal as refusal:
@@ -282,13 +296,15 @@ class S3Store(CountingMixin):
                 last = refusal
                 break  # a refusal after an ambiguous attempt: only a read-back decides
             headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
-            return ObjectInfo(
+            info = ObjectInfo(
                 location=location, size=len(data), etag=_etag(response["ETag"]),
                 last_modified_ms=_ms_of_http_date(
                     headers.get("last-modified") or headers.get("date")))
+            assert info.etag, "S3 acknowledged a write without an etag"
+            return info
         if ambiguous is None:
-            raise StoreUnavailable(location, f"{kind}: {self.attempts_max} attempts, "
-                                             f"none could have applied; last: {last}")
+            raise StoreUnavailable(location, f"{kind}: no attempt could have applied; "
+                                             f"last: {last}")
         return self._read_back(kind, location, data, ambiguous, last)
 
     def _refusal_error(self, kind: str, location: str, refusal: _Refusal) -> StoreError:
@@ -314,6 +330,7 @@ class S3Store(CountingMixin):
         except StoreError as exc:
             raise StoreOutcomeUnknown(location, f"{why}; read-back failed: {exc}") from None
         if current == data:
+            assert info.size == len(data)
             return info
         raise StoreOutcomeUnknown(location, f"{why}; read-back: other content")
 
@@ -334,8 +351,10 @@ class S3Store(CountingMixin):
                 last = failure
                 if failure.applied is None and ambiguous is None:
                     ambiguous = failure
+                if not failure.retryable:
+                    break
                 self._backoff(attempt)
         if ambiguous is not None:
-            raise StoreOutcomeUnknown(location, f"delete: {self.attempts_max} attempts; "
-                                                f"may have applied ({ambiguous}); last: {last}")
-        raise StoreUnavailable(location, f"delete: {self.attempts_max} attempts; last: {last}")
+            raise StoreOutcomeUnknown(location, f"delete may have applied ({ambiguous}); "
+                                                f"last: {last}")
+        raise StoreUnavailable(location, f"delete failed: {last}")

@@ -20,7 +20,8 @@ from pyarrow import fs
 
 from icefloe.impl.s3.moto_server import make_client
 from icefloe.impl.s3.proxy import FaultProxy
-from icefloe.impl.s3.store import new_client
+from icefloe.impl.io.base import StoreUnavailable
+from icefloe.impl.s3.store import S3Store, new_client
 
 BUCKET = "signed"
 STARTUP_LINES_MAX = 50
@@ -106,3 +107,15 @@ def test_pyarrow_signatures_survive_the_reverse_proxy(verifying_moto, prefix):
             assert stream.read() == b"p" * 5000
         statuses = {e.upstream_status for e in proxy.history()}
         assert statuses <= {200, 206} and proxy.history()
+
+
+def test_store_refused_by_403_is_unavailable_at_once(verifying_moto, prefix):
+    """Goal: a 403 is a definite "not applied" that no retry can change. Method: S3Store with a
+    wrong secret against the verifying moto; one request per call, StoreUnavailable."""
+    endpoint, access_key, _ = verifying_moto
+    wrong = S3Store.from_config(endpoint, access_key, "wrong-secret", "us-east-1", attempts_max=4)
+    with pytest.raises(StoreUnavailable):
+        wrong.put_if_absent(f"s3://{BUCKET}/{prefix}/x", b"v")
+    with pytest.raises(StoreUnavailable):
+        wrong.get(f"s3://{BUCKET}/{prefix}/x")
+    assert dict(wrong.counts) == {"put_if_absent": 1, "get": 1}
