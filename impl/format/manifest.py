@@ -12,7 +12,6 @@ microseconds, decimal = Decimal, uuid = uuid.UUID, binary/fixed = bytes.
 """
 from __future__ import annotations
 
-import datetime as dt
 import io
 import json
 import math
@@ -38,8 +37,6 @@ __all__ = [
 
 FORMAT_VERSION = 2
 AVRO_CODEC = "deflate"  # what Java and pyiceberg write by default
-_EPOCH_DATE = dt.date(1970, 1, 1)
-_EPOCH_TS = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
 class ManifestError(IcefloeError):
@@ -183,9 +180,24 @@ def avro_type(t: T.IcebergType, field_id: int) -> Any:
     raise ManifestError(f"partition field type {t} has no Avro mapping", field=str(field_id))
 
 
+def avro_name(name: str) -> str:
+    """`name` made a valid Avro name ([A-Za-z_][A-Za-z0-9_]*), escaping as Java does: a
+    leading digit gets "_", any other invalid character becomes "_x" + its hex code.
+    Readers go by field id, so the name only has to be valid."""
+    out = []
+    for i, ch in enumerate(name):
+        if ch == "_" or ch.isascii() and (ch.isalpha() or (ch.isdigit() and i > 0)):
+            out.append(ch)
+        elif ch.isascii() and ch.isdigit():
+            out.append("_" + ch)
+        else:
+            out.append(f"_x{ord(ch):X}")
+    return "".join(out) or "_"
+
+
 def manifest_entry_schema(partition: T.StructType) -> dict:
     partition_record = {"type": "record", "name": "r102", "fields": [
-        _opt(f.name, avro_type(f.type, f.field_id), f.field_id) for f in partition.fields]}
+        _opt(avro_name(f.name), avro_type(f.type, f.field_id), f.field_id) for f in partition.fields]}
     data_file = {"type": "record", "name": "r2", "fields": [
         _req("content", "int", 134),
         _req("file_path", "string", 100),
@@ -289,7 +301,7 @@ def write_manifest(entries: Iterable[ManifestEntry], schema: T.Schema, spec: Par
             "sequence_number": e.sequence_number, "file_sequence_number": e.file_sequence_number,
             "data_file": {
                 "content": int(f.content), "file_path": f.file_path, "file_format": f.file_format,
-                "partition": {pf.name: _to_avro_value(pf.type, v)
+                "partition": {avro_name(pf.name): _to_avro_value(pf.type, v)
                               for pf, v in zip(ptype.fields, f.partition)},
                 "record_count": f.record_count, "file_size_in_bytes": f.file_size_in_bytes,
                 "column_sizes": _map_out(f.column_sizes), "value_counts": _map_out(f.value_counts),
@@ -450,29 +462,53 @@ def _map_in(value: Any) -> dict | None:
 
 
 def _from_avro_value(avro_type: Any, value: Any) -> Any:
-    """Undo fastavro's logical-type conversions into icefloe's internal form."""
+    """A raw Avro value (logical types not applied, see _open) in icefloe's internal form."""
     if value is None:
         return None
     t = _branch(avro_type)
     logical = t.get("logicalType") if isinstance(t, dict) else None
-    if isinstance(value, dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
-        return (value - _EPOCH_TS) // dt.timedelta(microseconds=1)
-    if isinstance(value, dt.date):
-        return (value - _EPOCH_DATE).days
-    if isinstance(value, dt.time):
-        return ((value.hour * 60 + value.minute) * 60 + value.second) * 1_000_000 + value.microsecond
+    if logical == "decimal" and isinstance(value, bytes):
+        return conversions.unscaled_to_decimal(int.from_bytes(value, "big", signed=True), t.get("scale", 0))
     if logical == "uuid":
-        return value if isinstance(value, uuid.UUID) else uuid.UUID(bytes=value) \
-            if isinstance(value, bytes) else uuid.UUID(value)
+        return uuid.UUID(bytes=value) if isinstance(value, bytes) else uuid.UUID(value)
+    if logical in ("timestamp-millis", "time-millis"):  # not Iceberg's, but unambiguous
+        return value * 1000
     return value
 
 
-def _open(data: bytes, location: str):
+# The Avro container header, to swap in a schema without logical types: fastavro would
+# turn them into datetime objects, which cannot hold every Iceberg timestamp.
+_HEADER_SCHEMA = fastavro.parse_schema({
+    "type": "record", "name": "org.apache.avro.file.Header", "fields": [
+        {"name": "magic", "type": {"type": "fixed", "name": "Magic", "size": 4}},
+        {"name": "meta", "type": {"type": "map", "values": "bytes"}},
+        {"name": "sync", "type": {"type": "fixed", "name": "Sync", "size": 16}}]})
+_MAGIC = b"Obj\x01"
+
+
+def _strip_logical(schema: Any) -> Any:
+    if isinstance(schema, dict):
+        return {k: _strip_logical(v) for k, v in schema.items() if k != "logicalType"}
+    if isinstance(schema, list):
+        return [_strip_logical(v) for v in schema]
+    return schema
+
+
+def _open(data: bytes, location: str) -> tuple[Any, dict[str, str], list[dict]]:
+    """(writer schema with its logical types, key-value metadata, raw records)."""
     try:
-        reader = fastavro.reader(io.BytesIO(data))
-        return reader, list(reader)
+        fo = io.BytesIO(data)
+        header = fastavro.schemaless_reader(fo, _HEADER_SCHEMA, None)
+        if header["magic"] != _MAGIC:
+            raise ManifestError("not an Avro container file (bad magic)", location)
+        body = data[fo.tell():]
+        metadata = {k: v.decode("utf-8") for k, v in header["meta"].items()}
+        schema = json.loads(metadata["avro.schema"])
+        raw_meta = dict(header["meta"], **{"avro.schema": json.dumps(_strip_logical(schema)).encode()})
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, _HEADER_SCHEMA, {"magic": _MAGIC, "meta": raw_meta, "sync": header["sync"]})
+        records = list(fastavro.reader(io.BytesIO(out.getvalue() + body)))
+        return schema, metadata, records
     except ManifestError:
         raise
     except Exception as e:  # fastavro raises many kinds on corrupt input
@@ -481,8 +517,8 @@ def _open(data: bytes, location: str):
 
 def read_manifest_metadata(data: bytes, location: str = "<manifest>") -> dict[str, str]:
     """The key-value metadata in a manifest's (or manifest list's) Avro header."""
-    reader, _ = _open(data, location)
-    return {k: v for k, v in reader.metadata.items() if not k.startswith("avro.")}
+    _, metadata, _ = _open(data, location)
+    return {k: v for k, v in metadata.items() if not k.startswith("avro.")}
 
 
 def read_manifest(data: bytes, manifest_file: ManifestFile | None = None,
@@ -491,8 +527,8 @@ def read_manifest(data: bytes, manifest_file: ManifestFile | None = None,
     `manifest_file` (its list entry) where null and the entry is ADDED. A v1 manifest
     (sequence number 0 in its list entry) inherits for every entry."""
     location = location or (manifest_file.manifest_path if manifest_file else "<manifest>")
-    reader, records = _open(data, location)
-    entry = _Record(reader.writer_schema, location, "manifest_entry")
+    schema, _, records = _open(data, location)
+    entry = _Record(schema, location, "manifest_entry")
     file_ = _Record(entry.field(2, "data_file")["type"], location, "data_file")
     part = _Record(file_.field(102, "partition")["type"], location, "partition")
     part_fields = list(part.fields.values())
@@ -564,9 +600,9 @@ def _inherit(e: ManifestEntry, m: ManifestFile) -> ManifestEntry:
 def read_manifest_list(data: bytes, location: str = "<manifest list>") -> list[ManifestFile]:
     """Entries of a manifest list. v1 lists (no sequence numbers) read as sequence number
     0 and content DATA; an unassigned sequence number inherits the list's own."""
-    reader, records = _open(data, location)
-    rec = _Record(reader.writer_schema, location, "manifest_file")
-    own_seq = reader.metadata.get("sequence-number")
+    schema, metadata, records = _open(data, location)
+    rec = _Record(schema, location, "manifest_file")
+    own_seq = metadata.get("sequence-number")
     v1 = not rec.has(515)
     out = []
     for i, r in enumerate(records):

@@ -33,6 +33,13 @@ SCHEMA = T.Schema((
     T.NestedField(5, "uid", T.UUID, False),
     T.NestedField(6, "d", T.DATE, False),
     T.NestedField(7, "x", T.DOUBLE, False),
+    T.NestedField(8, "t", T.TIME, False),
+    T.NestedField(9, "fx", T.FixedType(3), False),
+    T.NestedField(10, "b", T.BINARY, False),
+    T.NestedField(11, "ok", T.BOOLEAN, False),
+    T.NestedField(12, "f", T.FLOAT, False),
+    T.NestedField(13, "n", T.INT, False),
+    T.NestedField(14, "local", T.TIMESTAMP, False),
 ), schema_id=3)
 SPEC = PartitionSpec(5, (
     PartitionField(2, 1000, IdentityTransform(), "cat"),
@@ -43,7 +50,16 @@ SPEC = PartitionSpec(5, (
     PartitionField(5, 1005, IdentityTransform(), "uid"),
     PartitionField(6, 1006, IdentityTransform(), "d"),
     PartitionField(7, 1007, IdentityTransform(), "x"),
+    PartitionField(8, 1008, IdentityTransform(), "t"),
+    PartitionField(9, 1009, IdentityTransform(), "fx"),
+    PartitionField(10, 1010, IdentityTransform(), "b"),
+    PartitionField(11, 1011, IdentityTransform(), "ok"),
+    PartitionField(12, 1012, IdentityTransform(), "f-32 bit"),
+    PartitionField(13, 1013, IdentityTransform(), "1n"),
+    PartitionField(3, 1014, IdentityTransform(), "ts"),
+    PartitionField(14, 1015, IdentityTransform(), "local"),
 ))
+NO_EXTRA = (None,) * 8  # values of the partition fields from 1008 on
 
 ints = st.integers(-(2**31), 2**31 - 1)
 longs = st.integers(-(2**63), 2**63 - 1)
@@ -56,6 +72,14 @@ partition_values = st.tuples(
     st.none() | st.uuids(),
     st.none() | st.integers(-100_000, 100_000),
     st.none() | st.floats(allow_nan=False, width=64),
+    st.none() | st.integers(0, 86_400_000_000 - 1),
+    st.none() | st.binary(min_size=3, max_size=3),
+    st.none() | st.binary(max_size=5),
+    st.none() | st.booleans(),
+    st.none() | st.floats(allow_nan=False, width=32),
+    st.none() | ints,
+    st.none() | st.integers(-(2**62), 2**62),
+    st.none() | st.integers(-(2**62), 2**62),
 )
 counts = st.none() | st.dictionaries(st.integers(1, 7), st.integers(0, 2**40), max_size=4)
 bounds = st.none() | st.dictionaries(st.integers(1, 7), st.binary(max_size=9), max_size=4)
@@ -85,7 +109,7 @@ def simple_file(path: str, partition: tuple, rows: int = 10) -> DataFile:
 
 
 def partition_of(cat, day=None):
-    return (cat, day, None, None if cat is None else cat[:2], None, None, None, None)
+    return (cat, day, None, None if cat is None else cat[:2], None, None, None, None) + NO_EXTRA
 
 
 @given(st.lists(manifest_entries(), max_size=6))
@@ -167,7 +191,8 @@ def test_written_avro_schemas_carry_field_ids_and_metadata():
     meta = reader.metadata
     assert json.loads(meta["schema"])["fields"][0] == {"id": 1, "name": "id", "required": True, "type": "long"}
     assert (meta["schema-id"], meta["partition-spec-id"], meta["format-version"], meta["content"]) == ("3", "5", "2", "data")
-    assert [f["field-id"] for f in json.loads(meta["partition-spec"])] == list(range(1000, 1008))
+    assert [f["field-id"] for f in json.loads(meta["partition-spec"])] == list(range(1000, 1016))
+    assert by_path[".data_file.partition.f_x2D32_x20bit"] == 1012 and by_path[".data_file.partition._1n"] == 1013
 
     mf = manifest_file_of([entry], SCHEMA, SPEC, manifest_path="m", manifest_length=len(data), added_snapshot_id=1)
     lreader = fastavro.reader(io.BytesIO(write_manifest_list([mf], 7, None, 4)))
@@ -244,7 +269,7 @@ def test_pyiceberg_reads_our_manifest_list_and_manifests(tmp_path: Path):
     entries = [
         ManifestEntry(ManifestEntryStatus.ADDED, DataFile(
             f"file://{tmp_path}/d{i}.parquet", "PARQUET",
-            ("c", 19_000 + i, i, "c", Decimal("1.25"), uuid.UUID(int=i), 5, 0.5), 10 + i, 100 + i,
+            ("c", 19_000 + i, i, "c", Decimal("1.25"), uuid.UUID(int=i), 5, 0.5) + NO_EXTRA, 10 + i, 100 + i,
             value_counts={1: 10 + i}, lower_bounds={1: conversions.to_bytes(T.LONG, i)}, split_offsets=(4,)))
         for i in range(3)
     ] + [ManifestEntry(ManifestEntryStatus.EXISTING, simple_file(f"file://{tmp_path}/old", partition_of(None)), 5, 2, 2)]
