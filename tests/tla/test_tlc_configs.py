@@ -1,0 +1,76 @@
+"""Goal: every TLC configuration in tla/expected.json gives its recorded result. Method:
+run TLC on each and compare exit code, violated invariant, distinct states and depth."""
+from __future__ import annotations
+
+import pytest
+
+import tlc
+from abstraction import bounds_from_cfg
+
+from icefloe.model import variants
+
+EXPECTED = tlc.load_expected()
+
+
+CONFIGS = [pytest.param(cfg, id=cfg.removesuffix(".cfg"),
+                        marks=[pytest.mark.deep] if exp.get("deep") else [])
+           for cfg, exp in sorted(EXPECTED.items())]
+
+
+@pytest.mark.parametrize("cfg", CONFIGS)
+def test_config_gives_expected_result(cfg, tlc_result):
+    """Goal: TLC ends as tla/expected.json says. Method: run it, parse its output."""
+    exp = EXPECTED[cfg]
+    res = tlc_result(cfg)
+    tail = res.output[-3000:]
+    assert res.exit_code == exp["exit"], f"{res.summary()}\n{tail}"
+    if exp["exit"] == tlc.EXIT_VIOLATION:
+        assert res.violated == exp["invariant"], f"{res.summary()}\n{tail}"
+        assert f"Invariant {exp['invariant']} is violated" in res.output
+    else:
+        assert res.violated is None, res.summary()
+        assert "Model checking completed. No error has been found." in res.output, tail
+    if "states" in exp:
+        assert res.distinct_states == exp["states"], res.summary()
+    if "depth" in exp:
+        assert res.depth == exp["depth"], res.summary()
+
+
+ICEBERG_VARIANT_CFGS = sorted(c for c, e in EXPECTED.items() if "variant" in e)
+
+
+@pytest.mark.parametrize("cfg", ICEBERG_VARIANT_CFGS)
+def test_variant_config_matches_model_registry(cfg):
+    """Goal: a flawed variant's configuration explores the instance model/variants.py
+    registers for it and expects a property that variant breaks. Method: read the
+    .cfg's constants into Bounds and compare with the registry."""
+    exp = EXPECTED[cfg]
+    v = variants.get(exp["variant"])
+    assert bounds_from_cfg(tlc.TLA_DIR / cfg) == v.make().bounds
+    assert any(b.split()[-1] == exp["invariant"] for b in v.breaks), (exp["invariant"], v.breaks)
+
+
+def test_every_iceberg_variant_has_a_failing_config():
+    """Goal: no flawed Iceberg variant lacks its TLC configuration. Method: compare the
+    Python registry's Iceberg-shaped variants with tla/expected.json."""
+    from icefloe.model.iceberg import ICEBERG_VARIANTS
+    flawed = {n for n in ICEBERG_VARIANTS if variants.get(n).breaks}
+    covered = {EXPECTED[c]["variant"] for c in ICEBERG_VARIANT_CFGS}
+    assert flawed == covered
+
+
+def test_dump_parser_reads_tlc_values():
+    """Goal: the dump parser maps every TLA+ value shape to its canonical form.
+    Method: parse TLC-printed text (records, functions, sequences, sets, strings)."""
+    v = tlc.parse_value('( <<0, 1, 1>> :> [ b |-> {<<"d", 1, 2, 0>>}, a |-> TRUE ] @@\n'
+                        '  <<1, 1, 0>> :> [a |-> FALSE, b |-> {}] )')
+    assert v == tlc.Fn(frozenset({
+        ((0, 1, 1), tlc.make_record({"a": tlc.TRUE, "b": frozenset({("d", 1, 2, 0)})})),
+        ((1, 1, 0), tlc.make_record({"a": tlc.FALSE, "b": frozenset()}))}))
+    # A function with domain 1..n is a sequence, however it is printed.
+    assert tlc.parse_value("(1 :> \"x\" @@ 2 :> \"y\")") == tlc.parse_value('<<"x", "y">>') == ("x", "y")
+    assert tlc.parse_value("<<>>") == () and tlc.parse_value("{}") == frozenset()
+    assert tlc.parse_value("<< <<1>>, {2, 3} >>") == ((1,), frozenset({2, 3}))
+    assert tlc.parse_value("TRUE") != 1 and tlc.parse_value("-3") == -3
+    with pytest.raises(ValueError):
+        tlc.parse_value("[a |-> 1")
