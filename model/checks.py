@@ -84,11 +84,16 @@ def check_no_duplicate_commit(b: Bounds, s: State) -> str | None:
 
 
 def check_readers_see_committed(b: Bounds, s: State) -> str | None:
-    """P4: a reader (one pointer read, no listing) sees exactly a committed snapshot."""
-    meta = current(s)
-    committed = {(mget(s.metas, m).head) for m in s.hist}
-    if meta.head not in committed:
-        return f"readers see snapshot {meta.head}, which no committed version made current"
+    """P4: a reader (one pointer read, no listing) sees a committed snapshot and no file
+    of an operation that has not committed: every visible file was written by an
+    operation with a version in the pointer's history, and none by an aborted one."""
+    committed_ops = {(m[0], m[1]) for m in s.hist}
+    for f in sorted(_head_files(current(s))):
+        if f not in committed_ops:
+            return f"readers see file {f}, whose operation never committed"
+        w, k = f
+        if w and s.outcomes[w - 1][k - 1].res == ABORTED:
+            return f"readers see file {f} of operation {f}, which ended aborted"
     return None
 
 
@@ -217,6 +222,18 @@ def check_lone_writer_commits(b: Bounds, s: State) -> str | None:
             if o.lone and o.healed and o.res not in (COMMITTED, NOOP):
                 return f"lone operation ({w}, {k}) ended {o.res}"
     return None
+
+
+# Checks that read only the pointer's history (hist and the versions it names): their
+# verdict is a function of `history_key`, so the explorer caches it across the many
+# states that differ only in what in-progress writers are doing.
+HISTORY_CHECKS = (
+    "P1 LinearHistory", "P3 NoDuplicateCommit",
+    "P5 ValidationSound", "P6 Isolation", "P7 TimeTravelImmutable", "P10 IncrementalComplete")
+
+
+def history_key(s: State) -> tuple:
+    return s.hist, tuple(mget(s.metas, m) for m in s.hist), s.consumed
 
 
 SAFETY_CHECKS = {

@@ -27,6 +27,7 @@ from icefloe.model import variants
 from icefloe.model.state import FAULT_KINDS, OP_KINDS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
+spec_safety_marker = object()   # "all of spec.safety", through spec.check_safety if it has one
 
 
 @dataclass
@@ -58,6 +59,11 @@ class Result:
 
 
 def _check(spec, state, checks) -> tuple[str, str] | None:
+    if checks is spec_safety_marker:
+        fast = getattr(spec, "check_safety", None)
+        if fast is not None:
+            return fast(state)
+        checks = spec.safety
     for name, fn in checks.items():
         why = fn(state)
         if why:
@@ -70,7 +76,7 @@ def explore(spec, max_states: int | None = None, collect: bool = False,
     """Breadth-first search of every state reachable from spec.initial()."""
     t0 = time.monotonic()
     res = Result(spec.name, "holds")
-    safety, terminal = spec.safety, spec.terminal
+    safety, terminal = spec_safety_marker, spec.terminal
     parents: dict[int, tuple[int | None, tuple | None]] = {}
     frontier = []
     reachable = [] if collect else None
@@ -165,7 +171,8 @@ def format_label(label: tuple) -> str:
     return f"{name}({actor}{', ' + ', '.join(map(str, rest)) if rest else ''})"
 
 
-def report(res: Result, spec, out=sys.stdout) -> None:
+def report(res: Result, spec, out=None) -> None:
+    out = out or sys.stdout
     p = lambda *a: print(*a, file=out)  # noqa: E731
     b = spec.bounds
     p(f"spec: {spec.name}")
@@ -231,6 +238,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--attempts", type=int, default=None, help="attempts per operation (default 2)")
     ap.add_argument("--isolation", choices=("serializable", "snapshot"), default=None)
     ap.add_argument("--orphan-runs", type=int, default=None, help="orphan-removal runs (default 0)")
+    ap.add_argument("--workload", choices=("any", "round-robin"), default=None,
+                    help="any: every operation picks any kind (default below 3 writers x 2 ops);"
+                         " round-robin: a fixed kind per operation (default from 6 operations on)")
     ap.add_argument("--variant", default="correct", help="a protocol variant (see --list-variants)")
     ap.add_argument("--list-variants", action="store_true", help="print the variants' names, one per line")
     ap.add_argument("--all-variants", action="store_true",
@@ -258,6 +268,10 @@ def overrides_from(args) -> dict:
         kw["isolation"] = args.isolation
     if args.orphan_runs is not None:
         kw["orphan_runs"] = args.orphan_runs
+    if args.workload is not None:
+        kw["workload"] = args.workload
+    elif (args.writers or 2) * (args.ops or 1) >= 6:
+        kw["workload"] = "round-robin"
     return kw
 
 

@@ -45,6 +45,15 @@ class Bounds:
     isolation: str = SERIALIZABLE
     orphan_runs: int = 0
     variant: str = "correct"
+    # "any": each operation's kind is chosen freely at Begin (every combination);
+    # "round-robin": operation k of writer w has kind kinds[((k-1)*writers + w-1) % len]
+    # (a fixed workload, for larger instances: --writers 3 --ops 2 runs each kind once).
+    workload: str = "any"
+
+    def kinds_for(self, w: int, k: int) -> tuple:
+        if self.workload == "any":
+            return self.kinds
+        return (self.kinds[((k - 1) * self.writers + w - 1) % len(self.kinds)],)
 
     def __post_init__(self):
         assert self.writers >= 1 and self.ops >= 1 and self.attempts_max >= 1
@@ -52,6 +61,7 @@ class Bounds:
         assert set(self.faults) <= set(FAULT_KINDS), self.faults
         assert self.isolation in (SERIALIZABLE, SNAPSHOT)
         assert self.variant in ICEBERG_VARIANTS, self.variant
+        assert self.workload in ("any", "round-robin"), self.workload
 
 
 # -- the initial table: two appends by the bootstrap writer 0 ------------------------------
@@ -399,7 +409,7 @@ def successors(b: Bounds, s: State):
     for w, wr in enumerate(s.writers, start=1):
         ph = wr.phase
         if ph == IDLE:
-            for kind in b.kinds:
+            for kind in b.kinds_for(w, wr.k):
                 yield ("Begin", w, kind), plan(b, s, w, kind)
             continue
         if ph == DONE:

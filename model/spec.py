@@ -2,7 +2,7 @@
 variants (spec/PROTOCOL.md "Negative controls") behind one small interface."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable, Protocol
 
 from icefloe.model import checks, iceberg
@@ -26,6 +26,7 @@ class Spec(Protocol):
 class IcebergSpec:
     """The protocol of spec/PROTOCOL.md (or one of its Iceberg-shaped variants)."""
     bounds: iceberg.Bounds
+    _history_verdicts: dict = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
@@ -38,6 +39,28 @@ class IcebergSpec:
     @property
     def terminal(self):
         return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in checks.TERMINAL_CHECKS.items()}
+
+    def check_safety(self, state: State) -> tuple[str, str] | None:
+        """Every safety property; history-only verdicts are cached by history_key."""
+        b = self.bounds
+        key = checks.history_key(state)
+        cached = self._history_verdicts.get(key, False)
+        if cached is False:
+            cached = None
+            for name in checks.HISTORY_CHECKS:
+                why = checks.SAFETY_CHECKS[name](b, state)
+                if why:
+                    cached = (name, why)
+                    break
+            self._history_verdicts[key] = cached
+        if cached:
+            return cached
+        for name, fn in checks.SAFETY_CHECKS.items():
+            if name not in checks.HISTORY_CHECKS:
+                why = fn(b, state)
+                if why:
+                    return name, why
+        return None
 
     def initial(self) -> list[State]:
         return [iceberg.initial_state(self.bounds)]

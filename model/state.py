@@ -15,6 +15,7 @@ Writer 0 is the bootstrap that created the initial table (two snapshots).
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 SnapId = tuple[int, int]            # (writer, op): kept across attempts
@@ -141,6 +142,7 @@ def meta_obj(m: MetaId) -> ObjId:
     return ("j", m[0], m[1], m[2])
 
 
+@lru_cache(maxsize=1 << 16)
 def reach(snap: Snap) -> frozenset:
     """Objects a reader of this snapshot opens (manifest list, manifests, data files)."""
     return frozenset({snap.mlist, *snap.manifests, *(data_obj(f) for f in snap.files)})

@@ -40,11 +40,11 @@ def register(v: Variant) -> None:
 register(_iceberg("correct", ()))
 register(_iceberg("no-revalidate", ("P5 ValidationSound", "P6 Isolation"),
                   kinds=("delete", "rewrite"), faults=(), writers=2, ops=1))
-register(_iceberg("cleanup-after-unknown", ("P8 NoDanglingRefs", "P9 CleanupSafe"),
+register(_iceberg("cleanup-after-unknown", ("P4 ReadersSeeCommitted", "P8 NoDanglingRefs", "P9 CleanupSafe"),
                   kinds=("append",), faults=("ack_lost",), writers=1, ops=1))
 register(_iceberg("rename-commit", ("P1 LinearHistory", "P2 NoLostCommit"),
                   kinds=("append",), faults=(), writers=2, ops=1))
-register(_iceberg("pointer-status-check", ("P8 NoDanglingRefs", "P9 CleanupSafe"),
+register(_iceberg("pointer-status-check", ("P4 ReadersSeeCommitted", "P8 NoDanglingRefs", "P9 CleanupSafe"),
                   kinds=("append",), faults=("ack_lost",), writers=2, ops=1))
 register(_iceberg("no-lineage-check", ("P3 NoDuplicateCommit",),
                   kinds=("append",), faults=("ack_lost",), writers=1, ops=1))

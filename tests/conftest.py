@@ -51,7 +51,15 @@ SUITE_BUDGETS_S = {
 
 
 def suite_of(path: Path) -> str:
-    rel = Path(path).resolve().relative_to(TESTS_ROOT)
+    # report.fspath is relative to the rootdir; never resolve it against the current
+    # directory, which a test may have changed.
+    path = Path(path)
+    if not path.is_absolute():
+        path = TESTS_ROOT.parent / path
+    try:
+        rel = path.relative_to(TESTS_ROOT)
+    except ValueError:
+        return "misc"
     return rel.parts[0] if len(rel.parts) > 1 else "misc"
 
 
