@@ -77,6 +77,9 @@ def truncate_upper(value: str | bytes, length: int = BOUND_TRUNCATE_LENGTH) -> s
 def _conform(table: pa.Table, schema: T.Schema) -> pa.Table:
     """The table's columns (by name) cast to the schema's Arrow types with field ids."""
     target = T.schema_to_arrow(schema)
+    unknown = sorted(set(table.column_names) - set(target.names))
+    if unknown:  # silently dropping data is worse than refusing it
+        raise DataFileError(f"columns {unknown} are not in schema {schema.schema_id}")
     missing = [f.name for f in target if f.name not in table.column_names]
     columns = []
     for f in target:
@@ -128,18 +131,24 @@ def _field_leaves(f: T.NestedField, path: str, repeated: bool):
         yield from _leaves(f.type, path, repeated)
 
 
-def _internal(t: T.IcebergType, stats_value: Any, raw: Any) -> Any:
-    """A footer statistic as icefloe's internal value (see conversions.py)."""
-    if isinstance(t, (T.IntegerType, T.LongType, T.DateType, T.TimeType, T.TimestampType,
-                      T.TimestamptzType, T.FloatType, T.DoubleType, T.BooleanType)):
-        return raw  # the physical value is the internal one for files written here (us units)
+def _internal(t: T.IcebergType, stats: Any, which: str) -> Any:
+    """A footer min or max as icefloe's internal value, or None when the file's physical
+    encoding is not the one icefloe writes (e.g. INT96 or millisecond timestamps)."""
+    value, raw = getattr(stats, which), getattr(stats, f"{which}_raw")
+    if isinstance(t, (T.TimeType, T.TimestampType, T.TimestamptzType)):
+        micros = "microseconds" in str(stats.logical_type)
+        return raw if micros and isinstance(raw, int) else None
+    if isinstance(t, (T.IntegerType, T.LongType, T.DateType)):
+        return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+    if isinstance(t, (T.FloatType, T.DoubleType, T.BooleanType)):
+        return raw
     if isinstance(t, T.UUIDType):
-        return uuid.UUID(bytes=bytes(stats_value))
+        return uuid.UUID(bytes=bytes(value))
     if isinstance(t, T.DecimalType):
-        return Decimal(stats_value)
+        return Decimal(value)
     if isinstance(t, T.StringType):
-        return stats_value if isinstance(stats_value, str) else bytes(stats_value).decode("utf-8")
-    return bytes(stats_value)
+        return value if isinstance(value, str) else bytes(value).decode("utf-8")
+    return bytes(value)
 
 
 def _nan_counts(array: pa.Array, t: T.IcebergType, field_id: int, out: dict[int, int]) -> None:
@@ -197,8 +206,8 @@ def data_file_metrics(data: bytes, schema: T.Schema, table: pa.Table | None = No
                 if stats.null_count != col.num_values:  # values present but no bounds given
                     no_bounds.add(fid)
                 continue
-            lo, hi = _internal(f.type, stats.min, stats.min_raw), _internal(f.type, stats.max, stats.max_raw)
-            if lo != lo or hi != hi:  # NaN: bounds must exclude it
+            lo, hi = _internal(f.type, stats, "min"), _internal(f.type, stats, "max")
+            if lo is None or hi is None or lo != lo or hi != hi:  # unusable, or NaN
                 no_bounds.add(fid)
                 continue
             lows[fid] = lo if fid not in lows else min(lows[fid], lo)
@@ -239,6 +248,8 @@ def _column(table: pa.Table, schema: T.Schema, field_id: int) -> pa.Array:
         if f.field_id == field_id:
             break
         t = f.type
+    if path[0] not in table.column_names:
+        raise DataFileError(f"the table has no column {path[0]!r} (field id {field_id})")
     array = table.column(path[0]).combine_chunks()
     t = schema.find_field(path[0]).type
     for name in path[1:]:

@@ -168,12 +168,29 @@ def test_read_rejects_garbage_and_files_without_field_ids():
         read_data_file(out.getvalue(), SCHEMA)
 
 
-def test_write_rejects_nulls_in_required_column():
-    """Goal: a required column with nulls is refused before writing. Method: write a
-    table whose `id` (required) holds a null."""
+def test_write_rejects_nulls_in_required_column_and_unknown_columns():
+    """Goal: input that would be stored wrongly is refused before writing. Method: write a
+    table whose `id` (required) holds a null, and one with a column not in the schema."""
     table = pa.table({"id": pa.array([1, None], pa.int64())})
     with pytest.raises(DataFileError, match="required"):
         write_data_file(table, SCHEMA, "f")
+    with pytest.raises(DataFileError, match="not in schema"):
+        write_data_file(pa.table({"id": [1], "extra": [2]}), SCHEMA, "f")
+
+
+def test_foreign_millisecond_timestamps_read_as_micros_without_bounds():
+    """Goal: a file from another writer with millisecond timestamps reads correctly and
+    yields no (wrong-unit) bounds. Method: write such a file with plain pyarrow and field
+    ids, read it and compute its metrics."""
+    schema = T.Schema((T.NestedField(1, "ts", T.TIMESTAMPTZ, False),))
+    when = dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=dt.timezone.utc)
+    field = pa.field("ts", pa.timestamp("ms", tz="UTC"), metadata={b"PARQUET:field_id": b"1"})
+    out = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([{"ts": when}], schema=pa.schema([field])), out)
+    assert read_data_file(out.getvalue(), schema).column("ts").to_pylist() == [when]
+    from icefloe.impl.format.parquet import data_file_metrics
+    metrics = data_file_metrics(out.getvalue(), schema)
+    assert metrics["value_counts"] == {1: 1} and metrics["lower_bounds"] == {} == metrics["upper_bounds"]
 
 
 SPECS = ["", "s", "bucket(4, id)", "truncate(2, s), year(d)", "month(ts), n", "day(ts), bucket(3, s)",
