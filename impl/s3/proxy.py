@@ -44,9 +44,11 @@ import http.client
 import random
 import socket
 import struct
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterable
 from urllib.parse import urlsplit
@@ -284,8 +286,7 @@ class FaultProxy:
     def start(self) -> "FaultProxy":
         assert self._server is None, "already started"
         handler = type("BoundHandler", (_Handler,), {"proxy": self})
-        self._server = ThreadingHTTPServer((self.host, self.port), handler)
-        self._server.daemon_threads = True
+        self._server = _Server((self.host, self.port), handler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, args=(SERVE_POLL_S,),
                                         name=f"fault-proxy-{self.port}", daemon=True)
@@ -383,6 +384,15 @@ def _error_body(status: int, request_id: str) -> bytes:
             f"<RequestId>{request_id}</RequestId></Error>").encode()
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True  # a connection left open by a client must not block stop()
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return  # the client went away (often after a fault we injected)
+        super().handle_error(request, client_address)
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as SDK connection pools expect
     proxy: FaultProxy
@@ -456,7 +466,8 @@ class _Handler(BaseHTTPRequestHandler):
             labels.append(fault.label())
         if isinstance(fault, Reject):
             record(fault.status)
-            return self._reply(fault.status, "Error", [("Content-Type", "application/xml")],
+            return self._reply(fault.status, HTTPStatus(fault.status).phrase,
+                               [("Content-Type", "application/xml")],
                                _error_body(fault.status, f"icefloe-proxy-{index}"))
         if isinstance(fault, Reset):
             record("reset")

@@ -157,6 +157,7 @@ def test_every_key_mutation_runs_under_its_lock(moto_s3, monkeypatch, prefix):
 
     client = moto_s3.client()
     client.put_object(Bucket=BUCKET, Key=f"{prefix}/a", Body=b"a")
+    client.put_object(Bucket=BUCKET, Key=f"{prefix}/sp ace/ü+%.json", Body=b"a")  # encoded
     client.copy_object(Bucket=BUCKET, Key=f"{prefix}/b", CopySource={"Bucket": BUCKET,
                                                                      "Key": f"{prefix}/a"})
     client.delete_object(Bucket=BUCKET, Key=f"{prefix}/b")
@@ -171,5 +172,6 @@ def test_every_key_mutation_runs_under_its_lock(moto_s3, monkeypatch, prefix):
     names = {name for name, _, _ in observed}
     assert {"put_object", "copy_object", "delete_object", "delete_objects"} <= names, observed
     assert ("put_object", f"{prefix}/m", True) in observed  # written by the multipart completion
+    assert ("put_object", f"{prefix}/sp ace/ü+%.json", True) in observed
     assert all(held for _, _, held in observed), observed
     assert not any(locks.is_held((BUCKET, key)) for _, key, _ in observed)
