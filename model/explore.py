@@ -241,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--workload", choices=("any", "round-robin"), default=None,
                     help="any: every operation picks any kind (default below 3 writers x 2 ops);"
                          " round-robin: a fixed kind per operation (default from 6 operations on)")
+    ap.add_argument("--no-por", action="store_true",
+                    help="explore every interleaving of private write steps too (no partial-order reduction)")
     ap.add_argument("--variant", default="correct", help="a protocol variant (see --list-variants)")
     ap.add_argument("--list-variants", action="store_true", help="print the variants' names, one per line")
     ap.add_argument("--all-variants", action="store_true",
@@ -268,6 +270,7 @@ def overrides_from(args) -> dict:
         kw["isolation"] = args.isolation
     if args.orphan_runs is not None:
         kw["orphan_runs"] = args.orphan_runs
+    kw["por"] = not args.no_por
     if args.workload is not None:
         kw["workload"] = args.workload
     elif (args.writers or 2) * (args.ops or 1) >= 6:
