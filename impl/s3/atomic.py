@@ -28,6 +28,16 @@ LockKey = tuple[str, str]
 
 # A DeleteObjects body names at most 1000 keys (S3's limit); refuse to buffer more.
 DELETE_OBJECTS_BODY_BYTES_MAX = 4 * 1024 * 1024
+# A request that waits this long for a key answers 503 SlowDown (not applied) rather
+# than queueing without bound behind a stuck writer.
+LOCK_WAIT_S_MAX = 60.0
+
+SLOW_DOWN_BODY = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+                  b"<Message>Waited too long for a lock on the key.</Message></Error>")
+
+
+class LockTimeout(Exception):
+    pass
 
 
 class KeyLocks:
@@ -42,15 +52,17 @@ class KeyLocks:
         self._held: set[LockKey] = set()
         self._waiting: Counter = Counter()
 
-    def acquire(self, key: LockKey) -> None:
+    def acquire(self, key: LockKey, timeout_s: float = LOCK_WAIT_S_MAX) -> None:
+        """Take `key`, or raise LockTimeout after `timeout_s`."""
         with self._cond:
             self._waiting[key] += 1
             self._cond.notify_all()
-            while key in self._held:
-                self._cond.wait()
+            free = self._cond.wait_for(lambda: key not in self._held, timeout_s)
             self._waiting[key] -= 1
             if not self._waiting[key]:
                 del self._waiting[key]
+            if not free:
+                raise LockTimeout(f"{key} held for more than {timeout_s} s")
             self._held.add(key)
             self._cond.notify_all()
 
@@ -61,13 +73,14 @@ class KeyLocks:
             self._cond.notify_all()
 
     @contextmanager
-    def holding(self, keys: Iterable[LockKey]) -> Iterator[None]:
+    def holding(self, keys: Iterable[LockKey],
+                timeout_s: float = LOCK_WAIT_S_MAX) -> Iterator[None]:
         # One global order (sorted) over keys makes multi-key requests deadlock-free.
         ordered = sorted(set(keys))
         taken: list[LockKey] = []
         try:
             for key in ordered:
-                self.acquire(key)
+                self.acquire(key, timeout_s)
                 taken.append(key)
             yield
         finally:
@@ -124,8 +137,10 @@ def _delete_objects_keys(environ: dict[str, Any]) -> list[str]:
 class AtomicKeysMiddleware:
     """WSGI middleware: per-key serialization of mutations plus request counting."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]]):
+    def __init__(self, app: Callable[..., Iterable[bytes]],
+                 lock_wait_s_max: float = LOCK_WAIT_S_MAX):
         self.app = app
+        self.lock_wait_s_max = lock_wait_s_max
         self.locks = KeyLocks()
         self._counts: Counter = Counter()
         self._counts_lock = threading.Lock()
@@ -159,12 +174,18 @@ class AtomicKeysMiddleware:
         keys = self.lock_keys(request, environ)
         if not keys:
             return self.app(environ, start_response)
-        with self.locks.holding(keys):
-            result = self.app(environ, start_response)
-            try:
-                body = b"".join(result)
-            finally:
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
+        try:
+            with self.locks.holding(keys, self.lock_wait_s_max):
+                result = self.app(environ, start_response)
+                try:
+                    body = b"".join(result)
+                finally:
+                    close = getattr(result, "close", None)
+                    if close is not None:
+                        close()
+        except LockTimeout:
+            start_response("503 Service Unavailable", [
+                ("Content-Type", "application/xml"),
+                ("Content-Length", str(len(SLOW_DOWN_BODY)))])
+            return [SLOW_DOWN_BODY]
         return [body]

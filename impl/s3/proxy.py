@@ -62,6 +62,7 @@ HOP_BY_HOP = frozenset({
 })
 REQUEST_BODY_BYTES_MAX = 1 << 30
 CHUNKS_MAX = 1 << 20
+TRAILERS_MAX = 64
 GATE_HOLD_S_MAX = 60.0
 UPSTREAM_TIMEOUT_S = 60.0
 # How often serve_forever looks for a shutdown request: stop() waits up to this long.
@@ -418,9 +419,10 @@ class _Handler(BaseHTTPRequestHandler):
             for _ in range(CHUNKS_MAX):
                 size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass  # trailers
-                    return b"".join(parts)
+                    for _ in range(TRAILERS_MAX + 1):  # trailers, then the blank line
+                        if self.rfile.readline() in (b"\r\n", b"\n", b""):
+                            return b"".join(parts)
+                    raise ValueError("too many trailers")
                 parts.append(self.rfile.read(size))
                 self.rfile.readline()
             raise ValueError("too many chunks")

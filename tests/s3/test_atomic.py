@@ -175,3 +175,23 @@ def test_every_key_mutation_runs_under_its_lock(moto_s3, monkeypatch, prefix):
     assert ("put_object", f"{prefix}/sp ace/ü+%.json", True) in observed
     assert all(held for _, _, held in observed), observed
     assert not any(locks.is_held((BUCKET, key)) for _, key, _ in observed)
+
+
+def test_a_writer_stuck_on_a_key_gets_slow_down(moto_s3, monkeypatch, prefix):
+    """Goal: waiting for a key's lock is bounded: past the bound the request is refused with
+    503 SlowDown (not applied). Method: hold the key's lock from the test, lower the bound,
+    PUT; then release and PUT again."""
+    key = f"{prefix}/k"
+    middleware = moto_s3.middleware
+    monkeypatch.setattr(middleware, "lock_wait_s_max", 0.01)
+    client = moto_s3.client()
+    middleware.locks.acquire((BUCKET, key))
+    try:
+        with pytest.raises(ClientError) as refused:
+            client.put_object(Bucket=BUCKET, Key=key, Body=b"x", IfNoneMatch="*")
+    finally:
+        middleware.locks.release((BUCKET, key))
+    assert refused.value.response["Error"]["Code"] == "SlowDown"
+    with pytest.raises(ClientError):
+        client.head_object(Bucket=BUCKET, Key=key)  # nothing was written
+    client.put_object(Bucket=BUCKET, Key=key, Body=b"x", IfNoneMatch="*")
