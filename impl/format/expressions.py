@@ -14,6 +14,8 @@ Inclusive projection turns a row filter into a filter on partition values that e
 matching row's partition satisfies; it is evaluated against a data file's partition tuple
 and against a manifest's partition field summaries. The metrics evaluator reads a data
 file's value/null/NaN counts and lower/upper bounds.
+
+TLA+: no action; planning only reads committed snapshots.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import struct
 import uuid
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -9,6 +9,9 @@ lacks a required id raises `ManifestError` naming the file and the field.
 
 Values are in icefloe's internal form (conversions.py): date = days, time/timestamp =
 microseconds, decimal = Decimal, uuid = uuid.UUID, binary/fixed = bytes.
+
+TLA+ (tla/IcebergCommit.tla): the bytes written by `WriteManifest` and `WriteList`; the
+spec treats their contents as opaque.
 """
 from __future__ import annotations
 

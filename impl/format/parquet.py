@@ -11,10 +11,11 @@ the footer has none and bounds must exclude NaN.
 
 Reading matches columns by field id, never by name, so files from other writers (or
 written before a rename) project onto the table schema.
+
+TLA+ (tla/IcebergCommit.tla): the bytes written by `WriteData`; opaque to the spec.
 """
 from __future__ import annotations
 
-import datetime as dt
 import io
 import uuid
 from decimal import Decimal

@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 
 from icefloe.impl.format import conversions, types as T
 from icefloe.impl.format.manifest import (
-    DataFile, DataFileContent, FieldSummary, ManifestContent, ManifestEntry, ManifestEntryStatus,
+    DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus,
     ManifestError, ManifestFile, manifest_file_of, read_manifest, read_manifest_list,
     read_manifest_metadata, summarize_partitions, write_manifest, write_manifest_list,
 )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import io
 import math
-from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
