@@ -23,7 +23,7 @@ from icefloe.impl.format.types import (
 )
 
 __all__ = ["to_bytes", "from_bytes", "to_json_value", "from_json_value", "decimal_to_unscaled",
-           "unscaled_to_decimal", "unscaled_to_bytes", "EPOCH_DATE", "EPOCH"]
+           "unscaled_to_decimal", "unscaled_to_bytes", "datetime_to_micros", "EPOCH_DATE", "EPOCH"]
 
 EPOCH_DATE = dt.date(1970, 1, 1)
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
