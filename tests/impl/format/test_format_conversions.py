@@ -1,6 +1,7 @@
 """Single-value serialization: Appendix D binary bounds and JSON single values."""
 from __future__ import annotations
 
+import datetime as dt
 import math
 import uuid
 from decimal import Decimal
@@ -12,7 +13,7 @@ from pyiceberg.conversions import to_bytes as peer_to_bytes
 from pyiceberg.types import NestedField as PeerField
 
 from icefloe.impl.format.conversions import (
-    decimal_to_unscaled, from_bytes, from_json_value, to_bytes, to_json_value, unscaled_to_bytes,
+    datetime_to_micros, decimal_to_unscaled, from_bytes, from_json_value, to_bytes, to_json_value, unscaled_to_bytes,
 )
 from icefloe.impl.format.types import (
     BINARY, BOOLEAN, DATE, DOUBLE, FLOAT, INT, LONG, STRING, TIME, TIMESTAMP, TIMESTAMPTZ, UUID,
@@ -126,3 +127,12 @@ def test_bad_json_values_raise_format_error(t, data):
     """Goal: wrong JSON forms raise FormatError, never ValueError/TypeError. Method: bad values."""
     with pytest.raises(FormatError):
         from_json_value(t, data)
+
+
+def test_datetime_to_micros():
+    """Goal: datetimes map to epoch µs exactly, naive ones as UTC. Method: spec instant, pre-epoch."""
+    utc = dt.timezone.utc
+    assert datetime_to_micros(dt.datetime(2017, 11, 16, 22, 31, 8, 123456, tzinfo=utc)) == 1510871468123456
+    assert datetime_to_micros(dt.datetime(2017, 11, 16, 14, 31, 8, tzinfo=dt.timezone(dt.timedelta(hours=-8)))) \
+        == 1510871468000000
+    assert datetime_to_micros(dt.datetime(1969, 12, 31, 23, 59, 59, 999999)) == -1
