@@ -170,11 +170,15 @@ class Rule:
         assert self.times is None or self.times >= 0
         assert 0.0 <= self.probability <= 1.0
 
-    def _consider(self, request: S3Request, rng: random.Random) -> bool:
-        """Count the match and decide whether to fire (caller holds the proxy lock)."""
+    def _count(self, request: S3Request) -> bool:
+        """Count a match (caller holds the proxy lock)."""
         if not self.match(request):
             return False
         self.matched += 1
+        return True
+
+    def _fire(self, rng: random.Random) -> bool:
+        """Decide whether to fire on the match just counted (caller holds the lock)."""
         if self.nth is not None and self.matched != self.nth:
             return False
         if self.times is not None and self.fired >= self.times:
@@ -258,6 +262,9 @@ class Exchange:
 # -- the proxy ------------------------------------------------------------------------
 
 class FaultProxy:
+    """The proxy: `start()` (or `with`), point clients at `endpoint_url` / `endpoint`,
+    inject with `add_rule` and `add_gate`, read `history()`, `stop()`."""
+
     def __init__(self, upstream_url: str, *, seed: int = 0, host: str = "127.0.0.1",
                  port: int = 0, clock: Callable[[], float] = time.monotonic,
                  gate_hold_s_max: float = GATE_HOLD_S_MAX,
@@ -368,8 +375,9 @@ class FaultProxy:
             gate = next((g for g in self._gates if g._admit(request)), None)
             fault = None
             for rule in self._rules:
-                # Every rule counts its matches, so `nth` is per rule, not per proxy.
-                if rule._consider(request, self._rng) and fault is None:
+                # Every matching rule counts the request (`nth` is per rule); the first
+                # that fires decides, and later rules neither fire nor draw.
+                if rule._count(request) and fault is None and rule._fire(self._rng):
                     fault = rule.fault
             return index, gate, fault
 

@@ -432,3 +432,19 @@ def test_gate_nth_skips_earlier_matches(proxy, store_for, prefix):
     thread.join(HOLD_S_MAX)
     assert [(e.key, e.fault) for e in proxy.history()] == [(f"{prefix}/1", None),
                                                            (f"{prefix}/2", "gate")]
+
+
+def test_first_rule_that_fires_decides_and_later_rules_keep_their_turn(proxy, moto_s3, prefix):
+    """Goal: when two rules match, only the first that fires is applied and the other's `times`
+    is not used up. Method: a reject rule then a reset rule, both times=1, on three HEADs."""
+    key = f"{prefix}/k"
+    moto_s3.client().put_object(Bucket=BUCKET, Key=key, Body=b"1")
+    first = proxy.add_rule(Rule(Reject(503), Match(operation="HeadObject"), times=1))
+    second = proxy.add_rule(Rule(Reset(), Match(operation="HeadObject"), times=1))
+    s3 = make_client(proxy.endpoint_url)
+    assert _heads(s3, key, 1) == [False]
+    with pytest.raises(BotoCoreError):
+        s3.head_object(Bucket=BUCKET, Key=key)
+    assert _heads(s3, key, 1) == [True]
+    assert [e.fault for e in proxy.history()] == ["reject:503", "reset", None]
+    assert (first.matched, first.fired, second.matched, second.fired) == (3, 1, 3, 1)
