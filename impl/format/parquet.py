@@ -288,7 +288,13 @@ def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema) -
     appearance; each tuple holds internal values ready for DataFile.partition."""
     if not spec.fields:
         return [((), table)]
-    keys = [pf.transform.apply_arrow(_column(table, schema, pf.source_id)) for pf in spec.fields]
+    keys = []
+    for pf in spec.fields:
+        try:
+            keys.append(pf.transform.apply_arrow(_column(table, schema, pf.source_id)))
+        except (pa.ArrowInvalid, T.FormatError) as e:
+            # e.g. truncate of an int within `width` of the minimum leaves the int range
+            raise DataFileError(f"partition field {pf.name!r} ({pf.transform}): {e}") from None
     names = [f"k{i}" for i in range(len(keys))]
     grouping = pa.table([_groupable(k) for k in keys] + [pa.array(range(table.num_rows), pa.int64())],
                         names=[*names, "row"])

@@ -42,7 +42,9 @@ small_dates = st.dates(dt.date(1960, 1, 1), dt.date(2030, 12, 31))
 # partitions and land next to literals; wide ones cover the rest.
 VALUES = {
     "id": st.integers(-50, 50),
-    "n": st.integers(-30, 30) | st.integers(-(2**31), 2**31 - 1),
+    # Not within a truncate width of the int minimum: truncating there leaves the int range
+    # (the spec leaves that case open; Java's int arithmetic wraps around).
+    "n": st.integers(-30, 30) | st.integers(-(2**31) + 100, 2**31 - 100),
     "x": st.floats(-10, 10) | st.just(math.nan) | st.just(-0.0),
     "f": st.floats(-10, 10, width=32) | st.just(math.nan),
     "s": st.text("ab\u00e9\U0010ffff", max_size=20),
