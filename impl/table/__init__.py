@@ -1,0 +1,13 @@
+"""icefloe.impl.table: tables, the commit protocol and table operations
+(spec/PROTOCOL.md sections 5-12).
+
+- `env`: injected clock, sleep and random source; object names (1.4);
+- `requirements`: assumptions, each a small checker (7);
+- `updates`: actions, pure functions TableMetadata -> TableMetadata (7.3);
+- `commit`: `PendingCommit`, the phase-steppable commit loop (5, 6, 9);
+- `producer`: snapshot-producing operations (append, overwrite, delete, rewrite, row delta);
+- `operations`: the rest of the operations (refs, rollback, properties, expiry);
+- `maintenance`: expiry cleanup and orphan removal (11, 12);
+- `scan`, `deletes`: reading a snapshot, merge-on-read (10);
+- `table`: the `Table` handle and `create_table`.
+"""

@@ -1,0 +1,419 @@
+"""The commit loop as a phase-steppable object (spec/PROTOCOL.md 5 "Writer phases",
+6 "Bounded retry", 7 "Retry validation", 9 "Commit outcomes"; model: `iceberg.plan`,
+`write_data`, `write_manifest`, `write_list`, `write_meta`, `swap`, `reconcile`,
+`finish_failed`; TLA+ actions Begin, WriteData, WriteManifest, WriteList, WriteMeta,
+Swap, Retry/Resolve).
+
+`PendingCommit.step()` runs exactly one phase, so a test can interleave writers phase by
+phase; `run()` steps until an outcome. An operation (producer.py, operations.py) says
+what to write and which assumptions and actions it has; the loop owns the protocol:
+
+- the snapshot id is drawn once and kept across attempts (1.5);
+- SwapRejected and SwapUnknown both lead to `reconcile`, which reads the pointer once,
+  looks for this operation's attempts in the chain of that pointer (9.3 step 2), and
+  only then gives up or re-validates and starts the next attempt;
+- after SwapUnknown nothing is ever deleted; a failure is definite (and cleanup runs)
+  only when no attempt is in the chain and the pointer is not the base of an attempt
+  whose outcome was unknown (9.5).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from icefloe.impl.catalog.base import Catalog, CatalogError, TableIdentifier
+from icefloe.impl.format.manifest import ManifestError, ManifestFile, write_manifest_list
+from icefloe.impl.format.metadata import (
+    MetadataError, Snapshot, TableMetadata, from_json, to_json,
+)
+from icefloe.impl.io.base import AlreadyExists, ObjectStore, StoreError
+from icefloe.impl.io.locations import canonical_location
+from icefloe.impl.outcomes import (
+    Committed, CommitOutcome, Conflict, SwapRejected, Swapped, SwapUnknown, Unknown,
+)
+from icefloe.impl.table import updates as U
+from icefloe.impl.table.env import (
+    Env, backoff_wait_ms, manifest_list_location, metadata_file_location, metadata_version,
+)
+from icefloe.impl.table.files import TreeReader
+from icefloe.impl.table.requirements import Requirement, check_all
+
+# Phases (model: state.py phase names).
+PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE = (
+    "plan", "data", "manifests", "list", "metadata", "swap", "retry", "unknown", "done")
+
+NUM_RETRIES_DEFAULT = 4
+MIN_WAIT_MS_DEFAULT = 100
+MAX_WAIT_MS_DEFAULT = 60_000
+TOTAL_TIMEOUT_MS_DEFAULT = 1_800_000
+CHAIN_WALK_VERSIONS_MAX = 1000
+SNAPSHOT_ID_DRAWS_MAX = 3
+_UNDECIDED = object()  # a chain walk that could not reach its end
+
+
+class Operation(Protocol):
+    """What one table operation contributes to the loop. Hooks receive the PendingCommit."""
+    ref: str
+    produces_snapshot: bool
+    restart_phase: str  # where a retry restarts: LIST (fast append), MANIFESTS, METADATA
+
+    def plan(self, c: "PendingCommit") -> bool: ...             # False: nothing to do (5.4)
+    def write_data(self, c: "PendingCommit") -> None: ...
+    def write_manifests(self, c: "PendingCommit") -> None: ...
+    def manifests(self, c: "PendingCommit") -> list[ManifestFile]: ...
+    def summary(self, c: "PendingCommit") -> dict[str, str]: ...
+    def requirements(self, c: "PendingCommit") -> list[Requirement]: ...
+    def updates(self, c: "PendingCommit", snapshot: Snapshot | None) -> list[U.Update]: ...
+    def after_acknowledged(self, c: "PendingCommit", pre: TableMetadata, post: TableMetadata) -> None: ...
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The four commit.retry.* table properties (6.1)."""
+    num_retries: int = NUM_RETRIES_DEFAULT
+    min_wait_ms: int = MIN_WAIT_MS_DEFAULT
+    max_wait_ms: int = MAX_WAIT_MS_DEFAULT
+    total_timeout_ms: int = TOTAL_TIMEOUT_MS_DEFAULT
+
+    @classmethod
+    def from_properties(cls, props) -> "RetryPolicy":
+        def get(key, default):
+            return int(props.get(key, default))
+        policy = cls(get("commit.retry.num-retries", NUM_RETRIES_DEFAULT),
+                     get("commit.retry.min-wait-ms", MIN_WAIT_MS_DEFAULT),
+                     get("commit.retry.max-wait-ms", MAX_WAIT_MS_DEFAULT),
+                     get("commit.retry.total-timeout-ms", TOTAL_TIMEOUT_MS_DEFAULT))
+        assert policy.num_retries >= 0 and 0 <= policy.min_wait_ms <= policy.max_wait_ms, policy
+        return policy
+
+    @property
+    def commit_attempts_max(self) -> int:
+        return self.num_retries + 1
+
+
+def read_metadata(io: ObjectStore, location: str) -> TableMetadata:
+    return from_json(io.get(location), location)
+
+
+class PendingCommit:
+    def __init__(self, catalog: Catalog, identifier: TableIdentifier, io: ObjectStore,
+                 operation: Operation, env: Env | None = None, retry: RetryPolicy | None = None):
+        self.catalog, self.identifier, self.io = catalog, identifier, io
+        self.operation = operation
+        self.env = env or Env()
+        self.retry = retry  # None: from the table's properties at plan time
+        self.tree = TreeReader(io)
+        self.phase = PLAN
+        self.attempt = 0
+        self.base: TableMetadata | None = None
+        self.base_location: str | None = None
+        self.first_base_location: str | None = None
+        self.starting_snapshot_id: int | None = None
+        self.snapshot_id: int | None = None
+        self.snapshot_id_draws = 0
+        self.manifest_list_location: str | None = None
+        self.new_metadata: TableMetadata | None = None
+        self.new_metadata_location: str | None = None
+        self.attempted: list[str] = []            # every metadata location written
+        self.unknown_bases: set[str] = set()       # canonical bases of unknown swaps (U)
+        self.written: list[str] = []              # every object written, for cleanup
+        self.outcome: CommitOutcome | None = None
+        self.started_ms = 0
+        self.swap_results: list = []
+
+    # -- helpers for operations --------------------------------------------------------
+
+    @property
+    def starting_snapshot(self) -> Snapshot | None:
+        return self.base_at_start.snapshot_by_id(self.starting_snapshot_id) if self.starting_snapshot_id else None
+
+    def head(self, metadata: TableMetadata | None = None) -> Snapshot | None:
+        """The head of the operation's ref in `metadata` (default: the current base)."""
+        return (metadata or self.base).ref_head(self.operation.ref)
+
+    def write(self, location: str, data: bytes) -> None:
+        """put_if_absent of a freshly named object, recorded for cleanup (9.5). An object
+        whose write had an unknown effect is recorded too: deleting it is harmless."""
+        try:
+            self.io.put_if_absent(location, data)
+        except AlreadyExists:
+            raise  # not ours: never record it, never delete it
+        except StoreError:
+            self.written.append(location)
+            raise
+        self.written.append(location)
+
+    # -- driving -----------------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.phase == DONE
+
+    def run(self) -> CommitOutcome:
+        steps = 0
+        while not self.done:
+            # Bounded: each attempt takes at most 7 phases, plus planning (6.3).
+            bound = 10 + 8 * (self.retry.commit_attempts_max if self.retry else 1)
+            assert steps < bound, f"commit loop did not finish in phase {self.phase}"
+            self.step()
+            steps += 1
+        assert self.outcome is not None
+        return self.outcome
+
+    def step(self) -> str:
+        """Run the current phase; returns the next one."""
+        handler = {PLAN: self.refresh_and_plan, DATA: self.write_data, MANIFESTS: self.write_manifests,
+                   LIST: self.write_manifest_list, METADATA: self.write_metadata, SWAP: self.swap,
+                   RETRY: self.reconcile, UNKNOWN: self.reconcile}[self.phase]
+        try:
+            handler()
+        except AlreadyExists as e:
+            self._finish_failed(self._read_pointer(), f"name collision (broken random source?): {e}")
+        except (StoreError, ManifestError, MetadataError) as e:
+            if self.phase == PLAN:
+                raise  # nothing written yet: the table could not be read
+            self._finish_failed(self._read_pointer(), f"write failed in phase {self.phase}: {e}")
+        return self.phase
+
+    def _policy(self) -> RetryPolicy:
+        if self.retry is None:
+            self.retry = RetryPolicy.from_properties(self.base_at_start.properties)
+        return self.retry
+
+    # -- phases ------------------------------------------------------------------------
+
+    def refresh_and_plan(self) -> None:
+        """Begin: read the pointer and its metadata; the ref's head is the starting snapshot."""
+        assert self.phase == PLAN
+        location = self.catalog.load(self.identifier)
+        self.base = self.base_at_start = read_metadata(self.io, location)
+        self.base_location = self.first_base_location = location
+        head = self.head()
+        self.starting_snapshot_id = None if head is None else head.snapshot_id
+        self.started_ms = self.env.monotonic_ms()
+        self._policy()
+        self.attempt = 1
+        if self.operation.produces_snapshot:
+            self._draw_snapshot_id()
+        if not self.operation.plan(self):
+            self.outcome = Committed(location, None, 0)  # no-op (5.4): attempts 0, nothing written
+            self.phase = DONE
+            return
+        problem = check_all(self.operation.requirements(self), self.base, self.starting_snapshot_id, self.tree)
+        assert problem is None, f"an assumption fails on the starting snapshot itself: {problem}"
+        self.phase = DATA
+
+    def write_data(self) -> None:
+        assert self.phase == DATA and self.attempt == 1
+        self.operation.write_data(self)
+        self.phase = MANIFESTS
+
+    def write_manifests(self) -> None:
+        assert self.phase == MANIFESTS
+        self.operation.write_manifests(self)
+        self.phase = LIST
+
+    def write_manifest_list(self) -> None:
+        assert self.phase == LIST
+        if self.operation.produces_snapshot:
+            if self.base.snapshot_by_id(self.snapshot_id) is not None:
+                # Another writer's snapshot has our id (our own attempts were ruled out by
+                # reconcile's chain walk): draw again (1.5).
+                if self.snapshot_id_draws >= SNAPSHOT_ID_DRAWS_MAX:
+                    self._finish_failed(self._read_pointer(), "snapshot id collided too often")
+                    return
+                self._draw_snapshot_id()
+            head = self.head()
+            location = manifest_list_location(self.base.location, self.snapshot_id, self.attempt, self.env.uuid())
+            data = write_manifest_list(self.operation.manifests(self), self.snapshot_id,
+                                       None if head is None else head.snapshot_id,
+                                       self.base.last_sequence_number + 1)
+            self.write(location, data)
+            self.manifest_list_location = location
+        self.phase = METADATA
+
+    def write_metadata(self) -> None:
+        """WriteMeta: apply the actions to the base (a pure function) and write the result."""
+        assert self.phase == METADATA
+        now = max(self.env.wall_ms(), self.base.last_updated_ms)
+        snapshot = None
+        if self.operation.produces_snapshot:
+            head = self.head()
+            snapshot = Snapshot(
+                snapshot_id=self.snapshot_id, parent_snapshot_id=None if head is None else head.snapshot_id,
+                sequence_number=self.base.last_sequence_number + 1, timestamp_ms=now,
+                manifest_list=self.manifest_list_location, summary=self.operation.summary(self),
+                schema_id=self.base.current_schema_id)
+        new = U.apply_all(U.succeed(self.base, self.base_location, now), self.operation.updates(self, snapshot))
+        if snapshot is not None:
+            assert new.snapshot_by_id(snapshot.snapshot_id) == snapshot
+            assert new.ref_head(self.operation.ref) == snapshot, "the new snapshot heads its ref (7.4)"
+        version = metadata_version(self.base_location)
+        version = (len(self.base.metadata_log) if version is None else version) + 1
+        location = metadata_file_location(self.base.location, version, self.env.uuid())
+        self.write(location, to_json(new))
+        self.attempted.append(location)
+        self.new_metadata, self.new_metadata_location = new, location
+        self.phase = SWAP
+
+    def swap(self) -> None:
+        assert self.phase == SWAP and self.new_metadata_location not in (None, self.base_location)
+        try:
+            result = self.catalog.swap(self.identifier, self.base_location, self.new_metadata_location)
+        except Exception as e:  # noqa: BLE001 - a catalog must not raise here; if it does, we do not know
+            result = SwapUnknown(self.base_location, self.new_metadata_location, f"swap raised {e!r}")
+        self.swap_results.append(result)
+        if isinstance(result, Swapped):
+            assert result.new_location == self.new_metadata_location
+            self.outcome = Committed(self.new_metadata_location, self.snapshot_id, self.attempt)
+            self.phase = DONE
+            self.operation.after_acknowledged(self, self.base, self.new_metadata)
+        elif isinstance(result, SwapRejected):
+            self.phase = RETRY
+        else:
+            assert isinstance(result, SwapUnknown), result
+            self.unknown_bases.add(canonical_location(self.base_location))
+            self.phase = UNKNOWN
+
+    def reconcile(self) -> None:
+        """Retry / Resolve (9.3): wait, read the pointer once, look for our attempts in its
+        chain, then give up or validate and start the next attempt on it."""
+        assert self.phase in (RETRY, UNKNOWN)
+        policy = self._policy()
+        time_up = False
+        if self.attempt < policy.commit_attempts_max:
+            wait = backoff_wait_ms(self.env, self.attempt, policy.min_wait_ms, policy.max_wait_ms)
+            if self.env.monotonic_ms() + wait - self.started_ms > policy.total_timeout_ms:
+                time_up = True
+            else:
+                self.env.sleep_ms(wait)
+        pointer = self._read_pointer()
+        if pointer is None:
+            self._finish_failed(None, "cannot read the pointer")
+            return
+        location, metadata = pointer
+        landed = self._own_attempt_in_chain(location, metadata)
+        if landed is _UNDECIDED:
+            self._finish_unknown("the metadata chain could not be walked back to the first base")
+            return
+        if landed is not None:
+            self.outcome = Committed(landed, self.snapshot_id, self.attempt)
+            self.phase = DONE
+            return
+        if self.attempt >= policy.commit_attempts_max or time_up:
+            why = "attempts" if not time_up else "time"
+            self._finish_failed(pointer, f"out of {why} after {self.attempt} attempt(s)")
+            return
+        problem = check_all(self.operation.requirements(self), metadata, self.starting_snapshot_id, self.tree)
+        if problem is not None:
+            self._finish_failed(pointer, f"validation failed: {problem}")
+            return
+        self.base, self.base_location = metadata, location
+        self.attempt += 1
+        self.phase = self.operation.restart_phase
+
+    # -- outcomes ----------------------------------------------------------------------
+
+    def _read_pointer(self) -> tuple[str, TableMetadata] | None:
+        try:
+            location = self.catalog.load(self.identifier)
+            return location, read_metadata(self.io, location)
+        except (CatalogError, StoreError, MetadataError):
+            return None
+
+    def _own_attempt_in_chain(self, location: str, metadata: TableMetadata):
+        """The location of an attempt of ours in the chain of `location`, None if there is
+        none, _UNDECIDED if the walk could not finish (9.7). The walk stops at the first
+        attempt's base: every attempt was built on a pointer value at or after it."""
+        return walk_chain(self.io, location, metadata, self.attempted, self.first_base_location)
+
+    def _finish_unknown(self, reason: str) -> None:
+        self.outcome = Unknown(reason, self.attempt, self.snapshot_id, tuple(self.attempted))
+        self.phase = DONE
+
+    def _finish_failed(self, pointer: tuple[str, TableMetadata] | None, reason: str) -> None:
+        """finish_failed (9.5): Unknown while an attempt may have landed or may still land;
+        otherwise Conflict, and only then delete everything this operation wrote."""
+        if pointer is None:
+            if self.unknown_bases:  # with no unknown swap, no attempt can have landed
+                self._finish_unknown(f"{reason}; pointer unreadable with unknown attempts")
+                return
+        else:
+            location, metadata = pointer
+            if self.attempted:
+                landed = self._own_attempt_in_chain(location, metadata)
+                if landed is not None:
+                    self._finish_unknown(f"{reason}; an attempt is in the chain or the walk was cut short")
+                    return
+            if canonical_location(location) in self.unknown_bases:
+                self._finish_unknown(f"{reason}; the pointer is still the base of an unknown attempt")
+                return
+        for obj in reversed(self.written):
+            try:
+                self.io.delete(obj)
+            except StoreError:
+                pass  # orphan removal will find it (12)
+        self.outcome = Conflict(reason, self.attempt, self.snapshot_id)
+        self.phase = DONE
+
+    def _draw_snapshot_id(self) -> None:
+        self.snapshot_id_draws += 1
+        self.snapshot_id = self.env.snapshot_id()
+
+
+def walk_chain(io: ObjectStore, location: str, metadata: TableMetadata, targets, stop: str | None):
+    """Walk the chain of `location` (1.7) newest first, by metadata-log entries, reading an
+    older file only where a log was trimmed. Returns the first location found in `targets`,
+    None when `stop` (or, without a stop, the table's first version) is reached first,
+    and _UNDECIDED when the walk cannot finish: an unreadable file, the bound of 1000
+    versions, or a chain that ends without passing `stop`."""
+    targets = {canonical_location(t) for t in targets}
+    stop = None if stop is None else canonical_location(stop)
+    visited = 0
+    while visited <= CHAIN_WALK_VERSIONS_MAX:
+        here = canonical_location(location)
+        if here in targets:
+            return location
+        if here == stop:
+            return None
+        log = metadata.metadata_log
+        for entry in reversed(log):
+            visited += 1
+            if visited > CHAIN_WALK_VERSIONS_MAX:
+                return _UNDECIDED
+            c = canonical_location(entry.metadata_file)
+            if c in targets:
+                return entry.metadata_file
+            if c == stop:
+                return None
+        if not log:
+            return None if stop is None else _UNDECIDED
+        location = log[0].metadata_file  # the log was trimmed: continue in the oldest file
+        try:
+            metadata = read_metadata(io, location)
+        except (StoreError, MetadataError):
+            return _UNDECIDED
+    return _UNDECIDED
+
+
+def resolve_unknown(catalog: Catalog, identifier: TableIdentifier, io: ObjectStore,
+                    outcome: Unknown) -> CommitOutcome:
+    """9.6: resolve an Unknown later from a fresh pointer read. Committed if an attempt is
+    in the chain; Conflict if not and the pointer is no attempt's base (the operation's
+    objects may then be deleted, here by orphan removal); otherwise still Unknown."""
+    location = catalog.load(identifier)
+    metadata = read_metadata(io, location)
+    found = walk_chain(io, location, metadata, outcome.attempted_locations, None)
+    if found is _UNDECIDED:
+        return outcome
+    if found is not None:
+        return Committed(found, outcome.snapshot_id, outcome.attempts)
+    bases = set()
+    for attempt in outcome.attempted_locations:
+        log = read_metadata(io, attempt).metadata_log
+        if log:
+            bases.add(canonical_location(log[-1].metadata_file))
+    if canonical_location(location) in bases:
+        return outcome
+    return Conflict("resolved: no attempt is in the chain and none can still land",
+                    outcome.attempts, outcome.snapshot_id)

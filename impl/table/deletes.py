@@ -1,0 +1,103 @@
+"""Merge-on-read: applying v2 delete files to the rows of a data file (Iceberg spec
+"Row-level Deletes", "Scan Planning": which delete files apply to which data files by
+data sequence number; spec/PROTOCOL.md 10 "Readers").
+
+- a position delete applies to a data file when its data sequence number is >= the data
+  file's and it names the file's path (paths compared in one spelling, since writers
+  disagree on `file:/` versus `file:///`);
+- an equality delete applies when its data sequence number is strictly > the data
+  file's, and it is in the same partition of the same spec or its spec is unpartitioned;
+  a row is deleted when its values of the delete's equality ids equal a delete row's
+  (null equals null).
+"""
+from __future__ import annotations
+
+import io as _io
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from icefloe.impl.format import types as T
+from icefloe.impl.format.manifest import DataFile, DataFileContent
+from icefloe.impl.format.parquet import read_data_file
+from icefloe.impl.io.base import ObjectStore
+from icefloe.impl.io.locations import canonical_location
+
+
+def position_delete_applies(delete_seq: int, delete_spec_id: int, delete: DataFile,
+                            data_seq: int, data_spec_id: int, data: DataFile,
+                            unpartitioned_delete: bool) -> bool:
+    assert delete.content == DataFileContent.POSITION_DELETES
+    if delete_seq < data_seq:
+        return False
+    return unpartitioned_delete or (delete_spec_id == data_spec_id and delete.partition == data.partition)
+
+
+def equality_delete_applies(delete_seq: int, delete_spec_id: int, delete: DataFile,
+                            data_seq: int, data_spec_id: int, data: DataFile,
+                            unpartitioned_delete: bool) -> bool:
+    assert delete.content == DataFileContent.EQUALITY_DELETES
+    if delete_seq <= data_seq:
+        return False
+    return unpartitioned_delete or (delete_spec_id == data_spec_id and delete.partition == data.partition)
+
+
+class DeleteReader:
+    """Reads delete files once per scan (they are immutable) and applies them."""
+
+    def __init__(self, io: ObjectStore):
+        self.io = io
+        self._positions: dict[str, dict[str, set[int]]] = {}
+        self._equalities: dict[tuple[str, tuple], set[tuple]] = {}
+
+    def positions(self, delete: DataFile) -> dict[str, set[int]]:
+        """canonical data file path -> deleted row positions."""
+        cached = self._positions.get(delete.file_path)
+        if cached is None:
+            table = pq.read_table(_io.BytesIO(self.io.get(delete.file_path)), columns=["file_path", "pos"])
+            cached = {}
+            spelled = {}
+            for path, pos in zip(table.column("file_path").to_pylist(), table.column("pos").to_pylist()):
+                key = spelled.get(path)
+                if key is None:
+                    key = spelled[path] = canonical_location(path)
+                cached.setdefault(key, set()).add(pos)
+            self._positions[delete.file_path] = cached
+        return cached
+
+    def equality_keys(self, delete: DataFile, schema: T.Schema) -> tuple[tuple[int, ...], set[tuple]]:
+        ids = tuple(delete.equality_ids or ())
+        assert ids, f"equality delete without equality ids: {delete.file_path}"
+        key = (delete.file_path, ids)
+        cached = self._equalities.get(key)
+        if cached is None:
+            fields = [T.NestedField(f.field_id, f.name, f.type, False)
+                      for f in (schema.find_field(i) for i in ids)]
+            rows = read_data_file(self.io.get(delete.file_path), T.Schema(tuple(fields)), delete.file_path)
+            cached = set(zip(*(rows.column(i).to_pylist() for i in range(rows.num_columns))))
+            self._equalities[key] = cached
+        return ids, cached
+
+    def apply(self, rows: pa.Table, data: DataFile, position_deletes: list[DataFile],
+              equality_deletes: list[DataFile], schema: T.Schema) -> pa.Table:
+        if not position_deletes and not equality_deletes:
+            return rows
+        keep = [True] * rows.num_rows
+        path = canonical_location(data.file_path)
+        for d in position_deletes:
+            for pos in self.positions(d).get(path, ()):
+                if 0 <= pos < rows.num_rows:
+                    keep[pos] = False
+        for d in equality_deletes:
+            ids, keys = self.equality_keys(d, schema)
+            columns = [rows.column(schema.find_field(i).name).to_pylist() for i in ids]
+            for i, values in enumerate(zip(*columns)):
+                if values in keys:
+                    keep[i] = False
+        return rows.filter(pa.array(keep, pa.bool_())) if not all(keep) else rows
+
+
+def not_true(mask: pc.Expression) -> pc.Expression:
+    """Rows for which a filter is not true (false or unknown): what a delete keeps."""
+    return ~mask | mask.is_null()

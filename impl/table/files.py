@@ -1,0 +1,111 @@
+"""Reading the tree of a snapshot (spec/PROTOCOL.md 1.2 "The table as a tree of immutable
+files", 7.2 "Where validations look"): manifest lists, manifests, live files, reach.
+
+Every object is immutable (1.3), so reads are cached by location for the life of one
+operation or one scan. Nothing here lists a prefix (2.4).
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from icefloe.impl.format.manifest import (
+    DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
+    read_manifest, read_manifest_list,
+)
+from icefloe.impl.format.metadata import Snapshot, TableMetadata
+from icefloe.impl.io.base import ObjectStore
+
+LIVE = (ManifestEntryStatus.ADDED, ManifestEntryStatus.EXISTING)
+
+
+class TreeReader:
+    """Cached reads of manifest lists and manifests through `io`."""
+
+    def __init__(self, io: ObjectStore):
+        self.io = io
+        self._lists: dict[str, list[ManifestFile]] = {}
+        self._manifests: dict[str, list[ManifestEntry]] = {}
+        self._lock = threading.Lock()
+
+    def manifests(self, snapshot: Snapshot | None) -> list[ManifestFile]:
+        if snapshot is None:
+            return []
+        location = snapshot.manifest_list
+        with self._lock:
+            cached = self._lists.get(location)
+        if cached is None:
+            cached = read_manifest_list(self.io.get(location), location)
+            with self._lock:
+                self._lists[location] = cached
+        return cached
+
+    def entries(self, manifest: ManifestFile) -> list[ManifestEntry]:
+        location = manifest.manifest_path
+        with self._lock:
+            cached = self._manifests.get(location)
+        if cached is None:
+            cached = read_manifest(self.io.get(location), manifest, location)
+            with self._lock:
+                self._manifests[location] = cached
+        return cached
+
+    def live_entries(self, snapshot: Snapshot | None, content: ManifestContent | None = None
+                     ) -> list[tuple[ManifestFile, ManifestEntry]]:
+        """(manifest, entry) for every live file of the snapshot (of one content kind)."""
+        out = []
+        for m in self.manifests(snapshot):
+            if content is not None and m.content != content:
+                continue
+            out.extend((m, e) for e in self.entries(m) if e.status in LIVE)
+        return out
+
+    def live_data_paths(self, snapshot: Snapshot | None) -> set[str]:
+        return {e.data_file.file_path for _, e in self.live_entries(snapshot, ManifestContent.DATA)}
+
+    def changes(self, snapshot: Snapshot) -> "Changes":
+        """What `snapshot` itself added and removed: entries of the manifests it wrote
+        whose snapshot id is its own (Iceberg's per-snapshot change set)."""
+        added_data, removed_data, added_deletes = [], [], []
+        for m in self.manifests(snapshot):
+            if m.added_snapshot_id != snapshot.snapshot_id:
+                continue
+            for e in self.entries(m):
+                if e.snapshot_id != snapshot.snapshot_id:
+                    continue
+                f = e.data_file
+                if e.status == ManifestEntryStatus.ADDED:
+                    (added_data if f.content == DataFileContent.DATA else added_deletes).append(e)
+                elif e.status == ManifestEntryStatus.DELETED and f.content == DataFileContent.DATA:
+                    removed_data.append(e)
+        return Changes(tuple(added_data), tuple(removed_data), tuple(added_deletes))
+
+    def reach(self, snapshot: Snapshot) -> set[str]:
+        """Every object a reader of `snapshot` may open: its manifest list, its manifests
+        and every file they list as live."""
+        out = {snapshot.manifest_list}
+        for m in self.manifests(snapshot):
+            out.add(m.manifest_path)
+            out.update(e.data_file.file_path for e in self.entries(m) if e.status in LIVE)
+        return out
+
+
+@dataclass(frozen=True)
+class Changes:
+    added_data: tuple[ManifestEntry, ...]
+    removed_data: tuple[ManifestEntry, ...]
+    added_deletes: tuple[ManifestEntry, ...]
+
+
+def snapshots_between(metadata: TableMetadata, ref: str, start_id: int | None) -> list[Snapshot] | None:
+    """The snapshots on the ancestry of `ref`'s head in `metadata`, newest first, back to
+    but excluding `start_id`; None when `start_id` is not on that ancestry (rolled back
+    past or expired). A missing ref has no ancestry."""
+    head = metadata.refs.get(ref)
+    line = list(metadata.ancestors_of(head.snapshot_id)) if head is not None else []
+    if start_id is None:
+        return line
+    ids = [s.snapshot_id for s in line]
+    if start_id not in ids:
+        return None
+    return line[: ids.index(start_id)]

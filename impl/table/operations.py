@@ -1,0 +1,162 @@
+"""Operations that write only a metadata file (spec/PROTOCOL.md 5.2 last row, 7.3
+"rollback / set-current" and "expire snapshots", 8 "Refs", 11 "Expiry"; model: ROLLBACK,
+EXPIRE).
+
+A set-ref is stricter than Java's rollback: on every attempt the ref must still be where
+the operation read it, and the target must still be retained. Expiry re-plans retention
+on every base and deletes files only after its own acknowledged swap (11.3, 11.4).
+"""
+from __future__ import annotations
+
+from icefloe.impl.format.metadata import MAIN_BRANCH, TableMetadata
+from icefloe.impl.table import updates as U
+from icefloe.impl.table.commit import METADATA, PendingCommit
+from icefloe.impl.table.requirements import AssertRefSnapshotId, SnapshotRetained
+
+MIN_SNAPSHOTS_TO_KEEP_DEFAULT = 1
+MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 3600 * 1000  # Iceberg's history.expire.max-snapshot-age-ms
+
+
+class _MetadataOnly:
+    produces_snapshot = False
+    restart_phase = METADATA
+
+    def write_data(self, c):
+        pass
+
+    def write_manifests(self, c):
+        pass
+
+    def manifests(self, c):
+        return []
+
+    def summary(self, c):
+        return {}
+
+    def after_acknowledged(self, c, pre, post):
+        pass
+
+
+class SetRef(_MetadataOnly):
+    """Point a branch or tag at a retained snapshot: rollback and set-current (on main),
+    create or replace a branch or tag."""
+
+    def __init__(self, name: str, snapshot_id: int, ref_type: str = "branch", *,
+                 min_snapshots_to_keep: int | None = None, max_snapshot_age_ms: int | None = None,
+                 max_ref_age_ms: int | None = None, must_be_ancestor: bool = False):
+        assert ref_type in ("branch", "tag") and (name != MAIN_BRANCH or ref_type == "branch")
+        self.ref, self.snapshot_id, self.ref_type = name, snapshot_id, ref_type
+        self.retention = dict(min_snapshots_to_keep=min_snapshots_to_keep,
+                              max_snapshot_age_ms=max_snapshot_age_ms, max_ref_age_ms=max_ref_age_ms)
+        self.must_be_ancestor = must_be_ancestor
+        self.expected: int | None = None
+
+    def plan(self, c: PendingCommit) -> bool:
+        self.expected = c.starting_snapshot_id
+        if c.base.snapshot_by_id(self.snapshot_id) is None:
+            raise ValueError(f"snapshot {self.snapshot_id} is not retained")
+        if self.must_be_ancestor:
+            line = [s.snapshot_id for s in c.base.ancestors_of(self.expected)]
+            if self.snapshot_id not in line:
+                raise ValueError(f"snapshot {self.snapshot_id} is not an ancestor of {self.ref!r}")
+        old = c.base.refs.get(self.ref)
+        if old is not None and old.type != self.ref_type:
+            raise ValueError(f"ref {self.ref!r} is a {old.type}, not a {self.ref_type}")
+        return self.expected != self.snapshot_id or any(v is not None for v in self.retention.values())
+
+    def requirements(self, c):
+        return [AssertRefSnapshotId(self.ref, self.expected), SnapshotRetained(self.snapshot_id)]
+
+    def updates(self, c, snapshot):
+        return [U.set_ref(self.ref, self.snapshot_id, c.env.wall_ms(), self.ref_type, **self.retention)]
+
+
+class RemoveRef(_MetadataOnly):
+    def __init__(self, name: str):
+        assert name != MAIN_BRANCH
+        self.ref = name
+
+    def plan(self, c):
+        self.expected = c.starting_snapshot_id
+        return self.expected is not None
+
+    def requirements(self, c):
+        return [AssertRefSnapshotId(self.ref, self.expected)]
+
+    def updates(self, c, snapshot):
+        return [U.remove_ref(self.ref, c.env.wall_ms())]
+
+
+class SetProperties(_MetadataOnly):
+    ref = MAIN_BRANCH
+
+    def __init__(self, updates: dict[str, str], removals=()):
+        self.props, self.removals = dict(updates), tuple(removals)
+
+    def plan(self, c):
+        return True
+
+    def requirements(self, c):
+        return []
+
+    def updates(self, c, snapshot):
+        return [U.set_properties(self.props, self.removals, c.env.wall_ms())]
+
+
+def retained_snapshot_ids(m: TableMetadata, now_ms: int, older_than_ms: int | None = None,
+                          retain_last: int | None = None) -> set[int]:
+    """Retention (11.2): the head of every ref; each branch's ancestors kept by its
+    min-snapshots-to-keep or younger than its max-snapshot-age-ms; snapshots on no ref's
+    ancestry that are younger than the age cutoff."""
+    min_keep_default = int(m.properties.get("history.expire.min-snapshots-to-keep", MIN_SNAPSHOTS_TO_KEEP_DEFAULT))
+    age_default = int(m.properties.get("history.expire.max-snapshot-age-ms", MAX_SNAPSHOT_AGE_MS_DEFAULT))
+    keep: set[int] = set()
+    on_some_branch: set[int] = set()
+    for ref in m.refs.values():
+        keep.add(ref.snapshot_id)
+        if ref.type != "branch":
+            continue
+        min_keep = retain_last if retain_last is not None else (ref.min_snapshots_to_keep or min_keep_default)
+        cutoff = older_than_ms if older_than_ms is not None else now_ms - (ref.max_snapshot_age_ms or age_default)
+        for i, s in enumerate(m.ancestors_of(ref.snapshot_id)):
+            on_some_branch.add(s.snapshot_id)
+            if i < min_keep or s.timestamp_ms >= cutoff:
+                keep.add(s.snapshot_id)
+    cutoff = older_than_ms if older_than_ms is not None else now_ms - age_default
+    for s in m.snapshots:
+        if s.snapshot_id not in on_some_branch and s.timestamp_ms >= cutoff:
+            keep.add(s.snapshot_id)
+    assert all(r.snapshot_id in keep for r in m.refs.values())
+    return keep
+
+
+class ExpireSnapshots(_MetadataOnly):
+    """Drop snapshots outside retention; after the acknowledged swap, delete the objects
+    only expired snapshots reached, within the table location (11.3)."""
+    ref = MAIN_BRANCH
+
+    def __init__(self, older_than_ms: int | None = None, retain_last: int | None = None,
+                 snapshot_ids=None):
+        self.older_than_ms, self.retain_last = older_than_ms, retain_last
+        self.snapshot_ids = None if snapshot_ids is None else frozenset(snapshot_ids)
+        self.deleted_files: list[str] = []
+
+    def _expired(self, c, m: TableMetadata) -> set[int]:
+        keep = retained_snapshot_ids(m, c.env.wall_ms(), self.older_than_ms, self.retain_last)
+        if self.snapshot_ids is not None:
+            referenced = {r.snapshot_id for r in m.refs.values()}
+            return {s.snapshot_id for s in m.snapshots if s.snapshot_id in self.snapshot_ids} - referenced
+        return {s.snapshot_id for s in m.snapshots} - keep
+
+    def plan(self, c):
+        return bool(self._expired(c, c.base))
+
+    def requirements(self, c):
+        return []
+
+    def updates(self, c, snapshot):
+        return [U.remove_snapshots(self._expired(c, c.base), c.env.wall_ms())]
+
+    def after_acknowledged(self, c, pre, post):
+        from icefloe.impl.table.maintenance import expire_cleanup
+        self.deleted_files = expire_cleanup(c.io, c.tree, pre, post)

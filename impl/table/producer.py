@@ -1,0 +1,318 @@
+"""Snapshot-producing operations (spec/PROTOCOL.md 5.2 "What an attempt reuses", 7.3 the
+per-operation table; model: APPEND, OVERWRITE, DELETE, REWRITE).
+
+- `FastAppend`: data files and one manifest written once; each retry writes only a new
+  manifest list and metadata file (the model asserts an append never writes a second
+  manifest);
+- `FileChange`: overwrite / delete / rewrite / row delta. The files to remove (D) and
+  the rows to add (A) are planned once at the starting snapshot; each attempt marks D
+  deleted in the manifests of the base's head. A manifest already filtered by an earlier
+  attempt is reused; only manifests that appeared since are filtered and rewritten.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pyarrow as pa
+
+from icefloe.impl.format import expressions as E
+from icefloe.impl.format.manifest import (
+    DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
+    manifest_file_of, write_manifest,
+)
+from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot
+from icefloe.impl.format.parquet import split_by_partition, write_data_file
+from icefloe.impl.table import updates as U
+from icefloe.impl.table.commit import LIST, MANIFESTS, PendingCommit
+from icefloe.impl.table.deletes import DeleteReader, not_true
+from icefloe.impl.table.env import data_file_location, manifest_location, partition_path
+from icefloe.impl.table.files import LIVE
+from icefloe.impl.table.requirements import (
+    FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
+)
+from icefloe.impl.table.scan import plan_files, read_task, snapshot_schema
+
+SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
+
+
+def write_rows(c: PendingCommit, rows: pa.Table) -> list[DataFile]:
+    """Write `rows` as one Parquet file per partition of the default spec."""
+    meta = c.base
+    spec, schema = meta.spec(), meta.schema()
+    names = [pf.name for pf in spec.fields]
+    out = []
+    for partition, part_rows in split_by_partition(rows, spec, schema):
+        location = data_file_location(meta.location, partition_path(names, partition), c.env.uuid())
+        data, data_file = write_data_file(part_rows, schema, location, partition)
+        c.write(location, data)
+        out.append(data_file)
+    return out
+
+
+def _write_manifest(c: PendingCommit, entries: list[ManifestEntry], spec_id: int,
+                    content: ManifestContent = ManifestContent.DATA, added_snapshot_id: int | None = None,
+                    n: int = 0) -> ManifestFile:
+    meta = c.base
+    spec, schema = meta.spec_by_id(spec_id), meta.schema()
+    location = manifest_location(meta.location, c.env.uuid(), n)
+    data = write_manifest(entries, schema, spec, content)
+    c.write(location, data)
+    return manifest_file_of(entries, schema, spec, manifest_path=location, manifest_length=len(data),
+                            added_snapshot_id=added_snapshot_id, content=content)
+
+
+def _summary(c: PendingCommit, operation: str, added: list[DataFile], removed: list[DataFile],
+             added_deletes: list[DataFile] = ()) -> dict[str, str]:
+    out = {"operation": operation,
+           "added-data-files": str(len(added)), "deleted-data-files": str(len(removed)),
+           "added-records": str(sum(f.record_count for f in added)),
+           "deleted-records": str(sum(f.record_count for f in removed))}
+    if added_deletes:
+        out["added-delete-files"] = str(len(added_deletes))
+    head = c.head()
+    prev = {} if head is None else head.summary
+    if head is None or ("total-records" in prev and "total-data-files" in prev):
+        out["total-records"] = str(int(prev.get("total-records", 0)) + int(out["added-records"])
+                                   - int(out["deleted-records"]))
+        out["total-data-files"] = str(int(prev.get("total-data-files", 0)) + len(added) - len(removed))
+    return out
+
+
+class _Producer:
+    produces_snapshot = True
+
+    def requirements(self, c):
+        return []
+
+    def updates(self, c: PendingCommit, snapshot: Snapshot | None):
+        return [U.add_snapshot(snapshot, self.ref)]
+
+    def after_acknowledged(self, c, pre, post):
+        pass
+
+
+class FastAppend(_Producer):
+    restart_phase = LIST
+
+    def __init__(self, rows: pa.Table, ref: str = MAIN_BRANCH):
+        self.rows, self.ref = rows, ref
+        self.files: list[DataFile] = []
+        self.manifest: ManifestFile | None = None
+
+    def plan(self, c):
+        return self.rows.num_rows > 0
+
+    def write_data(self, c):
+        self.files = write_rows(c, self.rows)
+
+    def write_manifests(self, c):
+        assert self.manifest is None and c.attempt == 1, "an append writes its manifest once (5.2)"
+        entries = [ManifestEntry(ManifestEntryStatus.ADDED, f) for f in self.files]
+        self.manifest = _write_manifest(c, entries, c.base.default_spec_id)
+
+    def manifests(self, c):
+        return [self.manifest] + list(c.tree.manifests(c.head()))
+
+    def summary(self, c):
+        return _summary(c, "append", self.files, [])
+
+
+class FileChange(_Producer):
+    """Remove data files D (planned at the starting snapshot), add data files A and delete
+    files. Subclasses fill `removed`, `rows_to_add` / `added`, `added_deletes`, `reqs`."""
+    restart_phase = MANIFESTS
+    operation = "overwrite"
+
+    def __init__(self, ref: str = MAIN_BRANCH, isolation: str = SERIALIZABLE):
+        assert isolation in (SERIALIZABLE, SNAPSHOT), isolation
+        self.ref, self.isolation = ref, isolation
+        self.removed: dict[str, DataFile] = {}
+        self.rows_to_add: list[pa.Table] = []
+        self.added: list[DataFile] = []
+        self.added_deletes: list[DataFile] = []
+        self.data_sequence_number: int | None = None  # rewrite: the starting snapshot's
+        self.reqs: list = []
+        self._filtered: dict[str, ManifestFile | None] = {}  # manifest path -> rewritten (None: kept)
+        self._filtered_for: int | None = None
+        self._new: list[ManifestFile] | None = None
+        self._manifests: list[ManifestFile] = []
+
+    def requirements(self, c):
+        return self.reqs
+
+    def write_data(self, c):
+        for rows in self.rows_to_add:
+            if rows.num_rows:
+                self.added.extend(write_rows(c, rows))
+
+    def write_manifests(self, c):
+        if self._filtered_for != c.snapshot_id:  # deleted entries carry our snapshot id
+            self._filtered, self._filtered_for = {}, c.snapshot_id
+        if self._new is None:
+            self._new = []
+            if self.added:
+                seq = self.data_sequence_number
+                entries = [ManifestEntry(ManifestEntryStatus.ADDED, f, sequence_number=seq) for f in self.added]
+                self._new.append(_write_manifest(c, entries, c.base.default_spec_id, n=0))
+            if self.added_deletes:
+                entries = [ManifestEntry(ManifestEntryStatus.ADDED, f) for f in self.added_deletes]
+                self._new.append(_write_manifest(c, entries, self.delete_spec_id(c),
+                                                 ManifestContent.DELETES, n=1))
+        found: set[str] = set()
+        carried = []
+        for m in c.tree.manifests(c.head()):
+            if m.manifest_path not in self._filtered:
+                self._filtered[m.manifest_path] = self._filter(c, m)
+            rewritten = self._filtered[m.manifest_path]
+            if m.content == ManifestContent.DATA:
+                found |= {e.data_file.file_path for e in c.tree.entries(m)
+                          if e.status in LIVE and e.data_file.file_path in self.removed}
+            carried.append(m if rewritten is None else rewritten)
+        missing = set(self.removed) - found
+        assert not missing, f"files to remove are not live in the base's head: {sorted(missing)[:3]}"
+        self._manifests = self._new + carried
+
+    def _filter(self, c: PendingCommit, m: ManifestFile) -> ManifestFile | None:
+        """The manifest with D marked deleted, or None when it lists none of D."""
+        if m.content != ManifestContent.DATA:
+            return None
+        entries = c.tree.entries(m)
+        if not any(e.status in LIVE and e.data_file.file_path in self.removed for e in entries):
+            return None
+        out = []
+        for e in entries:
+            if e.status not in LIVE:
+                continue  # a deletion recorded by an earlier snapshot is not carried on
+            status = ManifestEntryStatus.DELETED if e.data_file.file_path in self.removed else ManifestEntryStatus.EXISTING
+            snapshot_id = c.snapshot_id if status == ManifestEntryStatus.DELETED else e.snapshot_id
+            out.append(replace(e, status=status, snapshot_id=snapshot_id))
+        return _write_manifest(c, out, m.partition_spec_id, added_snapshot_id=c.snapshot_id, n=2)
+
+    def delete_spec_id(self, c) -> int:
+        return c.base.default_spec_id
+
+    def manifests(self, c):
+        return self._manifests
+
+    def summary(self, c):
+        return _summary(c, self.operation, self.added, list(self.removed.values()), self.added_deletes)
+
+
+class DeleteWhere(FileChange):
+    """Delete rows matching a filter: whole files when every row matches, otherwise
+    copy-on-write (survivors rewritten). With `rows`, an overwrite: the new rows are added
+    in the same snapshot. Planned at the starting snapshot; 7.3 rows "overwrite by
+    filter" and "delete by filter, row-level"."""
+
+    def __init__(self, row_filter, rows: pa.Table | None = None, ref: str = MAIN_BRANCH,
+                 isolation: str = SERIALIZABLE):
+        super().__init__(ref, isolation)
+        self.row_filter = E.parse(row_filter) if isinstance(row_filter, str) else row_filter
+        self.rows = rows
+        self.operation = "overwrite" if rows is not None else "delete"
+
+    def plan(self, c):
+        start = c.starting_snapshot
+        schema = snapshot_schema(c.base, start)
+        mask = E.to_arrow(E.bind(self.row_filter, schema))
+        deletes = DeleteReader(c.io)
+        rewrites = False
+        for task in plan_files(c.tree, c.base, start, self.row_filter):
+            rows = read_task(c.io, task, schema, deletes)
+            matched = rows.filter(mask).num_rows
+            if matched == 0:
+                continue
+            self.removed[task.data_file.file_path] = task.data_file
+            survivors = rows.filter(not_true(mask))
+            if survivors.num_rows:
+                rewrites = True
+                self.rows_to_add.append(survivors)
+        if self.rows is not None:
+            self.rows_to_add.append(self.rows)
+        if not self.removed and not (self.rows is not None and self.rows.num_rows):
+            return False
+        if self.rows is not None and not self.removed:
+            self.operation = "append"
+        elif self.rows is None and rewrites:
+            self.operation = "overwrite"  # Java names a copy-on-write delete an overwrite
+        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(frozenset(self.removed), self.ref)]
+        if self.isolation == SERIALIZABLE:
+            self.reqs.append(NoConflictingData(self.row_filter, self.ref))
+        return True
+
+
+class DeleteFiles(FileChange):
+    """Delete a named set of data files (7.3 "delete files")."""
+    operation = "delete"
+
+    def __init__(self, paths, ref: str = MAIN_BRANCH):
+        super().__init__(ref)
+        self.paths = frozenset(paths)
+
+    def plan(self, c):
+        live = {e.data_file.file_path: e.data_file for _, e in c.tree.live_entries(c.starting_snapshot, ManifestContent.DATA)}
+        unknown = self.paths - set(live)
+        assert not unknown, f"not live in the starting snapshot: {sorted(unknown)[:3]}"
+        self.removed = {p: live[p] for p in self.paths}
+        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(self.paths, self.ref)]
+        return bool(self.removed)
+
+
+class RewriteFiles(FileChange):
+    """Compaction (7.3 "rewrite files"): per partition, the live rows of the chosen files
+    (deletes applied as of the starting snapshot) become one file whose data sequence
+    number is the starting snapshot's, so that deletes committed later still apply."""
+    operation = "replace"
+
+    def __init__(self, paths=None, ref: str = MAIN_BRANCH, files_min: int = 2):
+        super().__init__(ref)
+        self.paths = None if paths is None else frozenset(paths)
+        self.files_min = files_min
+
+    def plan(self, c):
+        start = c.starting_snapshot
+        if start is None:
+            return False
+        schema = snapshot_schema(c.base, start)
+        groups: dict[tuple, list] = {}
+        for task in plan_files(c.tree, c.base, start):
+            if self.paths is None or task.data_file.file_path in self.paths:
+                groups.setdefault((task.spec_id, task.data_file.partition), []).append(task)
+        deletes = DeleteReader(c.io)
+        for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: repr(kv[0])):
+            has_deletes = any(t.position_deletes or t.equality_deletes for t in tasks)
+            if len(tasks) < self.files_min and not has_deletes or spec_id != c.base.default_spec_id:
+                continue
+            rows = pa.concat_tables([read_task(c.io, t, schema, deletes) for t in tasks])
+            for t in tasks:
+                self.removed[t.data_file.file_path] = t.data_file
+            self.rows_to_add.append(rows)
+        if not self.removed:
+            return False
+        self.data_sequence_number = start.sequence_number
+        files = tuple(self.removed.values())
+        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(frozenset(self.removed), self.ref),
+                     NoNewDeletesForFiles(files, self.ref)]
+        return True
+
+
+class RowDelta(FileChange):
+    """Add delete files written by some engine (position or equality deletes), and
+    optionally data files; the data files the deletes name must still be live."""
+    operation = "overwrite"
+
+    def __init__(self, delete_files: list[DataFile], data_files: list[DataFile] = (),
+                 referenced_paths=(), ref: str = MAIN_BRANCH, spec_id: int | None = None):
+        super().__init__(ref)
+        assert all(f.content != DataFileContent.DATA for f in delete_files)
+        self.added_deletes, self.added = list(delete_files), list(data_files)
+        self.referenced = frozenset(referenced_paths)
+        self.spec_id = spec_id
+        self.operation = "delete" if not data_files else "overwrite"
+
+    def plan(self, c):
+        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(self.referenced, self.ref)]
+        return bool(self.added_deletes or self.added)
+
+    def delete_spec_id(self, c) -> int:
+        return c.base.default_spec_id if self.spec_id is None else self.spec_id

@@ -1,0 +1,163 @@
+"""Reading a snapshot (spec/PROTOCOL.md 10 "Readers"; Iceberg spec "Scan Planning").
+
+pointer -> metadata -> manifest list -> manifests -> data files, nothing else: no listing
+(2.4), no version hint (4.2.6). Manifests are pruned by their partition field summaries,
+data files by partition and column metrics; the filter is then applied to the rows.
+v2 delete files are applied by the sequence-number rules of deletes.py. The incremental
+read (10.4) walks a ref's ancestry back to the last consumed snapshot and reads what the
+append snapshots in between added; if that snapshot is not on the ancestry it reports
+the gap instead of skipping.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from icefloe.impl.format import expressions as E
+from icefloe.impl.format import types as T
+from icefloe.impl.format.manifest import DataFile, DataFileContent, ManifestContent
+from icefloe.impl.format.metadata import Snapshot, TableMetadata
+from icefloe.impl.format.parquet import read_data_file
+from icefloe.impl.io.base import ObjectStore
+from icefloe.impl.outcomes import IcefloeError
+from icefloe.impl.table.deletes import DeleteReader, equality_delete_applies, position_delete_applies
+from icefloe.impl.table.files import TreeReader
+
+
+class IncrementalGap(IcefloeError):
+    """The last consumed snapshot is not an ancestor of the ref's head any more (10.4)."""
+
+
+@dataclass
+class FileScanTask:
+    data_file: DataFile
+    spec_id: int
+    data_sequence_number: int
+    position_deletes: list[DataFile] = field(default_factory=list)
+    equality_deletes: list[DataFile] = field(default_factory=list)
+
+
+def _as_expression(row_filter) -> E.Expression:
+    if row_filter is None:
+        return E.AlwaysTrue()
+    if isinstance(row_filter, str):
+        return E.parse(row_filter)
+    return row_filter
+
+
+def snapshot_schema(metadata: TableMetadata, snapshot: Snapshot | None) -> T.Schema:
+    if snapshot is not None and snapshot.schema_id is not None:
+        found = metadata.schema_by_id(snapshot.schema_id)
+        if found is not None:
+            return found
+    return metadata.schema()
+
+
+def plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot | None,
+               row_filter=None) -> list[FileScanTask]:
+    """The data files of `snapshot` that may hold rows matching `row_filter`, each with
+    the delete files that apply to it."""
+    if snapshot is None:
+        return []
+    expr = _as_expression(row_filter)
+    schema = snapshot_schema(metadata, snapshot)
+    metrics = E.MetricsEvaluator(expr, schema)
+    evaluators: dict[int, tuple] = {}
+
+    def for_spec(spec_id: int):
+        if spec_id not in evaluators:
+            spec = metadata.spec_by_id(spec_id)
+            assert spec is not None, f"manifest spec {spec_id} is not in the metadata"
+            evaluators[spec_id] = (spec, E.ManifestEvaluator(expr, spec, schema),
+                                   E.PartitionEvaluator(expr, spec, schema))
+        return evaluators[spec_id]
+
+    tasks: list[FileScanTask] = []
+    deletes: list[tuple[int, int, DataFile, bool]] = []
+    for m in tree.manifests(snapshot):
+        spec, manifest_eval, partition_eval = for_spec(m.partition_spec_id)
+        if m.content == ManifestContent.DATA and not manifest_eval.might_match(m):
+            continue
+        for e in tree.entries(m):
+            if e.status not in (0, 1):  # EXISTING, ADDED
+                continue
+            f = e.data_file
+            if m.content == ManifestContent.DELETES:
+                deletes.append((e.sequence_number, m.partition_spec_id, f, spec.is_unpartitioned))
+                continue
+            if not partition_eval.might_match(f.partition) or not metrics.might_match(f):
+                continue
+            tasks.append(FileScanTask(f, m.partition_spec_id, e.sequence_number))
+    for task in tasks:
+        for seq, spec_id, d, unpartitioned in deletes:
+            args = (seq, spec_id, d, task.data_sequence_number, task.spec_id, task.data_file, unpartitioned)
+            if d.content == DataFileContent.POSITION_DELETES and position_delete_applies(*args):
+                task.position_deletes.append(d)
+            elif d.content == DataFileContent.EQUALITY_DELETES and equality_delete_applies(*args):
+                task.equality_deletes.append(d)
+    return tasks
+
+
+def read_task(io: ObjectStore, task: FileScanTask, schema: T.Schema,
+              deletes: DeleteReader | None = None) -> pa.Table:
+    """The live rows of one data file (deletes applied, no filter)."""
+    rows = read_data_file(io.get(task.data_file.file_path), schema, task.data_file.file_path)
+    deletes = deletes or DeleteReader(io)
+    return deletes.apply(rows, task.data_file, task.position_deletes, task.equality_deletes, schema)
+
+
+def read_tasks(io: ObjectStore, tasks: list[FileScanTask], schema: T.Schema, row_filter=None,
+               columns: list[str] | None = None) -> pa.Table:
+    expr = _as_expression(row_filter)
+    arrow_filter = None if isinstance(expr, E.AlwaysTrue) else E.to_arrow(E.bind(expr, schema))
+    deletes = DeleteReader(io)
+    parts = []
+    for task in tasks:
+        rows = read_task(io, task, schema, deletes)
+        if arrow_filter is not None:
+            rows = rows.filter(arrow_filter)
+        parts.append(rows)
+    out = pa.concat_tables(parts) if parts else T.schema_to_arrow(schema).empty_table()
+    out = out.cast(T.schema_to_arrow(schema))
+    return out.select(columns) if columns is not None else out
+
+
+def scan(io: ObjectStore, metadata: TableMetadata, snapshot: Snapshot | None, row_filter=None,
+         columns: list[str] | None = None, tree: TreeReader | None = None) -> pa.Table:
+    """The rows of `snapshot` matching `row_filter`, as one Arrow table of its schema."""
+    tree = tree or TreeReader(io)
+    schema = snapshot_schema(metadata, snapshot)
+    return read_tasks(io, plan_files(tree, metadata, snapshot, row_filter), schema, row_filter, columns)
+
+
+def appended_between(metadata: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int
+                     ) -> list[Snapshot]:
+    """The snapshots after `from_snapshot_id` up to `to_snapshot_id` on its ancestry, oldest
+    first; IncrementalGap if `from_snapshot_id` is not an ancestor."""
+    line = list(metadata.ancestors_of(to_snapshot_id))
+    ids = [s.snapshot_id for s in line]
+    if from_snapshot_id is not None:
+        if from_snapshot_id not in ids:
+            raise IncrementalGap(f"snapshot {from_snapshot_id} is not an ancestor of {to_snapshot_id}")
+        line = line[: ids.index(from_snapshot_id)]
+    elif line and line[-1].parent_snapshot_id is not None:
+        raise IncrementalGap(f"the ancestry of {to_snapshot_id} is cut by expiry")
+    return list(reversed(line))
+
+
+def incremental_append_scan(io: ObjectStore, metadata: TableMetadata, from_snapshot_id: int | None,
+                            to_snapshot_id: int, tree: TreeReader | None = None) -> pa.Table:
+    """Rows added by the append snapshots after `from_snapshot_id` (exclusive) up to
+    `to_snapshot_id` (inclusive), in commit order."""
+    tree = tree or TreeReader(io)
+    to = metadata.snapshot_by_id(to_snapshot_id)
+    assert to is not None, f"snapshot {to_snapshot_id} is not retained"
+    schema = snapshot_schema(metadata, to)
+    tasks = []
+    for snap in appended_between(metadata, from_snapshot_id, to_snapshot_id):
+        if snap.operation != "append":
+            continue
+        for e in tree.changes(snap).added_data:
+            tasks.append(FileScanTask(e.data_file, 0, e.sequence_number))
+    return read_tasks(io, tasks, schema)

@@ -1,0 +1,206 @@
+"""The table handle and table creation (spec/PROTOCOL.md 3 "The catalog's swap" for
+create, 10 "Readers" for reads; every write goes through commit.PendingCommit).
+
+A `Table` is catalog + identifier + io (+ env). It holds the metadata it last loaded;
+`refresh()` makes one pointer read and one metadata read. Each write method returns an
+outcome (Committed / Conflict / Unknown); `new_*` methods return the PendingCommit so a
+caller (the conformance suite) can step it phase by phase.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import pyarrow as pa
+
+from icefloe.impl.catalog.base import Catalog, TableAlreadyExists, TableIdentifier
+from icefloe.impl.format.manifest import DataFile
+from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata, new_table_metadata, to_json
+from icefloe.impl.format.transforms import PartitionSpec
+from icefloe.impl.format.types import Schema
+from icefloe.impl.io.base import ObjectStore
+from icefloe.impl.outcomes import CommitOutcome
+from icefloe.impl.table import maintenance, operations as ops, producer as P, scan as S
+from icefloe.impl.table.commit import PendingCommit, RetryPolicy, read_metadata
+from icefloe.impl.table.env import Env, metadata_file_location
+from icefloe.impl.table.files import TreeReader
+
+
+def create_table(catalog: Catalog, identifier: TableIdentifier | str, schema: Schema,
+                 partition_spec: PartitionSpec | None = None, location: str | None = None,
+                 properties: Mapping[str, str] | None = None, *, io: ObjectStore,
+                 env: Env | None = None) -> "Table":
+    """Write the first metadata file (version 0) and register it; TableAlreadyExists if
+    the identifier is taken (the file written is then deleted: it was never referenced)."""
+    assert location, "a table needs a location"
+    env = env or Env()
+    identifier = TableIdentifier.parse(identifier) if isinstance(identifier, str) else identifier
+    metadata = new_table_metadata(schema, location.rstrip("/"), env.uuid(), env.wall_ms(),
+                                  partition_spec or PartitionSpec(0, ()), properties=properties)
+    metadata_location = metadata_file_location(metadata.location, 0, env.uuid())
+    io.put_if_absent(metadata_location, to_json(metadata))
+    try:
+        catalog.create(identifier, metadata_location)
+    except TableAlreadyExists:
+        io.delete(metadata_location)
+        raise
+    return Table(catalog, identifier, io, env)
+
+
+class Table:
+    def __init__(self, catalog: Catalog, identifier: TableIdentifier | str, io: ObjectStore,
+                 env: Env | None = None, retry: RetryPolicy | None = None):
+        self.catalog = catalog
+        self.identifier = TableIdentifier.parse(identifier) if isinstance(identifier, str) else identifier
+        self.io, self.env, self.retry = io, env or Env(), retry
+        self.metadata_location: str | None = None
+        self._metadata: TableMetadata | None = None
+        self.tree = TreeReader(io)
+        self.refresh()
+
+    # -- reading -----------------------------------------------------------------------
+
+    def refresh(self) -> "Table":
+        location = self.catalog.load(self.identifier)
+        if location != self.metadata_location:
+            self._metadata, self.metadata_location = read_metadata(self.io, location), location
+        return self
+
+    @property
+    def metadata(self) -> TableMetadata:
+        return self._metadata
+
+    @property
+    def location(self) -> str:
+        return self._metadata.location
+
+    @property
+    def refs(self) -> Mapping[str, SnapshotRef]:
+        return self._metadata.refs
+
+    def current_snapshot(self) -> Snapshot | None:
+        return self._metadata.current_snapshot()
+
+    def snapshot_by_id(self, snapshot_id: int) -> Snapshot | None:
+        return self._metadata.snapshot_by_id(snapshot_id)
+
+    def snapshot_as_of(self, timestamp_ms: int) -> Snapshot | None:
+        return self._metadata.snapshot_as_of(timestamp_ms)
+
+    def snapshot_for(self, snapshot_id: int | None = None, ref: str | None = None,
+                     as_of_ms: int | None = None) -> Snapshot | None:
+        """Time travel: by id, by ref (branch or tag), by timestamp, else the current one."""
+        assert [snapshot_id, ref, as_of_ms].count(None) >= 2, "choose one of id, ref, timestamp"
+        m = self._metadata
+        if snapshot_id is not None:
+            found = m.snapshot_by_id(snapshot_id)
+            if found is None:
+                raise ValueError(f"snapshot {snapshot_id} is not retained")
+            return found
+        if ref is not None:
+            if ref not in m.refs:
+                raise ValueError(f"no ref {ref!r}")
+            return m.ref_head(ref)
+        if as_of_ms is not None:
+            found = m.snapshot_as_of(as_of_ms)
+            if found is None:
+                raise ValueError(f"no snapshot was current at {as_of_ms}")
+            return found
+        return m.current_snapshot()
+
+    def scan(self, row_filter=None, *, snapshot_id: int | None = None, ref: str | None = None,
+             as_of_ms: int | None = None, columns: list[str] | None = None) -> pa.Table:
+        snapshot = self.snapshot_for(snapshot_id, ref, as_of_ms)
+        return S.scan(self.io, self._metadata, snapshot, row_filter, columns, self.tree)
+
+    def plan_files(self, row_filter=None, *, snapshot_id: int | None = None, ref: str | None = None):
+        return S.plan_files(self.tree, self._metadata, self.snapshot_for(snapshot_id, ref), row_filter)
+
+    def incremental_append_scan(self, from_snapshot_id: int | None, to_snapshot_id: int | None = None) -> pa.Table:
+        to = to_snapshot_id if to_snapshot_id is not None else self._metadata.current_snapshot_id
+        return S.incremental_append_scan(self.io, self._metadata, from_snapshot_id, to, self.tree)
+
+    def history(self, ref: str = MAIN_BRANCH) -> list[Snapshot]:
+        """The ancestry of `ref`'s head, oldest first."""
+        head = self._metadata.refs.get(ref)
+        return [] if head is None else list(reversed(list(self._metadata.ancestors_of(head.snapshot_id))))
+
+    # -- writing -----------------------------------------------------------------------
+
+    def new_commit(self, operation) -> PendingCommit:
+        return PendingCommit(self.catalog, self.identifier, self.io, operation, self.env, self.retry)
+
+    def _run(self, operation) -> CommitOutcome:
+        outcome = self.new_commit(operation).run()
+        self.refresh()
+        return outcome
+
+    def append(self, rows: pa.Table, *, branch: str = MAIN_BRANCH) -> CommitOutcome:
+        return self._run(P.FastAppend(rows, branch))
+
+    def overwrite(self, rows: pa.Table, row_filter="true", *, branch: str = MAIN_BRANCH,
+                  isolation: str = P.SERIALIZABLE) -> CommitOutcome:
+        """Replace the rows matching `row_filter` (default: every row) with `rows`."""
+        return self._run(P.DeleteWhere(_filter(row_filter), rows, branch, isolation))
+
+    def delete(self, row_filter, *, branch: str = MAIN_BRANCH, isolation: str = P.SERIALIZABLE) -> CommitOutcome:
+        return self._run(P.DeleteWhere(_filter(row_filter), None, branch, isolation))
+
+    def delete_files(self, paths, *, branch: str = MAIN_BRANCH) -> CommitOutcome:
+        return self._run(P.DeleteFiles(paths, branch))
+
+    def rewrite_files(self, paths=None, *, branch: str = MAIN_BRANCH, files_min: int = 2) -> CommitOutcome:
+        return self._run(P.RewriteFiles(paths, branch, files_min))
+
+    def add_delete_files(self, delete_files: list[DataFile], referenced_paths=(), *,
+                         branch: str = MAIN_BRANCH) -> CommitOutcome:
+        return self._run(P.RowDelta(delete_files, (), referenced_paths, branch))
+
+    def rollback_to(self, snapshot_id: int) -> CommitOutcome:
+        """Move main back to an ancestor of its head."""
+        return self._run(ops.SetRef(MAIN_BRANCH, snapshot_id, must_be_ancestor=True))
+
+    def set_current_snapshot(self, snapshot_id: int) -> CommitOutcome:
+        return self._run(ops.SetRef(MAIN_BRANCH, snapshot_id))
+
+    def create_branch(self, name: str, snapshot_id: int | None = None, **retention) -> CommitOutcome:
+        return self._run(ops.SetRef(name, self._target(snapshot_id), "branch", **retention))
+
+    def create_tag(self, name: str, snapshot_id: int | None = None, max_ref_age_ms: int | None = None) -> CommitOutcome:
+        return self._run(ops.SetRef(name, self._target(snapshot_id), "tag", max_ref_age_ms=max_ref_age_ms))
+
+    replace_branch = create_branch
+    replace_tag = create_tag
+
+    def remove_ref(self, name: str) -> CommitOutcome:
+        return self._run(ops.RemoveRef(name))
+
+    def set_properties(self, updates: Mapping[str, str], removals=()) -> CommitOutcome:
+        return self._run(ops.SetProperties(dict(updates), removals))
+
+    def expire_snapshots(self, older_than_ms: int | None = None, retain_last: int | None = None,
+                         snapshot_ids=None) -> tuple[CommitOutcome, list[str]]:
+        """Expire and (after an acknowledged swap only) delete what became unreachable;
+        returns the outcome and the deleted locations."""
+        operation = ops.ExpireSnapshots(older_than_ms, retain_last, snapshot_ids)
+        return self._run(operation), operation.deleted_files
+
+    def remove_orphan_files(self, older_than_ms: int | None = None) -> list[str]:
+        """12: list the table location, delete unreachable objects older than the threshold."""
+        self.refresh()
+        if older_than_ms is None:
+            older_than_ms = self.env.wall_ms() - maintenance.ORPHAN_AGE_MS_DEFAULT
+        return maintenance.remove_orphan_files(self.io, self._metadata, older_than_ms, self.tree)
+
+    def _target(self, snapshot_id: int | None) -> int:
+        if snapshot_id is not None:
+            return snapshot_id
+        current = self.refresh()._metadata.current_snapshot_id
+        assert current is not None, "the table has no current snapshot"
+        return current
+
+
+def _filter(row_filter):
+    if isinstance(row_filter, str) and row_filter.strip().lower() == "true":
+        from icefloe.impl.format.expressions import AlwaysTrue
+        return AlwaysTrue()
+    return row_filter

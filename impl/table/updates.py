@@ -1,0 +1,105 @@
+"""Actions (spec/PROTOCOL.md 7.1, 7.3 "actions"; model: `iceberg.apply_actions`): pure
+functions TableMetadata -> TableMetadata. A commit applies its actions to the refreshed
+base of every attempt; nothing here reads storage or a clock (timestamps are arguments).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable, Iterable, Mapping
+
+from icefloe.impl.format.metadata import (
+    MAIN_BRANCH, FrozenMap, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef, TableMetadata,
+)
+
+Update = Callable[[TableMetadata], TableMetadata]
+PREVIOUS_VERSIONS_MAX_DEFAULT = 100  # Iceberg's write.metadata.previous-versions-max
+
+
+def _move_ref(m: TableMetadata, name: str, ref: SnapshotRef, timestamp_ms: int,
+              **changes) -> TableMetadata:
+    """One `replace`: the metadata invariants (main == current-snapshot-id) hold between
+    whole actions, not between their fields."""
+    refs = dict(m.refs)
+    refs[name] = ref
+    changes.update(refs=FrozenMap(refs), last_updated_ms=max(m.last_updated_ms, timestamp_ms))
+    if name == MAIN_BRANCH:
+        assert ref.type == "branch", "main must be a branch"
+        log = m.snapshot_log
+        if m.current_snapshot_id != ref.snapshot_id:
+            log = log + (SnapshotLogEntry(timestamp_ms, ref.snapshot_id),)
+        changes.update(current_snapshot_id=ref.snapshot_id, snapshot_log=log)
+    return replace(m, **changes)
+
+
+def add_snapshot(snapshot: Snapshot, ref: str = MAIN_BRANCH) -> Update:
+    """Add `snapshot` and make it the head of branch `ref` (creating the branch)."""
+    def apply(m: TableMetadata) -> TableMetadata:
+        assert m.snapshot_by_id(snapshot.snapshot_id) is None, "snapshot ids are unique"
+        assert snapshot.sequence_number == m.last_sequence_number + 1, "one new sequence number per snapshot"
+        head = m.refs.get(ref)
+        assert (head.snapshot_id if head else None) == snapshot.parent_snapshot_id, "parent is the ref's head"
+        assert head is None or head.type == "branch", f"cannot commit to tag {ref!r}"
+        old = m.refs.get(ref)
+        new_ref = replace(old, snapshot_id=snapshot.snapshot_id) if old else SnapshotRef(snapshot.snapshot_id)
+        return _move_ref(m, ref, new_ref, snapshot.timestamp_ms, snapshots=m.snapshots + (snapshot,),
+                         last_sequence_number=snapshot.sequence_number)
+    return apply
+
+
+def set_ref(name: str, snapshot_id: int, timestamp_ms: int, ref_type: str = "branch", *,
+            min_snapshots_to_keep: int | None = None, max_snapshot_age_ms: int | None = None,
+            max_ref_age_ms: int | None = None) -> Update:
+    """Point ref `name` at a retained snapshot (rollback, set-current, branch, tag)."""
+    def apply(m: TableMetadata) -> TableMetadata:
+        assert m.snapshot_by_id(snapshot_id) is not None, f"snapshot {snapshot_id} is not retained"
+        old = m.refs.get(name)
+        assert old is None or old.type == ref_type, f"ref {name!r} is a {old.type}"
+        ref = SnapshotRef(snapshot_id, ref_type, min_snapshots_to_keep, max_snapshot_age_ms, max_ref_age_ms)
+        if old is not None and min_snapshots_to_keep is None and max_snapshot_age_ms is None and max_ref_age_ms is None:
+            ref = replace(old, snapshot_id=snapshot_id)
+        return _move_ref(m, name, ref, timestamp_ms)
+    return apply
+
+
+def remove_ref(name: str, timestamp_ms: int) -> Update:
+    def apply(m: TableMetadata) -> TableMetadata:
+        assert name != MAIN_BRANCH, "main is removed by no operation"
+        refs = {k: v for k, v in m.refs.items() if k != name}
+        return replace(m, refs=FrozenMap(refs), last_updated_ms=max(m.last_updated_ms, timestamp_ms))
+    return apply
+
+
+def remove_snapshots(snapshot_ids: Iterable[int], timestamp_ms: int) -> Update:
+    """Drop snapshots (expiry). No ref may point at one of them (11.2)."""
+    ids = frozenset(snapshot_ids)
+
+    def apply(m: TableMetadata) -> TableMetadata:
+        assert not any(r.snapshot_id in ids for r in m.refs.values()), "the head of every ref is retained"
+        return replace(m, snapshots=tuple(s for s in m.snapshots if s.snapshot_id not in ids),
+                       snapshot_log=tuple(e for e in m.snapshot_log if e.snapshot_id not in ids),
+                       last_updated_ms=max(m.last_updated_ms, timestamp_ms))
+    return apply
+
+
+def set_properties(updates: Mapping[str, str], removals: Iterable[str] = (), timestamp_ms: int = 0) -> Update:
+    def apply(m: TableMetadata) -> TableMetadata:
+        props = {k: v for k, v in m.properties.items() if k not in set(removals)}
+        props.update(updates)
+        return replace(m, properties=FrozenMap(props), last_updated_ms=max(m.last_updated_ms, timestamp_ms))
+    return apply
+
+
+def succeed(base: TableMetadata, base_location: str, timestamp_ms: int) -> TableMetadata:
+    """The new version names the version it was built on (1.7): `base_location` becomes
+    the last metadata-log entry, the log trimmed to write.metadata.previous-versions-max."""
+    keep = int(base.properties.get("write.metadata.previous-versions-max", PREVIOUS_VERSIONS_MAX_DEFAULT))
+    assert keep >= 1
+    log = base.metadata_log + (MetadataLogEntry(base.last_updated_ms, base_location),)
+    return replace(base, metadata_log=log[-keep:], last_updated_ms=max(base.last_updated_ms, timestamp_ms))
+
+
+def apply_all(base: TableMetadata, updates: Iterable[Update]) -> TableMetadata:
+    out = base
+    for u in updates:
+        out = u(out)
+    return out
