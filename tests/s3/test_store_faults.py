@@ -200,3 +200,58 @@ def test_delayed_request_still_succeeds(proxy, store_for, prefix):
     a.put_if_absent(loc(prefix, "x"), b"data")
     [entry] = proxy.history([COND_PUT])
     assert (entry.fault, entry.upstream_status, entry.returned) == ("delay:0.05", 200, 200)
+
+
+RACERS = 8
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("verb", ["put_if_absent", "compare_and_swap"])
+def test_racing_writers_under_faults_report_honestly(proxy, moto_s3, store_for, prefix, verb,
+                                                     seed):
+    """Goal: 8 writers race one conditional write through random faults; at most one succeeds,
+    whatever landed is reported as success or Unknown, never as a conflict. Method: real
+    threads, seeded probabilistic reject/reset/lost-response rules; judge against the key."""
+    key = f"{prefix}/k"
+    location = f"s3://{BUCKET}/{key}"
+    base = None
+    if verb == "compare_and_swap":
+        base = moto_s3.client().put_object(Bucket=BUCKET, Key=key, Body=b"base")["ETag"]
+    proxy.clear(seed=seed)
+    for fault in (Reject(503), Reset(), LoseResponse("reset"), LoseResponse("500")):
+        proxy.add_rule(Rule(fault, Match(operation=COND_PUT), probability=0.1))
+    stores = [store_for(proxy.endpoint_url, f"racer-{i}", attempts_max=3) for i in range(RACERS)]
+    start = threading.Barrier(RACERS)
+    outcomes: list[object] = [None] * RACERS
+
+    def race(i: int) -> None:
+        start.wait(timeout=HOLD_S_MAX)
+        body = f"racer-{i}".encode()
+        try:
+            if verb == "put_if_absent":
+                outcomes[i] = stores[i].put_if_absent(location, body)
+            else:
+                outcomes[i] = stores[i].compare_and_swap(location, body, base)
+        except Exception as exc:  # noqa: BLE001 - the outcome is the result
+            outcomes[i] = exc
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(RACERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(HOLD_S_MAX)
+        assert not t.is_alive()
+    try:
+        final = moto_s3.client().get_object(Bucket=BUCKET, Key=key)["Body"].read()
+    except ClientError:
+        final = b"base"  # put_if_absent: nobody's write landed
+    winners = [i for i, o in enumerate(outcomes) if not isinstance(o, Exception)]
+    unknown = [i for i, o in enumerate(outcomes) if isinstance(o, StoreOutcomeUnknown)]
+    assert len(winners) <= 1, outcomes
+    if winners:
+        assert final == f"racer-{winners[0]}".encode(), (final, outcomes)
+    if final != b"base":
+        landed = int(final.decode().split("-")[1])
+        assert landed in winners + unknown, (landed, outcomes)  # never reported as a conflict
+    else:
+        assert not winners, outcomes
