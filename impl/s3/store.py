@@ -239,6 +239,11 @@ class S3Store(CountingMixin):
     def get(self, location: str) -> bytes:
         return self._get(location)[0]
 
+    def get_with_info(self, location: str) -> tuple[bytes, ObjectInfo]:
+        """The bytes and the etag of exactly those bytes, from one GET (a `stat` then a
+        `get` could straddle a swap and pair one version's etag with another's bytes)."""
+        return self._get(location)
+
     def stat(self, location: str) -> ObjectInfo:
         bucket, key = split_location(location)
         response = self._read("stat", location, "head_object", Bucket=bucket, Key=key)

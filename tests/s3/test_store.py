@@ -48,6 +48,8 @@ def test_put_if_absent_then_get_and_stat(store, prefix):
     stat = store.stat(location)
     assert (stat.size, stat.etag) == (5, info.etag)
     assert stat.last_modified_ms > 0
+    data, read_info = store.get_with_info(location)
+    assert (data, read_info.etag, read_info.size) == (b"first", info.etag, 5)
 
 
 def test_put_if_absent_on_existing_key_is_already_exists(store, prefix):
