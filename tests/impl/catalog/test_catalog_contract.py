@@ -1,23 +1,44 @@
-"""The catalog contract, run against every catalog: create, load, list, drop and swap."""
+"""The catalog contract, run against every catalog: create, load, list, drop and swap.
+
+Each catalog is one parameter of the `catalog` fixture: memory, SQLite, and the S3
+pointer object on a moto server (atomic conditional writes, `impl/s3/atomic.py`).
+"""
 from __future__ import annotations
 
+import re
 import threading
+from typing import Iterator
 
 import pytest
 
 from icefloe.impl.catalog.base import NoSuchTable, TableAlreadyExists, TableIdentifier
 from icefloe.impl.catalog.memory import MemoryCatalog
+from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.catalog.sql import SqlCatalog
 from icefloe.impl.outcomes import SwapRejected, Swapped
+from icefloe.impl.s3.moto_server import DEFAULT_REGION, MotoS3Server
+from icefloe.impl.s3.store import S3Store
 
 RACERS = 8
 T = TableIdentifier(("db",), "events")
 
 
-@pytest.fixture(params=["memory", "sql"])
+@pytest.fixture(scope="session")
+def contract_moto_s3() -> Iterator[MotoS3Server]:
+    with MotoS3Server(bucket="icefloe-contract", atomic=True) as server:
+        yield server
+
+
+@pytest.fixture(params=["memory", "sql", "s3"])
 def catalog(request, tmp_path):
     if request.param == "memory":
         yield MemoryCatalog()
+        return
+    if request.param == "s3":
+        # moto's state is process-global: each test gets its own warehouse prefix.
+        server = request.getfixturevalue("contract_moto_s3")
+        store = S3Store.from_config(server.endpoint_url, "contract", "secret", DEFAULT_REGION)
+        yield S3Catalog(store, "s3://icefloe-contract/" + re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name))
         return
     # A long busy timeout: racers queue on SQLite's write lock, and CI machines can be slow.
     cat = SqlCatalog(f"sqlite:///{tmp_path}/catalog.db", busy_timeout_ms=60_000)
