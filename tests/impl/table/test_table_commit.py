@@ -1,0 +1,212 @@
+"""The commit loop stepped phase by phase (spec/PROTOCOL.md 5, 6, 7): two writers are
+interleaved explicitly on MemoryStore + MemoryCatalog; each test checks what an attempt
+reuses, what a retry validates, and how the loop is bounded."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from icefloe.impl.outcomes import Committed, Conflict
+from icefloe.impl.table import producer as P
+from icefloe.impl.table.commit import (
+    DATA, LIST, MANIFESTS, METADATA, PendingCommit, RETRY, RetryPolicy, SWAP,
+)
+from icefloe.impl.table.env import Env, backoff_wait_ms
+from icefloe.impl.table.operations import SetRef
+from icefloe.impl.table.table import Table
+
+from conftest import ids_of, rows
+
+
+class FixedRandom(random.Random):
+    def __init__(self, u: float):
+        super().__init__(0)
+        self.u = u
+
+    def random(self):
+        return self.u
+
+
+def step_to(commit: PendingCommit, phase: str, steps_max: int = 10) -> None:
+    for _ in range(steps_max):
+        if commit.phase == phase:
+            return
+        commit.step()
+    raise AssertionError(f"never reached {phase}, at {commit.phase}")
+
+
+def rival(mem) -> Table:
+    return Table(mem.catalog, "db.t", mem.io, mem.env())
+
+
+def stored(mem, table) -> set:
+    return {i.location for i in mem.io.list(table.location + "/")}
+
+
+def test_backoff_is_full_jitter_between_min_and_doubling_cap():
+    """6.2: with u at 0 and near 1 the waits span [min, min(max, min*2^k)] for each k."""
+    low, high = Env(rng=FixedRandom(0.0)), Env(rng=FixedRandom(0.999999))
+    for k, cap in [(1, 200), (2, 400), (4, 1600), (20, 60_000)]:
+        assert backoff_wait_ms(low, k, 100, 60_000) == 100
+        assert backoff_wait_ms(high, k, 100, 60_000) == cap
+
+
+def test_retry_policy_defaults_are_icebergs():
+    """6.1: num-retries 4 (5 attempts), 100 ms, 60 s, 30 min when no property is set."""
+    policy = RetryPolicy.from_properties({})
+    assert (policy.num_retries, policy.min_wait_ms, policy.max_wait_ms, policy.total_timeout_ms) == (
+        4, 100, 60_000, 1_800_000)
+    assert policy.commit_attempts_max == 5
+
+
+def test_fast_append_retry_writes_only_a_list_and_a_metadata_file(mem):
+    """5.2: after a rejected swap an append keeps its snapshot id and manifest and writes
+    exactly two objects (manifest list, metadata); the committed list names its manifest once."""
+    table = mem.create()
+    table.append(rows([1]))
+    commit = table.new_commit(P.FastAppend(rows([2])))
+    assert [commit.step() for _ in range(5)] == [DATA, MANIFESTS, LIST, METADATA, SWAP]
+    snapshot_id, manifest = commit.snapshot_id, commit.operation.manifest
+    rival(mem).append(rows([3]))
+    assert commit.step() == RETRY
+    assert commit.step() == LIST  # reconcile restarts an append at the manifest list
+    puts = mem.io.counts["put_if_absent"]
+    step_to(commit, SWAP)
+    assert mem.io.counts["put_if_absent"] - puts == 2
+    outcome = commit.run()
+    assert outcome == Committed(commit.attempted[-1], snapshot_id, 2)
+    table.refresh()
+    paths = [m.manifest_path for m in table.tree.manifests(table.current_snapshot())]
+    assert paths.count(manifest.manifest_path) == 1 and len(paths) == 3
+    assert ids_of(table.scan()) == [1, 2, 3]
+    assert table.current_snapshot().parent_snapshot_id == table.history()[1].snapshot_id
+
+
+def test_waits_are_injected_and_jittered(mem):
+    """The loop sleeps through the injected sleep, once per retry, within the jitter bounds."""
+    waits = []
+    table = mem.create(properties={"commit.retry.min-wait-ms": "100", "commit.retry.max-wait-ms": "60000"})
+    table.env = Env.seeded(7, sleep_ms=waits.append)
+    commit = table.new_commit(P.FastAppend(rows([1])))
+    step_to(commit, SWAP)
+    rival(mem).append(rows([2]))
+    assert isinstance(commit.run(), Committed)
+    assert len(waits) == 1 and 100 <= waits[0] <= 200
+
+
+def test_total_timeout_ends_the_loop_in_conflict_and_cleans_up(mem):
+    """6.3: when the next wait would pass commit.retry.total-timeout-ms the loop stops:
+    Conflict, no sleep taken, everything written deleted."""
+    now = [0]
+    sleeps = []
+    table = mem.create(properties={"commit.retry.min-wait-ms": "100", "commit.retry.max-wait-ms": "100",
+                                   "commit.retry.total-timeout-ms": "50"})
+    table.env = Env.seeded(3, monotonic_ms=lambda: now[0], sleep_ms=sleeps.append)
+    before = stored(mem, table)
+    commit = table.new_commit(P.FastAppend(rows([1])))
+    step_to(commit, SWAP)
+    rival(mem).append(rows([2]))
+    outcome = commit.run()
+    assert isinstance(outcome, Conflict) and "time" in outcome.reason and not sleeps
+    t = rival(mem)
+    assert stored(mem, table) - before == {t.metadata_location} | t.tree.reach(t.current_snapshot())
+
+
+def test_overwrite_conflicts_with_a_concurrent_matching_append_only_under_serializable(mem):
+    """7.3: a concurrent append of a row matching the filter fails a serializable delete;
+    under snapshot isolation the delete commits and the new row survives."""
+    for isolation, expect in [(P.SERIALIZABLE, Conflict), (P.SNAPSHOT, Committed)]:
+        mem = type(mem)("memory", type(mem.catalog)(), type(mem.io)(), mem.root)
+        table = mem.create()
+        table.append(rows([1, 2], ["a", "b"]))
+        commit = table.new_commit(P.DeleteWhere("cat = 'a'", None, isolation=isolation))
+        step_to(commit, SWAP)
+        rival(mem).append(rows([3], "a"))
+        assert isinstance(commit.run(), expect), isolation
+        assert ids_of(rival(mem).scan()) == ([1, 2, 3] if expect is Conflict else [2, 3])
+
+
+def test_compaction_against_concurrent_delete_conflicts_without_resurrecting_rows(mem):
+    """14.1 / apache/iceberg #10312: a compaction planned before a delete of one of its input
+    files commits must fail validation; the deleted row stays deleted, its outputs are removed."""
+    table = mem.create()
+    table.append(rows([1, 2]))
+    table.append(rows([3, 4]))
+    compaction = table.new_commit(P.RewriteFiles())
+    step_to(compaction, SWAP)
+    written = list(compaction.written)
+    assert isinstance(rival(mem).delete("id = 1"), Committed)
+    outcome = compaction.run()
+    assert isinstance(outcome, Conflict) and "FilesStillLive" in outcome.reason
+    assert ids_of(rival(mem).scan()) == [2, 3, 4]
+    assert not any(w in stored(mem, table) for w in written)
+
+
+def test_compaction_against_concurrent_position_delete_conflicts(mem):
+    """7.3 rewrite: a delete file added after the compaction read its inputs fails it."""
+    from delete_writers import position_delete_file
+    table = mem.create()
+    table.append(rows([1, 2]))
+    table.append(rows([3]))
+    compaction = table.new_commit(P.RewriteFiles())
+    step_to(compaction, SWAP)
+    target = table.plan_files()[0].data_file.file_path
+    other = rival(mem)
+    delete = position_delete_file(other, [(target, 0)])
+    assert isinstance(other.add_delete_files([delete], [target]), Committed)
+    outcome = compaction.run()
+    assert isinstance(outcome, Conflict) and "NoNewDeletesForFiles" in outcome.reason
+
+
+def test_two_deletes_of_the_same_file_second_conflicts(mem):
+    """7.3 delete files: the file must be live in every snapshot in between."""
+    table = mem.create()
+    table.append(rows([1]))
+    path = table.plan_files()[0].data_file.file_path
+    first = table.new_commit(P.DeleteFiles([path]))
+    step_to(first, SWAP)
+    assert isinstance(rival(mem).delete_files([path]), Committed)
+    assert isinstance(first.run(), Conflict)
+
+
+def test_delete_retry_refilters_only_manifests_added_since(mem):
+    """5.2: a delete retried after a concurrent append reuses the manifest it already
+    filtered; its second attempt writes just a manifest list and a metadata file."""
+    table = mem.create()
+    table.append(rows([1, 2]))
+    commit = table.new_commit(P.DeleteFiles([table.plan_files()[0].data_file.file_path]))
+    step_to(commit, SWAP)
+    rival(mem).append(rows([5]))
+    assert commit.step() == RETRY
+    assert commit.step() == MANIFESTS
+    puts = mem.io.counts["put_if_absent"]
+    step_to(commit, SWAP)
+    assert mem.io.counts["put_if_absent"] - puts == 2
+    assert isinstance(commit.run(), Committed)
+    assert ids_of(rival(mem).scan()) == [5]
+
+
+def test_rollback_fails_when_the_ref_moved_or_the_target_expired(mem):
+    """7.3 rollback: stricter than Java, a commit in between fails it."""
+    table = mem.create()
+    s1 = table.append(rows([1])).snapshot_id
+    table.append(rows([2]))
+    commit = table.new_commit(SetRef("main", s1, must_be_ancestor=True))
+    step_to(commit, SWAP)
+    rival(mem).append(rows([3]))
+    outcome = commit.run()
+    assert isinstance(outcome, Conflict) and "AssertRefSnapshotId" in outcome.reason
+    assert ids_of(rival(mem).scan()) == [1, 2, 3]
+
+
+def test_snapshot_parent_is_the_head_of_the_base_validated_against(mem):
+    """7.4: the retried snapshot's parent is the head of the base of its last attempt."""
+    table = mem.create()
+    table.append(rows([1]))
+    commit = table.new_commit(P.FastAppend(rows([2])))
+    step_to(commit, SWAP)
+    head = rival(mem).append(rows([3])).snapshot_id
+    commit.run()
+    t = rival(mem)
+    assert t.current_snapshot().parent_snapshot_id == head
