@@ -26,7 +26,7 @@ from icefloe.impl.format.manifest import ManifestError, ManifestFile, write_mani
 from icefloe.impl.format.metadata import (
     MetadataError, Snapshot, TableMetadata, from_json, to_json,
 )
-from icefloe.impl.io.base import AlreadyExists, ObjectStore, StoreError
+from icefloe.impl.io.base import AlreadyExists, ObjectStore, StoreError, StoreOutcomeUnknown
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import (
     Committed, CommitOutcome, Conflict, SwapRejected, Swapped, SwapUnknown, Unknown,
@@ -136,11 +136,10 @@ class PendingCommit:
         whose write had an unknown effect is recorded too: deleting it is harmless."""
         try:
             self.io.put_if_absent(location, data)
-        except AlreadyExists:
-            raise  # not ours: never record it, never delete it
-        except StoreError:
+        except StoreOutcomeUnknown:
             self.written.append(location)
             raise
+        # AlreadyExists: not ours, never record or delete it; StoreUnavailable: not written.
         self.written.append(location)
 
     # -- driving -----------------------------------------------------------------------
