@@ -139,6 +139,8 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        # A second interrupt (a process group signalled twice) must not cut the shutdown.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         server.stop()
 
 
