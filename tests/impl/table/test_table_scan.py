@@ -1,0 +1,109 @@
+"""Reading snapshots (spec/PROTOCOL.md 10 "Readers"; Iceberg "Scan Planning", "Row-level
+Deletes"): planning cost by request counts, pruning, and merge-on-read of delete files
+written as another engine writes them, under the sequence-number rules."""
+from __future__ import annotations
+
+from icefloe.impl.outcomes import Committed
+from icefloe.impl.table import producer as P
+from icefloe.impl.table.files import TreeReader
+from icefloe.impl.table.scan import plan_files
+
+from conftest import ids_of, memory_stack, rows
+from delete_writers import equality_delete_file, position_delete_file
+
+
+def planning_gets(table, row_filter=None) -> int:
+    before = table.io.counts["get"]
+    plan_files(TreeReader(table.io), table.metadata, table.current_snapshot(), row_filter)
+    return table.io.counts["get"] - before
+
+
+def test_planning_requests_do_not_grow_with_partitions():
+    """One append over few or many partitions: planning reads one manifest list and one
+    manifest. Many appends, one per partition: a filter on one partition still reads one
+    list and one manifest (summaries prune the rest). No listing at all."""
+    counts = {}
+    for n in (2, 16):
+        stack = memory_stack()
+        wide = stack.create("wide", partition="cat")
+        wide.append(rows(range(n), [f"p{i}" for i in range(n)]))
+        many = stack.create("many", partition="cat")
+        for i in range(n):
+            many.append(rows([i], f"p{i}"))
+        counts[n] = (planning_gets(wide), planning_gets(many, "cat = 'p1'"), len(plan_files(
+            TreeReader(many.io), many.metadata, many.current_snapshot(), "cat = 'p1'")))
+        assert stack.io.counts["list"] == 0
+    assert counts[2] == counts[16] == (2, 2, 1)
+
+
+def test_metrics_prune_files_and_filter_rows(mem):
+    """Column bounds exclude files that cannot match; the residual filter trims rows."""
+    table = mem.create()
+    table.append(rows([1, 2, 3]))
+    table.append(rows([100, 200]))
+    assert len(table.plan_files("id >= 150")) == 1
+    assert ids_of(table.scan("id >= 150")) == [200]
+    assert ids_of(table.scan("id < 3 or id = 100")) == [1, 2, 100]
+
+
+def test_position_deletes_apply_to_older_and_same_sequence_data(mem):
+    """A position delete hides the named rows of its file; a file appended later with rows at
+    the same positions is untouched (it is another path)."""
+    table = mem.create()
+    table.append(rows([1, 2, 3]))
+    path = table.plan_files()[0].data_file.file_path
+    delete = position_delete_file(table, [(path, 1), (path, 7)])
+    assert isinstance(table.add_delete_files([delete], [path]), Committed)
+    table.append(rows([4, 5]))
+    assert ids_of(table.scan()) == [1, 3, 4, 5]
+    assert [t.position_deletes for t in table.plan_files() if t.data_file.file_path == path][0] == [delete]
+
+
+def test_equality_deletes_follow_sequence_numbers(mem):
+    """An equality delete applies to data with a strictly lower data sequence number: older
+    rows with the key vanish, a later append of the same key stays."""
+    table = mem.create()
+    table.append(rows([5, 6]))
+    table.add_delete_files([equality_delete_file(table, "id", [5])])
+    assert ids_of(table.scan()) == [6]
+    table.append(rows([5]))
+    assert ids_of(table.scan()) == [5, 6]
+    older = table.history()[0].snapshot_id
+    assert ids_of(table.scan(snapshot_id=older)) == [5, 6]
+
+
+def test_compaction_applies_deletes_and_keeps_the_starting_sequence_number(mem):
+    """A rewrite reads its inputs with deletes applied, and its output carries the data
+    sequence number of the starting snapshot."""
+    table = mem.create()
+    table.append(rows([1, 2]))
+    table.append(rows([3, 4]))
+    table.add_delete_files([equality_delete_file(table, "id", [2])])
+    start = table.current_snapshot()
+    assert isinstance(table.rewrite_files(), Committed)
+    [task] = table.plan_files()
+    assert task.data_sequence_number == start.sequence_number
+    assert not task.equality_deletes and ids_of(table.scan()) == [1, 3, 4]
+
+
+def test_delete_by_filter_reads_through_deletes(mem):
+    """A copy-on-write delete rewrites survivors with earlier deletes applied (no resurrection)."""
+    table = mem.create()
+    table.append(rows([1, 2, 3]))
+    path = table.plan_files()[0].data_file.file_path
+    table.add_delete_files([position_delete_file(table, [(path, 0)])], [path])
+    assert isinstance(table.delete("id = 3"), Committed)
+    assert ids_of(table.scan()) == [2]
+
+
+def test_row_delta_rejected_when_its_file_was_removed(mem):
+    """A row delta naming a data file that a concurrent commit removed fails validation."""
+    table = mem.create()
+    table.append(rows([1, 2]))
+    path = table.plan_files()[0].data_file.file_path
+    delta = table.new_commit(P.RowDelta([position_delete_file(table, [(path, 0)])], (), [path]))
+    for _ in range(5):
+        delta.step()
+    table.delete_files([path])
+    outcome = delta.run()
+    assert type(outcome).__name__ == "Conflict"
