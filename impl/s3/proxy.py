@@ -286,7 +286,7 @@ class FaultProxy:
         self._history: list[Exchange] = []
         self._next_index = 0
         self._stopping = threading.Event()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle -------------------------------------------------------------------
@@ -306,6 +306,7 @@ class FaultProxy:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+            self._server.close_connections()
             assert self._thread is not None
             self._thread.join()
             self._server = None
@@ -395,6 +396,31 @@ def _error_body(status: int, request_id: str) -> bytes:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True  # a connection left open by a client must not block stop()
+
+    def __init__(self, *args: object, **kwargs: object):
+        super().__init__(*args, **kwargs)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def process_request(self, request, client_address):  # type: ignore[override]
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request):  # type: ignore[override]
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def close_connections(self) -> None:
+        """End every kept-alive client connection, so no handler thread outlives stop()."""
+        with self._open_lock:
+            open_now = list(self._open)
+        for sock in open_now:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # already gone
 
     def handle_error(self, request: object, client_address: object) -> None:
         if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
