@@ -341,6 +341,7 @@ class FaultProxy:
                  stage: str = "request") -> Gate:
         """Hold `count` requests matching `match`, from its `nth` match on, before
         forwarding (`stage="request"`) or after upstream answered (`"response"`)."""
+        assert match is None or isinstance(match, Match), "a gate takes a Match, not a Rule"
         gate = Gate(match or Match(), count, stage, self.gate_hold_s_max, nth)
         with self._lock:
             self._gates.append(gate)
