@@ -497,8 +497,50 @@ def _strip_logical(schema: Any) -> Any:
     return schema
 
 
+_PRIMITIVE_AVRO = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+NAMED_TYPES_MAX = 10_000  # a schema defining more named types than this is refused
+
+
+def _expand_names(schema: Any) -> Any:
+    """The schema with references to named types (a later use of "decimal_9_2", as Java
+    writes for a repeated type) replaced by their definitions, for reading by id."""
+    named: dict[str, Any] = {}
+
+    def visit(t: Any, namespace: str) -> Any:
+        if isinstance(t, str):
+            if t in _PRIMITIVE_AVRO:
+                return t
+            return named.get(t) or named.get(f"{namespace}.{t}") or t
+        if isinstance(t, list):
+            return [visit(b, namespace) for b in t]
+        if not isinstance(t, dict):
+            return t
+        kind = t.get("type")
+        if kind in ("record", "error", "fixed", "enum") and isinstance(t.get("name"), str):
+            ns = t.get("namespace", namespace) if "." not in t["name"] else t["name"].rsplit(".", 1)[0]
+            if len(named) >= NAMED_TYPES_MAX:
+                raise ValueError("too many named types")
+            out = dict(t)
+            for key in {t["name"], t["name"].rsplit(".", 1)[-1], f"{ns}.{t['name'].rsplit('.', 1)[-1]}"}:
+                named[key] = out
+            if kind in ("record", "error"):
+                out["fields"] = [dict(f, type=visit(f.get("type"), ns)) for f in t.get("fields", [])]
+            return out
+        if kind == "array":
+            return dict(t, items=visit(t.get("items"), namespace))
+        if kind == "map":
+            return dict(t, values=visit(t.get("values"), namespace))
+        if isinstance(kind, (dict, list)):  # {"type": {...}} wraps a type
+            return visit(kind, namespace)
+        if isinstance(kind, str) and kind not in _PRIMITIVE_AVRO:  # {"type": "a_name"}
+            return visit(kind, namespace)
+        return t  # a primitive, possibly with a logical type
+    return visit(schema, "")
+
+
 def _open(data: bytes, location: str) -> tuple[Any, dict[str, str], list[dict]]:
-    """(writer schema with its logical types, key-value metadata, raw records)."""
+    """(writer schema with its logical types and named references expanded, key-value
+    metadata, raw records)."""
     try:
         fo = io.BytesIO(data)
         header = fastavro.schemaless_reader(fo, _HEADER_SCHEMA, None)
@@ -511,7 +553,7 @@ def _open(data: bytes, location: str) -> tuple[Any, dict[str, str], list[dict]]:
         out = io.BytesIO()
         fastavro.schemaless_writer(out, _HEADER_SCHEMA, {"magic": _MAGIC, "meta": raw_meta, "sync": header["sync"]})
         records = list(fastavro.reader(io.BytesIO(out.getvalue() + body)))
-        return schema, metadata, records
+        return _expand_names(schema), metadata, records
     except ManifestError:
         raise
     except Exception as e:  # fastavro raises many kinds on corrupt input

@@ -428,3 +428,27 @@ def test_unknown_fields_from_newer_writers_are_ignored():
     for r in records:
         r["first_row_id"] = 1
     assert read_manifest_list(_avro(schema, records)) == read_manifest_list(write_manifest_list([mf], 4, None, 2))
+
+
+def test_named_type_references_read_like_definitions():
+    """Goal: a partition type written once and referenced by name later (as Java's writer
+    does for two decimal(9, 2) fields) decodes the same. Method: rewrite a manifest's schema
+    so the second decimal and uuid fields refer to the first by name; read it back."""
+    schema = T.Schema((T.NestedField(1, "a", T.DecimalType(9, 2), False), T.NestedField(2, "b", T.DecimalType(9, 2), False),
+                       T.NestedField(3, "u", T.UUID, False), T.NestedField(4, "v", T.UUID, False)))
+    spec = PartitionSpec(0, tuple(PartitionField(i, 999 + i, IdentityTransform(), n) for i, n in
+                                  [(1, "a"), (2, "b"), (3, "u"), (4, "v")]))
+    entry = ManifestEntry(ManifestEntryStatus.ADDED, DataFile(
+        "f", "PARQUET", (Decimal("1.50"), Decimal("-2.25"), uuid.UUID(int=1), uuid.UUID(int=2)), 1, 1))
+    reader = fastavro.reader(io.BytesIO(write_manifest([entry], schema, spec)))
+    avro_schema, records = reader.writer_schema, list(reader)
+    partition = next(f for f in next(f for f in avro_schema["fields"] if f["name"] == "data_file")["type"]["fields"]
+                     if f["name"] == "partition")["type"]
+    by_name = {f["name"]: f for f in partition["fields"]}
+    by_name["a"]["type"][1]["name"] = "decimal_9_2"
+    by_name["b"]["type"][1] = "decimal_9_2"
+    by_name["u"]["type"][1]["name"] = "uuid_fixed"
+    by_name["v"]["type"][1] = "uuid_fixed"
+    rewritten = _avro(avro_schema, records)
+    assert '"decimal_9_2"]' in fastavro.reader(io.BytesIO(rewritten)).metadata["avro.schema"].replace(" ", "")
+    assert read_manifest(rewritten) == [entry]
