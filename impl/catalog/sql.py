@@ -39,6 +39,7 @@ BUSY_TIMEOUT_MS_DEFAULT = 5_000
 TABLE_TYPE = "TABLE"
 NAMESPACE_MINIMAL_PROPERTIES = {"exists": "true"}
 CREATE_ATTEMPTS_MAX = 3  # an IntegrityError on the namespace row can race; the table row cannot loop
+DDL_ATTEMPTS_MAX = 3  # concurrent CREATE TABLE IF NOT EXISTS on PostgreSQL: the loser runs it again
 
 DDL = (
     """CREATE TABLE IF NOT EXISTS iceberg_tables (
@@ -72,7 +73,12 @@ class Dialect:
 
 
 SQLITE = Dialect("sqlite", "?", "BEGIN IMMEDIATE")
-POSTGRESQL = Dialect("postgresql", "%s", "BEGIN")  # not yet exercised by a test (no server here)
+# READ COMMITTED whatever the server's default_transaction_isolation: a swap that waited on
+# the row lock re-checks `metadata_location = :expected` against the winner's row (0 rows:
+# SwapRejected) and its SELECT then sees the winner's location. Under REPEATABLE READ or
+# SERIALIZABLE the waiting UPDATE fails with a serialization error instead, a rejection that
+# cannot name the actual location. Tested on a real server in tests/postgres.
+POSTGRESQL = Dialect("postgresql", "%s", "BEGIN ISOLATION LEVEL READ COMMITTED")
 
 ConnectionFactory = Callable[[], Any]
 
@@ -133,7 +139,7 @@ class SqlCatalog:
         self._connections_lock = threading.Lock()
         if init_tables:
             for statement in DDL:
-                self._execute(statement)
+                self._execute_ddl(statement)
         self.schema_version = self._detect_schema_version()
 
     # -- connections ------------------------------------------------------------------
@@ -182,6 +188,21 @@ class SqlCatalog:
         except conn.Error as e:
             self._discard_conn()  # a broken connection must not be reused by this thread
             raise CatalogUnavailable(f"{self.dialect.name}: {e}") from e
+
+    def _execute_ddl(self, statement: str) -> None:
+        """CREATE TABLE IF NOT EXISTS is not atomic on PostgreSQL: sessions creating the same
+        table at once all pass the check, and all but one then fail on a unique index of the
+        system catalog (pg_type) or with "already exists", although the table now exists.
+        Such a loser runs the statement again, and it is a no-op."""
+        for attempt in range(1, DDL_ATTEMPTS_MAX + 1):
+            conn = self._conn()
+            try:
+                self._execute(statement)
+                return
+            except CatalogUnavailable as e:
+                lost_race = isinstance(e.__cause__, (conn.IntegrityError, conn.ProgrammingError))
+                if attempt == DDL_ATTEMPTS_MAX or not lost_race:
+                    raise
 
     def _detect_schema_version(self) -> str:
         """"v1" if iceberg_tables has the iceberg_type column, else "v0" (an older database;
