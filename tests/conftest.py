@@ -40,7 +40,7 @@ SUITE_BUDGETS_S = {
     "packaging": 60,
     "model": 120,
     "explorer": 180,
-    "tlc": 240,
+    "tla": 240,
     "impl": 180,
     "stateful": 240,
     "interop": 120,
