@@ -137,7 +137,7 @@ def _put(d: tuple, name, rows) -> tuple:
 
 def begin(b: HiveBounds, s: HiveState, w: int, kind: str) -> HiveState:
     wr = s.writers[w - 1]
-    assert wr.phase == IDLE
+    assert wr.phase == IDLE and kind in b.kinds, (wr, kind)
     lone = all(o.phase == DONE for i, o in enumerate(s.writers) if i != w - 1)
     read = rows_of(s.dir) if kind == OVERWRITE else ()
     phase = DELETE if kind == OVERWRITE else WRITE
@@ -158,7 +158,9 @@ def write_file(b: HiveBounds, s: HiveState, w: int) -> HiveState:
     i = wr.written + 1
     names = {n for n, _ in s.dir}
     if wr.kind == APPEND:
-        copy = next(c for c in range(COPIES_MAX) if (i, c) not in names)
+        free = [c for c in range(COPIES_MAX) if (i, c) not in names]
+        assert free, f"more than {COPIES_MAX} copies of task {i}"
+        copy = free[0]
         name, rows = (i, copy), ((w, wr.k, i),)
         last = i == b.append_files
     else:
@@ -175,6 +177,7 @@ def write_file(b: HiveBounds, s: HiveState, w: int) -> HiveState:
 def complete(s: HiveState, w: int) -> HiveState:
     """The job returns success: the listing now is a committed value."""
     wr = s.writers[w - 1]
+    assert wr.phase == WRITE and wr.written >= 1, wr
     new_rows = {(w, wr.k, i) for i in range(1, wr.written + 1)} if wr.kind == APPEND \
         else {(w, wr.k, 1)}
     hist = s.hist + (Completion((w, wr.k), wr.kind, wr.read, s.dir),)
@@ -315,6 +318,7 @@ TERMINAL_CHECKS = {
 class HiveSpec:
     """The Spec protocol (model/spec.py) for a Hive directory-listing table."""
     bounds: HiveBounds
+    only: tuple = ()            # check just these safety properties (shortest trace for one)
 
     @property
     def name(self) -> str:
@@ -322,7 +326,9 @@ class HiveSpec:
 
     @property
     def safety(self):
-        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in SAFETY_CHECKS.items()}
+        assert set(self.only) <= set(SAFETY_CHECKS), self.only
+        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in SAFETY_CHECKS.items()
+                if not self.only or n in self.only}
 
     @property
     def terminal(self):

@@ -249,6 +249,7 @@ def begin(b: HudiBounds, s: HudiState, w: int, kind: str, t: int) -> HudiState:
 
 def write_file(b: HudiBounds, s: HudiState, w: int) -> HudiState:
     wr = s.writers[w - 1]
+    assert wr.phase == WRITE and wr.todo, wr
     (g, ftype, rows), rest = wr.todo[0], wr.todo[1:]
     f = DataFile(wr.t, g, (w, wr.k), ftype, rows)
     nxt = WRITE if rest else (CHECK if b.cc == NONE and b.pk_check else COMPLETE)
@@ -265,6 +266,7 @@ def conflict(b: HudiBounds, s: HudiState, wr: HudiWriter, keys: bool, groups: bo
 def check_keys(b: HudiBounds, s: HudiState, w: int) -> HudiState:
     """cc none + pk_check: the key check runs unlocked, apart from the completion."""
     wr = s.writers[w - 1]
+    assert wr.phase == CHECK and b.cc == NONE and b.pk_check, wr
     if conflict(b, s, wr, keys=True, groups=False):
         return rollback(s, w)
     return _set(s, w, wr._replace(phase=COMPLETE))
@@ -276,12 +278,15 @@ def own_files(s: HudiState, w: int, wr: HudiWriter) -> frozenset:
 
 def complete(b: HudiBounds, s: HudiState, w: int) -> HudiState:
     wr = s.writers[w - 1]
+    assert wr.phase == COMPLETE and not wr.todo, wr
+    assert b.cc != PESSIMISTIC or s.lock == w, "a pessimistic writer completes under its lock"
     locked = b.cc in (OPTIMISTIC, PESSIMISTIC)
     if locked and conflict(b, s, wr, keys=b.pk_check, groups=b.cc == OPTIMISTIC):
         return rollback(s, w)
     if b.put_if_absent and _get(s.timeline, wr.t) == COMPLETED:
         return rollback(s, w)                   # creating t.commit failed: it exists
     mine = own_files(s, w, wr)
+    assert len(mine) == len(wr.groups), "one file per file group written"
     first = _get(s.timeline, wr.t) != COMPLETED
     s = s._replace(timeline=_put(s.timeline, wr.t, COMPLETED), commits=_put(s.commits, wr.t, mine))
     if first:
@@ -296,6 +301,7 @@ def complete(b: HudiBounds, s: HudiState, w: int) -> HudiState:
 def rollback(s: HudiState, w: int) -> HudiState:
     """Delete every data file named with this instant (whoever wrote it); drop t.inflight."""
     wr = s.writers[w - 1]
+    assert wr.phase in (CHECK, COMPLETE), wr
     gone = frozenset(f for f in s.files if f.t == wr.t)
     timeline = s.timeline if _get(s.timeline, wr.t) == COMPLETED else \
         tuple((t, st) for t, st in s.timeline if t != wr.t)
@@ -323,9 +329,9 @@ def poll(s: HudiState) -> HudiState:
 def compact(s: HudiState, g: tuple) -> HudiState:
     """Materialize file group g's snapshot content as a base file (read-optimized view)."""
     vis = [f for f in visible(s) if f.group == g]
+    assert vis, g
     t = max(f.t for f in vis)
-    rows = tuple(kv for kv in _merge(vis))
-    f = DataFile(t, g, BOOT, COMPACTED, rows)
+    f = DataFile(t, g, BOOT, COMPACTED, _merge(vis))
     return s._replace(files=s.files | {f}, compactions_done=s.compactions_done + 1)
 
 
@@ -492,6 +498,7 @@ TERMINAL_CHECKS = {
 class HudiSpec:
     """The Spec protocol (model/spec.py) for a Hudi timeline with the given knobs."""
     bounds: HudiBounds
+    only: tuple = ()            # check just these safety properties (shortest trace for one)
 
     @property
     def name(self) -> str:
@@ -499,7 +506,9 @@ class HudiSpec:
 
     @property
     def safety(self):
-        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in SAFETY_CHECKS.items()}
+        assert set(self.only) <= set(SAFETY_CHECKS), self.only
+        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in SAFETY_CHECKS.items()
+                if not self.only or n in self.only}
 
     @property
     def terminal(self):
@@ -569,8 +578,8 @@ def knob_grid():
 
 def properties_broken(spec, max_states: int = 2_000_000) -> dict:
     """Every property violated in some reachable state (terminal ones in some final
-    state), each with its first message: the whole reachable graph, not a first hit."""
-    seen = {}
+    state), each with its first message: the whole reachable graph, not a first hit.
+    Any Spec will do (the matrix test runs it on every variant, Iceberg-shaped too)."""
     start = spec.initial()
     frontier, visited = list(start), {hash(x) for x in start}
     found: dict = {}
@@ -597,5 +606,4 @@ def properties_broken(spec, max_states: int = 2_000_000) -> dict:
                     nxt.append(t)
             assert len(visited) <= max_states, f"more than {max_states} states"
         frontier = nxt
-    del seen
     return found

@@ -65,7 +65,7 @@ def get(name: str) -> Variant:
 
 # -- The flawed table formats as their own models (model/hive.py, model/hudi.py): each has
 # -- its own transition system and its own reading of P1..P10 (docs/variants.md).
-from icefloe.model import hive, hudi  # noqa: E402  (after the Iceberg entries, on purpose)
+from icefloe.model import checks, hive, hudi  # noqa: E402  (after the Iceberg entries, on purpose)
 
 
 def _own(name: str, module, description: str, breaks: tuple[str, ...], **defaults) -> Variant:
@@ -74,10 +74,7 @@ def _own(name: str, module, description: str, breaks: tuple[str, ...], **default
     return Variant(name, description, make, breaks, defaults)
 
 
-_P = {n.split()[0]: n for n in ("P1 LinearHistory", "P2 NoLostCommit", "P3 NoDuplicateCommit",
-                                "P4 ReadersSeeCommitted", "P5 ValidationSound", "P6 Isolation",
-                                "P7 TimeTravelImmutable", "P8 NoDanglingRefs", "P9 CleanupSafe",
-                                "P10 IncrementalComplete")}
+_P = {n.split()[0]: n for n in checks.SAFETY_CHECKS}     # "P4" -> "P4 ReadersSeeCommitted"
 
 
 def _props(*short: str) -> tuple[str, ...]:

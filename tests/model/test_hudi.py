@@ -2,6 +2,8 @@
 #9831 found with a short trace, the knob that removes it, and a safe setting."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from icefloe.model import hudi, variants
@@ -10,32 +12,8 @@ from icefloe.model.explore import explore
 HUDI_VARIANTS = [n for n in variants.VARIANTS if n.startswith("hudi")]
 
 
-class Only:
-    """A spec restricted to one safety property (shortest counterexample for it)."""
-
-    def __init__(self, spec, prop: str):
-        self.spec, self.name, self.bounds = spec, spec.name, spec.bounds
-        self.safety = {prop: spec.safety[prop]}
-        self.terminal = {}
-
-    def initial(self):
-        return self.spec.initial()
-
-    def successors(self, s):
-        return self.spec.successors(s)
-
-    def is_terminal(self, s):
-        return self.spec.is_terminal(s)
-
-    def events(self, s, label, t):
-        return self.spec.events(s, label, t)
-
-    def describe(self, s):
-        return self.spec.describe(s)
-
-
 def run(variant: str, prop: str, **bounds):
-    return explore(Only(variants.get(variant).make(**bounds), prop))
+    return explore(replace(variants.get(variant).make(**bounds), only=(prop,)))
 
 
 def labels(res) -> list:
