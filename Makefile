@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv run test bench explore tlc clean
+.PHONY: venv system-deps run test bench explore tlc clean
 
 venv: $(STAMP)
 
@@ -18,6 +18,12 @@ $(STAMP): pyproject.toml setup.py
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
+# System packages the tests need, installed only when missing (CI runs as root on a
+# Debian machine): Java 17 for TLC, Debian's PostgreSQL server for the SQL catalog.
+system-deps:
+	@command -v java >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
+	@if [ -f scripts/ensure-postgres.sh ]; then bash scripts/ensure-postgres.sh; fi
+
 # The main job. Until the conformance suite lands it is the exhaustive explorer of the
 # commit protocol on its default bounds, followed by every flawed variant (each must fail).
 run: venv
@@ -25,7 +31,7 @@ run: venv
 	$(BIN)/python -m icefloe.model.explore --all-variants
 
 # The full suite on pytest-xdist; tests/conftest.py prints the time per suite against its budget.
-test: venv
+test: venv system-deps
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests
 
 explore: venv
