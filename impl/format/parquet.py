@@ -367,11 +367,14 @@ def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>",
     absent optional columns read as null, types promoted; then `row_filter` applied."""
     try:
         file_table = pq.read_table(io.BytesIO(data))
-    except (pa.ArrowException, OSError) as e:
-        raise DataFileError(f"not a readable Parquet file: {e}", location) from None
-    if file_table.num_columns and all(_field_id(f) is None for f in file_table.schema):
-        raise DataFileError("the file has no field ids (name mapping is not supported)", location)
-    by_id = {_field_id(f): file_table.column(i) for i, f in enumerate(file_table.schema)}
-    columns = [_child(by_id, f, file_table.num_rows, location) for f in schema.fields]
-    out = pa.Table.from_arrays(columns, schema=T.schema_to_arrow(schema))
+        if file_table.num_columns and all(_field_id(f) is None for f in file_table.schema):
+            raise DataFileError("the file has no field ids (name mapping is not supported)", location)
+        # Columns by position: a corrupt file's names need not even be valid UTF-8.
+        by_id = {_field_id(f): col for f, col in zip(file_table.schema, file_table.columns)}
+        columns = [_child(by_id, f, file_table.num_rows, location) for f in schema.fields]
+        out = pa.Table.from_arrays(columns, schema=T.schema_to_arrow(schema))
+    except DataFileError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as e:
+        raise DataFileError(f"not a readable Parquet file: {type(e).__name__}: {e}", location) from None
     return out if row_filter is None else out.filter(row_filter)

@@ -378,3 +378,17 @@ def test_bind_converts_literals_to_internal_values():
     assert bind(parse("st.a = 2"), SCHEMA).path == ("st", "a")
     with pytest.raises(ExpressionError):
         rewrite_not(parse("id = 1"))  # unbound
+
+
+TOKENS = ["id", "s", "x", "st.a", "nope", "=", "!=", "<", ">=", "(", ")", ",", "and", "or", "not", "in",
+          "is", "null", "nan", "starts_with", "'a'", "'2024-01-01'", "1", "-2.5", "true", "\"q\"", "§", "'"]
+
+
+@given(st.lists(st.sampled_from(TOKENS), max_size=12) | st.text(max_size=30).map(lambda t: [t]))
+def test_arbitrary_text_parses_and_binds_or_raises_expression_error(tokens):
+    """Goal: no input makes parse or bind raise anything but ExpressionError. Method:
+    Hypothesis token soups and raw text; parse, bind, convert to Arrow."""
+    try:
+        to_arrow(rewrite_not(bind(parse(" ".join(tokens)), SCHEMA)))
+    except ExpressionError:
+        pass

@@ -406,6 +406,25 @@ def test_truncated_or_corrupt_files_raise_manifest_error(cut, junk):
         read_manifest(b"not avro at all")
 
 
+@given(st.integers(0, 10_000), st.integers(1, 255), st.booleans())
+def test_corrupted_bytes_raise_manifest_error_or_read_validly(position, xor, list_file):
+    """Goal: a flipped byte anywhere (header, schema, blocks) gives ManifestError or a valid
+    read, never another exception. Method: flip one byte of a written manifest or manifest
+    list and read it."""
+    entry = ManifestEntry(ManifestEntryStatus.ADDED, simple_file("f", partition_of("abc", 3)))
+    data = write_manifest([entry] * 3, SCHEMA, SPEC)
+    if list_file:
+        data = write_manifest_list([manifest_file_of([entry], SCHEMA, SPEC, manifest_path="m",
+                                                     manifest_length=len(data), added_snapshot_id=1)], 1, None, 1)
+    broken = bytearray(data)
+    broken[position % len(data)] ^= xor
+    try:
+        result = (read_manifest_list if list_file else read_manifest)(bytes(broken))
+    except ManifestError:
+        return
+    assert all(isinstance(x, ManifestFile if list_file else ManifestEntry) for x in result)
+
+
 def test_unknown_fields_from_newer_writers_are_ignored():
     """Goal: fields we do not know (v3 additions, vendor extras) do not disturb reading.
     Method: re-encode a written manifest and list with extra fields (with and without ids)

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import example, given, strategies as st
 
 from icefloe.impl.format import conversions, types as T
 from icefloe.impl.format.parquet import (
@@ -268,3 +268,18 @@ def test_split_reports_out_of_range_partition_values():
     table = to_table([{"id": 1, "n": -(2**31)}])
     with pytest.raises(DataFileError, match="n_trunc"):
         split_by_partition(table, parse_partition_spec("truncate(5, n)", SCHEMA), SCHEMA)
+
+
+@given(st.integers(0, 100_000), st.integers(0, 255))
+@example(cut=3898, xor=128)  # once broke a column name's UTF-8 (pyarrow 26's layout)
+def test_truncated_or_corrupted_parquet_raises_data_file_error(cut, xor):
+    """Goal: broken Parquet bytes give DataFileError (or, if still decodable, a table of
+    the schema), never another exception. Method: cut a valid file and flip a byte."""
+    data, _ = write_data_file(to_table([{"id": i, "s": f"v{i}"} for i in range(20)]), SCHEMA, "f")
+    broken = bytearray(data[: cut % len(data) + 1] if cut % 2 else data)
+    broken[cut % len(broken)] ^= xor
+    try:
+        table = read_data_file(bytes(broken), SCHEMA)
+    except DataFileError:
+        return
+    assert table.schema.names == [f.name for f in SCHEMA.fields]
