@@ -205,6 +205,7 @@ class S3Catalog:
             raise TableAlreadyExists(str(identifier)) from None
         except StoreError as e:
             raise CatalogUnavailable(f"create {identifier}: {e}") from e
+        assert info.etag, "S3 acknowledged the pointer without an etag"
         self._remember(identifier, _Seen(pointer, info.etag))
         self._update_index(self._tables_location(identifier.namespace), "tables", identifier.name, add=True)
 
@@ -255,6 +256,7 @@ class S3Catalog:
                 return self._reconcile(identifier, expected_location, new_location, str(e))
             except StoreError as e:  # StoreUnavailable and other definite errors: not applied
                 return SwapRejected(expected_location, None, f"not applied: {e}")
+            assert info.etag and info.etag != seen.etag, "an acknowledged swap must change the etag"
             self._remember(identifier, _Seen(pointer, info.etag))
             return Swapped(new_location)
         return SwapRejected(expected_location, expected_location,
@@ -285,7 +287,9 @@ class S3Catalog:
             return SwapUnknown(expected_location, new_location, f"{why}; reconcile: pointer absent")
         except (StoreError, CatalogUnavailable) as e:
             return SwapUnknown(expected_location, new_location, f"{why}; reconcile: pointer unreadable: {e}")
+        assert current.previous_metadata_location != current.metadata_location, "a swap must move the pointer"
         if current.metadata_location == new_location:
+            assert current.previous_metadata_location == expected_location, "only our request writes `new`"
             return Swapped(new_location)
         if current.metadata_location == expected_location:
             return SwapUnknown(expected_location, new_location,
