@@ -112,7 +112,7 @@ def partition_of(cat, day=None):
     return (cat, day, None, None if cat is None else cat[:2], None, None, None, None) + NO_EXTRA
 
 
-@given(st.lists(manifest_entries(), max_size=6))
+@given(st.lists(manifest_entries(), max_size=4))
 def test_manifest_round_trip(entries):
     """Goal: a written manifest reads back unchanged. Method: Hypothesis entries over every
     partition value kind, write then read without inheritance, compare."""
@@ -120,7 +120,7 @@ def test_manifest_round_trip(entries):
     assert read_manifest(data) == entries
 
 
-@given(st.lists(manifest_entries(), max_size=6), st.integers(0, 100))
+@given(st.lists(manifest_entries(), max_size=4), st.integers(0, 100))
 def test_manifest_list_round_trip(entries, seq):
     """Goal: manifest_file_of + manifest list round trip keep counts and summaries. Method:
     Hypothesis entries; compare the read list entry with the written one (sequence numbers
