@@ -164,6 +164,7 @@ class PendingCommit:
         handler = {PLAN: self.refresh_and_plan, DATA: self.write_data, MANIFESTS: self.write_manifests,
                    LIST: self.write_manifest_list, METADATA: self.write_metadata, SWAP: self.swap,
                    RETRY: self.reconcile, UNKNOWN: self.reconcile}[self.phase]
+        assert not self.done, "a finished commit takes no more steps"
         try:
             handler()
         except AlreadyExists as e:
@@ -266,7 +267,10 @@ class PendingCommit:
             assert result.new_location == self.new_metadata_location
             self.outcome = Committed(self.new_metadata_location, self.snapshot_id, self.attempt)
             self.phase = DONE
-            self.operation.after_acknowledged(self, self.base, self.new_metadata)
+            try:
+                self.operation.after_acknowledged(self, self.base, self.new_metadata)
+            except StoreError:
+                pass  # the commit stands; what was not deleted is left to orphan removal (12)
         elif isinstance(result, SwapRejected):
             self.phase = RETRY
         else:
@@ -291,7 +295,9 @@ class PendingCommit:
             self._finish_failed(None, "cannot read the pointer")
             return
         location, metadata = pointer
-        landed = self._own_attempt_in_chain(location, metadata)
+        # With every swap answered definitely, none of ours can be in the chain (3.2); the
+        # walk matters, and can be undecided, only after a SwapUnknown.
+        landed = self._own_attempt_in_chain(location, metadata) if self.unknown_bases else None
         if landed is _UNDECIDED:
             self._finish_unknown("the metadata chain could not be walked back to the first base")
             return
@@ -333,13 +339,14 @@ class PendingCommit:
     def _finish_failed(self, pointer: tuple[str, TableMetadata] | None, reason: str) -> None:
         """finish_failed (9.5): Unknown while an attempt may have landed or may still land;
         otherwise Conflict, and only then delete everything this operation wrote."""
+        assert self.outcome is None, "an operation ends once"
         if pointer is None:
             if self.unknown_bases:  # with no unknown swap, no attempt can have landed
                 self._finish_unknown(f"{reason}; pointer unreadable with unknown attempts")
                 return
         else:
             location, metadata = pointer
-            if self.attempted:
+            if self.unknown_bases:  # only an unknown swap can have landed (3.2)
                 landed = self._own_attempt_in_chain(location, metadata)
                 if landed is not None:
                     self._finish_unknown(f"{reason}; an attempt is in the chain or the walk was cut short")

@@ -252,7 +252,8 @@ class DeleteFiles(FileChange):
     def plan(self, c):
         live = {e.data_file.file_path: e.data_file for _, e in c.tree.live_entries(c.starting_snapshot, ManifestContent.DATA)}
         unknown = self.paths - set(live)
-        assert not unknown, f"not live in the starting snapshot: {sorted(unknown)[:3]}"
+        if unknown:
+            raise ValueError(f"not live in the starting snapshot: {sorted(unknown)[:3]}")
         self.removed = {p: live[p] for p in self.paths}
         self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(self.paths, self.ref)]
         return bool(self.removed)

@@ -210,3 +210,56 @@ def test_snapshot_parent_is_the_head_of_the_base_validated_against(mem):
     commit.run()
     t = rival(mem)
     assert t.current_snapshot().parent_snapshot_id == head
+
+
+class FirstIdEnv(Env):
+    """An environment whose first snapshot id is fixed (the rest is seeded)."""
+
+    def __init__(self, seed: int, first_id: int):
+        super().__init__(rng=random.Random(seed), sleep_ms=lambda ms: None)
+        self.first_id = first_id
+
+    def snapshot_id(self) -> int:
+        value, self.first_id = self.first_id, None
+        return value if value is not None else super().snapshot_id()
+
+
+def test_snapshot_id_collision_with_another_writer_draws_a_new_id(mem):
+    """1.5: two writers draw the same snapshot id; the second finds it taken in its
+    refreshed base (and not by itself) and draws a new one: two distinct snapshots."""
+    table = mem.create()
+    first = Table(mem.catalog, "db.t", mem.io, FirstIdEnv(1, 777))
+    second = Table(mem.catalog, "db.t", mem.io, FirstIdEnv(2, 777))
+    commit = second.new_commit(P.FastAppend(rows([2])))
+    commit.step()
+    assert first.append(rows([1])).snapshot_id == commit.snapshot_id == 777
+    outcome = commit.run()
+    assert isinstance(outcome, Committed) and outcome.snapshot_id != 777 and outcome.attempts == 2
+    table.refresh()
+    assert ids_of(table.scan()) == [1, 2] and len({s.snapshot_id for s in table.history()}) == 2
+
+
+def test_name_collision_is_a_conflict_that_deletes_nothing_of_the_other(mem):
+    """1.4: writers with the same random source collide on a fresh name: the second ends
+    Conflict ("name collision") and the first writer's object is untouched."""
+    table = mem.create()
+    first = Table(mem.catalog, "db.t", mem.io, Env.seeded(42, sleep_ms=lambda ms: None))
+    second = Table(mem.catalog, "db.t", mem.io, Env.seeded(42, sleep_ms=lambda ms: None))
+    assert isinstance(first.append(rows([1])), Committed)
+    outcome = second.append(rows([2]))
+    assert isinstance(outcome, Conflict) and "name collision" in outcome.reason
+    table.refresh()
+    assert ids_of(table.scan()) == [1]
+
+
+def test_failed_cleanup_after_an_acknowledged_expiry_keeps_the_commit(mem):
+    """An expiry whose file deletions fail still ends Committed: the swap was acknowledged."""
+    from icefloe.impl.io.faults import FaultInjectingStore, FaultRule, RulePlan
+    table = mem.create()
+    table.append(rows([1]))
+    table.overwrite(rows([2]))
+    faulty = FaultInjectingStore(mem.io, RulePlan([FaultRule("fail_before", "delete", times=None)]))
+    writer = Table(mem.catalog, "db.t", faulty, mem.env())
+    outcome, deleted = writer.expire_snapshots(older_than_ms=10 ** 15, retain_last=1)
+    assert isinstance(outcome, Committed) and deleted == []
+    assert ids_of(rival(mem).scan()) == [2] and len(rival(mem).metadata.snapshots) == 1
