@@ -593,8 +593,15 @@ NoDuplicateCommit ==
     /\ \A x \in Current.snaps : \A f, g \in x.files :
            f # g => content[f] \cap content[g] = {}
 
-\* P4: a reader (one pointer read, no listing) sees exactly a committed snapshot.
-ReadersSeeCommitted == Current.head \in CommittedHeads
+\* P4: a reader (one pointer read, no listing) sees a committed snapshot and no
+\* file of an operation that has not committed: every visible file was written
+\* by an operation with a version in the pointer's history, and none by an
+\* operation that ended aborted (writer 0, the bootstrap, has no outcome).
+ReadersSeeCommitted ==
+    LET committedOps == {<<hist[i][1], hist[i][2]>> : i \in 1..Len(hist)}
+    IN \A f \in HeadFiles(Current) :
+           /\ f \in committedOps
+           /\ f[1] # 0 => outcomes[f[1]][f[2]].res # "aborted"
 
 \* P5: every commit's assumptions held over all snapshots between its starting
 \* snapshot and the head of the version it replaced.

@@ -128,4 +128,7 @@ def bounds_from_cfg(path) -> Bounds:
         kinds=tuple(k for k in OP_KINDS if k in c["Kinds"]),
         faults=tuple(f for f in FAULT_KINDS if f in c["Faults"]),
         fault_budget=c["FaultBudget"], attempts_max=c["AttemptsMax"],
-        isolation=c["IsolationLevel"], orphan_runs=c["OrphanRunsMax"], variant=c["Variant"])
+        isolation=c["IsolationLevel"], orphan_runs=c["OrphanRunsMax"], variant=c["Variant"],
+        # The TLA+ spec lets every operation pick any kind, and TLC explores every
+        # interleaving: no round-robin workload, no partial-order reduction.
+        workload="any", por=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -53,7 +54,10 @@ def tlc_result(tmp_path_factory):
     """run(cfg) -> TLCResult, with the state dump; computed once per session across
     xdist workers (a file lock in their shared temporary directory), because the small
     configuration's run is needed by both test_tlc_configs and test_agreement."""
-    shared = tmp_path_factory.getbasetemp().parent / "tlc-runs"
+    # Under xdist each worker's basetemp is a child of the session's; without xdist the
+    # parent is shared by every session, so use the basetemp itself (no stale results).
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "tlc-runs"
     shared.mkdir(parents=True, exist_ok=True)
 
     def run(cfg: str):
