@@ -17,7 +17,7 @@ import pytest
 from icefloe.impl.catalog.base import TableIdentifier
 from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.outcomes import SwapRejected, Swapped, SwapUnknown
-from icefloe.impl.s3.proxy import LoseResponse, Match, Rule
+from icefloe.impl.s3.proxy import LoseResponse, Match, Reject, Reset, Rule
 
 from conftest import BUCKET
 
@@ -297,3 +297,93 @@ def test_stale_remembered_etag_after_recreate_costs_one_more_put(moto_s3, store_
     assert catalog_a.swap(T, v0, v1) == Swapped(v1)
     assert catalog_a.store.counts["compare_and_swap"] - puts_before == 2
     assert catalog_b.load(T) == v1
+
+
+# -- a stress campaign: writers with refresh, retry and resolve under seeded faults ---------
+
+CAMPAIGN_WRITERS = 3
+CAMPAIGN_COMMITS = 5
+CAMPAIGN_ATTEMPTS_MAX = 40  # per commit; faults and contention never need this many
+CHAIN_STEPS_MAX = 1000
+
+
+def write_version(catalog: S3Catalog, previous: str, commit: str) -> str:
+    """A metadata JSON naming the version it was built on (spec 1.7) and its commit."""
+    location = f"{catalog.table_location(T)}/metadata/{commit}-{uuid.uuid4()}.metadata.json"
+    catalog.store.put_if_absent(location, json.dumps({"previous": previous, "commit": commit}).encode())
+    return location
+
+
+def chain_of(catalog: S3Catalog) -> list[tuple[str, str | None]]:
+    """(location, commit) from the current pointer back to the first version, newest first."""
+    chain, location = [], catalog.load(T)
+    for _ in range(CHAIN_STEPS_MAX):
+        version = json.loads(catalog.store.get(location))
+        chain.append((location, version["commit"]))
+        if version["previous"] is None:
+            return chain
+        location = version["previous"]
+    raise AssertionError(f"chain longer than {CHAIN_STEPS_MAX}")
+
+
+def commit_with_retry(catalog: S3Catalog, commit: str) -> tuple[str, int]:
+    """Refresh, write, swap; on Rejected retry; on Unknown look for every attempt of this commit
+    in the chain first (spec 9.3), then retry. Returns how the commit ended and the unknowns."""
+    attempted: set[str] = set()
+    unknowns = 0
+    for _ in range(CAMPAIGN_ATTEMPTS_MAX):
+        base = catalog.load(T)
+        new = write_version(catalog, base, commit)
+        attempted.add(new)
+        result = catalog.swap(T, base, new)
+        if isinstance(result, Swapped):
+            return "swapped", unknowns
+        if isinstance(result, SwapUnknown):
+            unknowns += 1
+            if attempted & {location for location, _ in chain_of(catalog)}:
+                return "resolved", unknowns
+    raise AssertionError(f"{commit}: no attempt landed in {CAMPAIGN_ATTEMPTS_MAX}")
+
+
+def test_writers_under_seeded_faults_build_one_chain_with_every_commit_once(moto_s3, proxy, store_for, prefix):
+    """Goal: under lost answers, resets and 503s on the pointer, racing writers lose no commit and
+    apply none twice (P1-P3). Method: 3 threads x 5 commits through the proxy with seeded faults on
+    half of the pointer PUTs, each commit retried and resolved through the chain; then the
+    chain from the pointer must hold every commit exactly once."""
+    proxy.clear(seed=20261122)
+    pointer_puts = Match(operation="ConditionalPutObject", key="*pointer.json")
+    proxy.add_rule(Rule(LoseResponse("reset"), pointer_puts, probability=0.2))
+    proxy.add_rule(Rule(Reset(), pointer_puts, probability=0.15))
+    proxy.add_rule(Rule(Reject(503), pointer_puts, probability=0.15))
+    setup = S3Catalog(store_for(moto_s3.endpoint_url), warehouse_of(prefix))
+    setup.create(T, write_version(setup, None, "create"))
+    endings: dict[str, str] = {}
+    unknowns: list[int] = []
+    errors: list[BaseException] = []
+
+    def writer(i):
+        # One attempt per request: every ambiguous answer reaches the catalog's reconcile.
+        catalog = S3Catalog(store_for(proxy.endpoint_url, client=f"w{i}", attempts_max=1), warehouse_of(prefix))
+        try:
+            for k in range(CAMPAIGN_COMMITS):
+                endings[f"w{i}-{k}"], n = commit_with_retry(catalog, f"w{i}-{k}")
+                unknowns.append(n)
+        except BaseException as e:  # noqa: BLE001 - re-raised in the test thread below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(i,)) for i in range(CAMPAIGN_WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    commits = [commit for _, commit in chain_of(setup)]
+    assert commits[-1] == "create"
+    wanted = {f"w{i}-{k}" for i in range(CAMPAIGN_WRITERS) for k in range(CAMPAIGN_COMMITS)}
+    assert sorted(commits[:-1]) == sorted(wanted), commits  # each commit once: none lost, none twice
+    assert set(endings) == wanted
+    for i in range(CAMPAIGN_WRITERS):  # each writer's commits in its own order
+        own = [c for c in reversed(commits) if c.startswith(f"w{i}-")]
+        assert own == [f"w{i}-{k}" for k in range(CAMPAIGN_COMMITS)]
+    fired = [e for e in proxy.history(["ConditionalPutObject"]) if e.fault]
+    assert fired, "the campaign injected no fault"
