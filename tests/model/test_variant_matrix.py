@@ -218,6 +218,8 @@ def test_tlc_controls_have_the_python_state_counts():
     controls = {
         "MCHive_lone.cfg": variants.get("hive-listing").make(
             writers=1, ops=2, kinds=("append",), append_files=1, reads=0),
+        "MCHive_appends.cfg": variants.get("hive-listing").make(
+            writers=2, ops=2, kinds=("append",), append_files=1, reads=1),
         "MCHudi_safe.cfg": variants.get("hudi").make(
             kinds=("insert", "append", "update"), cc="pessimistic", pk_check=True, put_if_absent=True),
     }
