@@ -11,3 +11,9 @@
 - `scan`, `deletes`: reading a snapshot, merge-on-read (10);
 - `table`: the `Table` handle and `create_table`.
 """
+
+from icefloe.impl.table.commit import PendingCommit, RetryPolicy, resolve_unknown
+from icefloe.impl.table.env import Env
+from icefloe.impl.table.table import Table, create_table
+
+__all__ = ["Table", "create_table", "Env", "PendingCommit", "RetryPolicy", "resolve_unknown"]

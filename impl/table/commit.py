@@ -71,9 +71,9 @@ class Operation(Protocol):
 class RetryPolicy:
     """The four commit.retry.* table properties (6.1)."""
     num_retries: int = NUM_RETRIES_DEFAULT
-    min_wait_ms: int = MIN_WAIT_MS_DEFAULT
-    max_wait_ms: int = MAX_WAIT_MS_DEFAULT
-    total_timeout_ms: int = TOTAL_TIMEOUT_MS_DEFAULT
+    retry_wait_ms_min: int = MIN_WAIT_MS_DEFAULT
+    retry_wait_ms_max: int = MAX_WAIT_MS_DEFAULT
+    commit_timeout_ms_total: int = TOTAL_TIMEOUT_MS_DEFAULT
 
     @classmethod
     def from_properties(cls, props) -> "RetryPolicy":
@@ -83,7 +83,7 @@ class RetryPolicy:
                      get("commit.retry.min-wait-ms", MIN_WAIT_MS_DEFAULT),
                      get("commit.retry.max-wait-ms", MAX_WAIT_MS_DEFAULT),
                      get("commit.retry.total-timeout-ms", TOTAL_TIMEOUT_MS_DEFAULT))
-        assert policy.num_retries >= 0 and 0 <= policy.min_wait_ms <= policy.max_wait_ms, policy
+        assert policy.num_retries >= 0 and 0 <= policy.retry_wait_ms_min <= policy.retry_wait_ms_max, policy
         return policy
 
     @property
@@ -285,8 +285,8 @@ class PendingCommit:
         policy = self._policy()
         time_up = False
         if self.attempt < policy.commit_attempts_max:
-            wait = backoff_wait_ms(self.env, self.attempt, policy.min_wait_ms, policy.max_wait_ms)
-            if self.env.monotonic_ms() + wait - self.started_ms > policy.total_timeout_ms:
+            wait = backoff_wait_ms(self.env, self.attempt, policy.retry_wait_ms_min, policy.retry_wait_ms_max)
+            if self.env.monotonic_ms() + wait - self.started_ms > policy.commit_timeout_ms_total:
                 time_up = True
             else:
                 self.env.sleep_ms(wait)

@@ -55,7 +55,7 @@ def test_backoff_is_full_jitter_between_min_and_doubling_cap():
 def test_retry_policy_defaults_are_icebergs():
     """6.1: num-retries 4 (5 attempts), 100 ms, 60 s, 30 min when no property is set."""
     policy = RetryPolicy.from_properties({})
-    assert (policy.num_retries, policy.min_wait_ms, policy.max_wait_ms, policy.total_timeout_ms) == (
+    assert (policy.num_retries, policy.retry_wait_ms_min, policy.retry_wait_ms_max, policy.commit_timeout_ms_total) == (
         4, 100, 60_000, 1_800_000)
     assert policy.commit_attempts_max == 5
 
