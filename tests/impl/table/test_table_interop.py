@@ -19,7 +19,7 @@ from icefloe.impl.table.env import Env
 from icefloe.impl.table.table import Table
 
 from conftest import ARROW_SCHEMA, ids_of, local_stack, rows
-from delete_writers import position_delete_file
+from delete_writers import equality_delete_file, position_delete_file
 
 PEER_RETRIES_MAX = 200  # bound on the test's own retry of pyiceberg's CommitFailedException
 
@@ -89,6 +89,20 @@ def test_duckdb_reads_icefloe_tables_at_every_snapshot(peers):
         got = con.execute(f"{scan}, snapshot_from_id={snap.snapshot_id}) ORDER BY id").fetchall()
         ours = canonical_rows(table.scan(snapshot_id=snap.snapshot_id))
         assert got == [(r["id"], r["cat"], r["v"]) for r in ours], snap.summary
+    con.close()
+
+
+def test_duckdb_applies_equality_deletes_by_sequence_number_as_icefloe(peers):
+    """An equality delete hides older rows with its key but not a later append of the same
+    key: DuckDB and icefloe agree (pyiceberg 0.12 refuses equality deletes altogether)."""
+    stack, _ = peers
+    table = stack.create()
+    table.append(rows([5, 6, 7]))
+    assert isinstance(table.add_delete_files([equality_delete_file(table, "id", [5, 7])]), Committed)
+    table.append(rows([5]))
+    con = duckdb_connection()
+    got = con.execute(f"SELECT id FROM iceberg_scan('{table.metadata_location}') ORDER BY id").fetchall()
+    assert [r[0] for r in got] == ids_of(table.scan()) == [5, 6]
     con.close()
 
 
