@@ -192,3 +192,43 @@ def test_concurrent_commits_from_pyiceberg_and_icefloe(peers):
     history = table.history()
     assert len(history) == 2 * appends
     assert all(b.parent_snapshot_id == a.snapshot_id for a, b in zip(history, history[1:]))
+
+
+class AckLosingCatalog:
+    """The real SqlCatalog with the next swap's acknowledgement lost (applied, then
+    answered SwapUnknown): a fault injector around a real part, as AckLost in the model."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.lose_next = inner, inner.name, False
+
+    def load(self, identifier):
+        return self.inner.load(identifier)
+
+    def swap(self, identifier, expected, new):
+        from icefloe.impl.outcomes import SwapUnknown
+        result = self.inner.swap(identifier, expected, new)
+        if self.lose_next:
+            self.lose_next = False
+            return SwapUnknown(expected, new, "injected: acknowledgement lost")
+        return result
+
+
+def test_lost_ack_resolved_through_pyiceberg_metadata_log(peers):
+    """icefloe's swap lands but its answer is lost; pyiceberg commits twice on top before
+    icefloe resolves; icefloe finds its attempt through pyiceberg's metadata log: Committed
+    once, no duplicate rows."""
+    from icefloe.impl.table import producer as P
+    stack, theirs = peers
+    stack.create()
+    catalog = AckLosingCatalog(stack.catalog)
+    table = Table(catalog, "db.t", stack.io, Env.seeded(9, sleep_ms=lambda ms: None))
+    commit = table.new_commit(P.FastAppend(rows([1])))
+    for _ in range(5):
+        commit.step()
+    catalog.lose_next = True
+    assert commit.step() == "unknown"
+    theirs.load_table("db.t").append(rows([2]))
+    theirs.load_table("db.t").append(rows([3]))
+    outcome = commit.run()
+    assert outcome == Committed(commit.attempted[0], commit.snapshot_id, 1)
+    assert ids_of(theirs.load_table("db.t").scan().to_arrow()) == [1, 2, 3]
