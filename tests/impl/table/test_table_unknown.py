@@ -178,3 +178,23 @@ def test_rejected_swap_then_lost_ack_commits_exactly_once(mem):
     outcome = commit.run()
     assert outcome == Committed(commit.attempted[1], commit.snapshot_id, 2)
     assert ids_of(fresh(mem).scan()) == [1, 2] and len(fresh(mem).history()) == 2
+
+
+def test_chain_walk_reads_older_files_when_the_metadata_log_is_trimmed(mem):
+    """9.7: with write.metadata.previous-versions-max = 1, the landed attempt is no longer
+    in the pointer's log after others committed on top; the walk continues in older files."""
+    table = mem.create(properties={"write.metadata.previous-versions-max": "1"})
+    table.append(rows([1]))
+    commit = table.new_commit(P.FastAppend(rows([2])))
+    step_to(commit, SWAP)
+    mem.catalog.lose_acknowledgements(1)
+    commit.step()
+    other = fresh(mem)
+    for i in range(3, 6):
+        other.append(rows([i]))
+    assert len(other.metadata.metadata_log) == 1
+    gets = mem.io.counts["get"]
+    outcome = commit.run()
+    assert outcome == Committed(commit.attempted[0], commit.snapshot_id, 1)
+    assert mem.io.counts["get"] - gets >= 3  # the pointer's file plus older ones
+    assert ids_of(fresh(mem).scan()) == [1, 2, 3, 4, 5]
