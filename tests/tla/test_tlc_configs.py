@@ -8,6 +8,8 @@ import tlc
 from abstraction import bounds_from_cfg
 
 from icefloe.model import variants
+from icefloe.model.explore import explore
+from icefloe.model.spec import IcebergSpec
 
 EXPECTED = tlc.load_expected()
 
@@ -42,12 +44,16 @@ ICEBERG_VARIANT_CFGS = sorted(c for c, e in EXPECTED.items() if "variant" in e)
 @pytest.mark.parametrize("cfg", ICEBERG_VARIANT_CFGS)
 def test_variant_config_matches_model_registry(cfg):
     """Goal: a flawed variant's configuration explores the instance model/variants.py
-    registers for it and expects a property that variant breaks. Method: read the
-    .cfg's constants into Bounds and compare with the registry."""
+    registers for it and expects the property the Python explorer finds broken first.
+    Method: read the .cfg's constants into Bounds, compare with the registry, explore."""
     exp = EXPECTED[cfg]
     v = variants.get(exp["variant"])
-    assert bounds_from_cfg(tlc.TLA_DIR / cfg) == v.make().bounds
+    bounds = bounds_from_cfg(tlc.TLA_DIR / cfg)
+    assert bounds == v.make().bounds
     assert any(b.split()[-1] == exp["invariant"] for b in v.breaks), (exp["invariant"], v.breaks)
+    res = explore(IcebergSpec(bounds))
+    assert res.verdict == "violated" and res.property.split()[-1] == exp["invariant"], \
+        (res.property, exp["invariant"])
 
 
 def test_every_iceberg_variant_has_a_failing_config():
