@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from icefloe.impl.catalog.base import Catalog, CatalogError, TableIdentifier
-from icefloe.impl.format.manifest import ManifestError, ManifestFile, write_manifest_list
+from icefloe.impl.format.manifest import ManifestFile, write_manifest_list
 from icefloe.impl.format.metadata import (
     MetadataError, Snapshot, TableMetadata, from_json, to_json,
 )
 from icefloe.impl.io.base import AlreadyExists, ObjectStore, StoreError, StoreOutcomeUnknown
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import (
-    Committed, CommitOutcome, Conflict, SwapRejected, Swapped, SwapUnknown, Unknown,
+    Committed, IcefloeError, CommitOutcome, Conflict, SwapRejected, Swapped, SwapUnknown, Unknown,
 )
 from icefloe.impl.table import updates as U
 from icefloe.impl.table.env import (
@@ -169,10 +169,12 @@ class PendingCommit:
             handler()
         except AlreadyExists as e:
             self._finish_failed(self._read_pointer(), f"name collision (broken random source?): {e}")
-        except (StoreError, ManifestError, MetadataError) as e:
+        except IcefloeError as e:
+            # Store errors, and files that cannot be written as the format says (rows that
+            # do not fit the schema): the operation fails (9.5), never half-done.
             if self.phase == PLAN:
-                raise  # nothing written yet: the table could not be read
-            self._finish_failed(self._read_pointer(), f"write failed in phase {self.phase}: {e}")
+                raise  # nothing written yet: the table could not be read or planned
+            self._finish_failed(self._read_pointer(), f"{type(e).__name__} in phase {self.phase}: {e}")
         return self.phase
 
     def _policy(self) -> RetryPolicy:

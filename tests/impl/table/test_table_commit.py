@@ -263,3 +263,16 @@ def test_failed_cleanup_after_an_acknowledged_expiry_keeps_the_commit(mem):
     outcome, deleted = writer.expire_snapshots(older_than_ms=10 ** 15, retain_last=1)
     assert isinstance(outcome, Committed) and deleted == []
     assert ids_of(rival(mem).scan()) == [2] and len(rival(mem).metadata.snapshots) == 1
+
+
+def test_rows_that_do_not_fit_the_schema_fail_the_operation_cleanly(mem):
+    """A data file that cannot be written (a column the schema lacks) ends the operation
+    Conflict with nothing left behind, not half-done."""
+    import pyarrow as pa
+    table = mem.create()
+    table.append(rows([1]))
+    before = stored(mem, table)
+    bad = pa.table({"id": [2], "cat": ["a"], "v": [2.0], "extra": [1]})
+    outcome = table.append(bad)
+    assert isinstance(outcome, Conflict) and "DataFileError" in outcome.reason
+    assert stored(mem, table) == before
