@@ -276,3 +276,19 @@ def test_rows_that_do_not_fit_the_schema_fail_the_operation_cleanly(mem):
     outcome = table.append(bad)
     assert isinstance(outcome, Conflict) and "DataFileError" in outcome.reason
     assert stored(mem, table) == before
+
+
+def test_commits_to_different_branches_serialize_without_conflict(mem):
+    """8.2: a delete on a branch and an append on main race; the swap serializes them and the
+    branch's assumptions, checked over the branch's ancestry, still hold."""
+    table = mem.create()
+    s1 = table.append(rows([1, 2], ["a", "b"])).snapshot_id
+    table.create_branch("side", s1)
+    commit = table.new_commit(P.DeleteWhere("cat = 'a'", None, ref="side"))
+    step_to(commit, SWAP)
+    rival(mem).append(rows([3], "a"))
+    outcome = commit.run()
+    assert isinstance(outcome, Committed) and outcome.attempts == 2
+    t = rival(mem)
+    assert ids_of(t.scan(ref="side")) == [2] and ids_of(t.scan()) == [1, 2, 3]
+    assert t.metadata.ref_head("side").parent_snapshot_id == s1
