@@ -1,34 +1,17 @@
 """The catalog contract of tests/impl/catalog/test_catalog_contract.py, run against SqlCatalog
-on this suite's real PostgreSQL server.
-
-The contract's test functions are reused, not copied: its module is loaded from its file
-(test modules are not importable by name from another folder) and its `test_*` functions are
-bound here, where this module's `catalog` fixture, not the contract's own, supplies the catalog.
-"""
+on this suite's real PostgreSQL server: its tests are bound here (reuse.py), and this module's
+`catalog` fixture, not the contract's own, supplies the catalog."""
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
 
 import pytest
 
 from icefloe.impl.catalog.sql import SqlCatalog
+from reuse import bind_tests, load_test_module
 
-CONTRACT_PATH = Path(__file__).resolve().parents[1] / "impl" / "catalog" / "test_catalog_contract.py"
 LOCK_TIMEOUT_MS = 60_000  # racers queue on the row lock; the machine may be slow
 
-
-def _load_contract():
-    spec = importlib.util.spec_from_file_location("icefloe_catalog_contract", CONTRACT_PATH)
-    assert spec is not None and spec.loader is not None, CONTRACT_PATH
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_contract = _load_contract()
-CONTRACT_TESTS = sorted(name for name in vars(_contract) if name.startswith("test_"))
-globals().update({name: getattr(_contract, name) for name in CONTRACT_TESTS})
+_contract = load_test_module("impl/catalog/test_catalog_contract.py", "icefloe_catalog_contract")
+CONTRACT_TESTS = bind_tests(_contract, globals())
 
 
 @pytest.fixture
