@@ -1,12 +1,12 @@
 """The catalog contract of tests/impl/catalog/test_catalog_contract.py, run against SqlCatalog
-on this suite's real PostgreSQL server: its tests are bound here (reuse.py), and this module's
-`catalog` fixture, not the contract's own, supplies the catalog."""
+on this suite's real PostgreSQL server: its tests are bound here (foreign_tests.py), and this
+module's `catalog` fixture, not the contract's own, supplies the catalog."""
 from __future__ import annotations
 
 import pytest
 
 from icefloe.impl.catalog.sql import SqlCatalog
-from reuse import bind_tests, load_test_module
+from foreign_tests import bind_tests, load_test_module
 
 LOCK_TIMEOUT_MS = 60_000  # racers queue on the row lock; the machine may be slow
 

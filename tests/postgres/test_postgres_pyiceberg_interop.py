@@ -1,14 +1,14 @@
 """pyiceberg's SqlCatalog and ours share one PostgreSQL database: the interoperability tests of
 tests/impl/catalog/test_catalog_pyiceberg_interop.py (written for SQLite), bound here
-(reuse.py) with this module's `both` fixture. pyiceberg goes through SQLAlchemy and psycopg2,
-ours through psycopg2 alone; nothing is mocked."""
+(foreign_tests.py) with this module's `both` fixture. pyiceberg goes through SQLAlchemy and
+psycopg2, ours through psycopg2 alone; nothing is mocked."""
 from __future__ import annotations
 
 import pytest
 from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
 
 from icefloe.impl.catalog.sql import SqlCatalog
-from reuse import bind_tests, load_test_module
+from foreign_tests import bind_tests, load_test_module
 
 _interop = load_test_module("impl/catalog/test_catalog_pyiceberg_interop.py", "icefloe_catalog_pyiceberg_interop")
 INTEROP_TESTS = bind_tests(_interop, globals())
