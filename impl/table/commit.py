@@ -125,7 +125,9 @@ class PendingCommit:
 
     @property
     def starting_snapshot(self) -> Snapshot | None:
-        return self.base_at_start.snapshot_by_id(self.starting_snapshot_id) if self.starting_snapshot_id else None
+        if self.starting_snapshot_id is None:
+            return None
+        return self.base_at_start.snapshot_by_id(self.starting_snapshot_id)
 
     def head(self, metadata: TableMetadata | None = None) -> Snapshot | None:
         """The head of the operation's ref in `metadata` (default: the current base)."""
