@@ -200,8 +200,8 @@ def test_every_own_config_has_an_expected_result():
 
 @pytest.mark.parametrize("cfg", sorted(c for c in own_tlc_entries() if variant_of(c)))
 def test_tlc_config_agrees_with_the_python_model(cfg, tmp_path, monkeypatch):
-    """Goal: TLC fails each variant's config as recorded and as the Python explorer does (first violated
-    property, counterexample length); method: run both. (tests/tla/test_tlc_configs.py runs every config.)"""
+    """Goal: TLC and the Python explorer fail a variant alike (invariant, trace length); method: run both."""
+    # tests/tla/test_tlc_configs.py runs every config; this adds the comparison with Python.
     # TLC unpacks its standard modules (Naturals.tla, ...) into java.io.tmpdir; give each run
     # its own, so that TLC runs on other xdist workers cannot race it there.
     monkeypatch.setenv("JAVA_TOOL_OPTIONS", f"-Djava.io.tmpdir={tmp_path}")
