@@ -1,61 +1,10 @@
-"""Fixtures for the table tests: the two real stacks (LocalStore + SqlCatalog on SQLite,
-MemoryStore + MemoryCatalog), a small schema, and seeded environments."""
+"""Fixtures for the table tests: both real stacks, parametrized, and a memory stack
+(helpers live in table_helpers.py, which test modules import by that unique name)."""
 from __future__ import annotations
 
-import itertools
-
-import pyarrow as pa
 import pytest
 
-from icefloe.impl.catalog.memory import MemoryCatalog
-from icefloe.impl.catalog.sql import SqlCatalog
-from icefloe.impl.format.transforms import parse_partition_spec
-from icefloe.impl.format.types import schema_from_arrow
-from icefloe.impl.io.local import LocalStore
-from icefloe.impl.io.memory import MemoryStore
-from icefloe.impl.table.env import Env
-from icefloe.impl.table.table import create_table
-
-ARROW_SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("cat", pa.string()),
-                          pa.field("v", pa.float64())])
-SCHEMA = schema_from_arrow(ARROW_SCHEMA)
-FAST_RETRY = {"commit.retry.min-wait-ms": "0", "commit.retry.max-wait-ms": "0"}
-
-
-def rows(ids, cat="a"):
-    ids = list(ids)
-    cats = cat if isinstance(cat, list) else [cat] * len(ids)
-    return pa.table({"id": ids, "cat": cats, "v": [float(i) for i in ids]}, schema=ARROW_SCHEMA)
-
-
-def ids_of(table: pa.Table) -> list:
-    return sorted(table.column("id").to_pylist())
-
-
-class Stack:
-    """One catalog and one store, plus a factory for tables and seeded environments."""
-
-    def __init__(self, kind, catalog, io, root):
-        self.kind, self.catalog, self.io, self.root = kind, catalog, io, root
-        self._seeds = itertools.count(1)
-
-    def env(self, **kwargs) -> Env:
-        return Env.seeded(next(self._seeds), sleep_ms=lambda ms: None, **kwargs)
-
-    def create(self, name="t", partition: str | None = None, properties=None, env=None):
-        spec = parse_partition_spec(partition, SCHEMA) if partition else None
-        props = dict(FAST_RETRY, **(properties or {}))
-        return create_table(self.catalog, f"db.{name}", SCHEMA, spec, f"{self.root}/db/{name}",
-                            props, io=self.io, env=env or self.env())
-
-
-def local_stack(tmp_path) -> Stack:
-    return Stack("local", SqlCatalog(f"sqlite:///{tmp_path}/catalog.db"), LocalStore(fsync=False),
-                 f"file://{tmp_path}/warehouse")
-
-
-def memory_stack() -> Stack:
-    return Stack("memory", MemoryCatalog(), MemoryStore(), "memory://warehouse")
+from table_helpers import local_stack, memory_stack
 
 
 @pytest.fixture(params=["local", "memory"])

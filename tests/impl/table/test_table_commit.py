@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import random
 
-import pytest
 
 from icefloe.impl.outcomes import Committed, Conflict
 from icefloe.impl.table import producer as P
@@ -16,7 +15,7 @@ from icefloe.impl.table.env import Env, backoff_wait_ms
 from icefloe.impl.table.operations import SetRef
 from icefloe.impl.table.table import Table
 
-from conftest import ids_of, rows
+from table_helpers import ids_of, rows
 
 
 class FixedRandom(random.Random):

@@ -18,7 +18,7 @@ from icefloe.impl.outcomes import Committed
 from icefloe.impl.table.env import Env
 from icefloe.impl.table.table import Table
 
-from conftest import ARROW_SCHEMA, ids_of, local_stack, rows
+from table_helpers import ARROW_SCHEMA, ids_of, local_stack, rows
 from delete_writers import equality_delete_file, position_delete_file
 
 PEER_RETRIES_MAX = 200  # bound on the test's own retry of pyiceberg's CommitFailedException

@@ -4,7 +4,6 @@ acknowledged swap, never outside the table location, and orphans only past the a
 from __future__ import annotations
 
 from icefloe.impl.catalog.memory import MemoryCatalog
-from icefloe.impl.format.manifest import DataFile
 from icefloe.impl.format.parquet import write_data_file
 from icefloe.impl.io.memory import MemoryStore
 from icefloe.impl.outcomes import Committed
@@ -12,7 +11,7 @@ from icefloe.impl.table import operations as ops
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.table import Table
 
-from conftest import SCHEMA, Stack, ids_of, rows
+from table_helpers import SCHEMA, Stack, ids_of, rows
 
 FAR_FUTURE_MS = 10 ** 15
 

@@ -10,7 +10,7 @@ from icefloe.impl.outcomes import Committed, Conflict, require_committed, Commit
 from icefloe.impl.table.env import metadata_version
 from icefloe.impl.table.table import Table, create_table
 
-from conftest import SCHEMA, ids_of, rows
+from table_helpers import SCHEMA, ids_of, rows
 
 
 def test_create_append_scan_round_trip(stack):

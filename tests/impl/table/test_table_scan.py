@@ -8,7 +8,7 @@ from icefloe.impl.table import producer as P
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.scan import plan_files
 
-from conftest import ids_of, memory_stack, rows
+from table_helpers import ids_of, memory_stack, rows
 from delete_writers import equality_delete_file, position_delete_file
 
 

@@ -15,7 +15,7 @@ from icefloe.impl.table import producer as P
 from icefloe.impl.table.commit import PLAN, SWAP
 from icefloe.impl.table.table import Table
 
-from conftest import ids_of, memory_stack, rows
+from table_helpers import ids_of, memory_stack, rows
 
 WRITERS = 2
 KINDS = ("append", "delete", "compact", "rollback", "expire")

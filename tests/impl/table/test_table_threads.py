@@ -10,7 +10,7 @@ from icefloe.impl.outcomes import Committed, Conflict
 from icefloe.impl.table.env import Env
 from icefloe.impl.table.table import Table
 
-from conftest import ids_of, local_stack, memory_stack, rows
+from table_helpers import ids_of, local_stack, memory_stack, rows
 
 WRITERS, APPENDS = 4, 25
 CONTENTION = {"commit.retry.num-retries": "200", "commit.retry.min-wait-ms": "1",

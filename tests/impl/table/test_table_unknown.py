@@ -10,7 +10,7 @@ from icefloe.impl.table import producer as P
 from icefloe.impl.table.commit import LIST, PendingCommit, SWAP, UNKNOWN, resolve_unknown
 from icefloe.impl.table.table import Table
 
-from conftest import ids_of, rows
+from table_helpers import ids_of, rows
 
 
 def step_to(commit: PendingCommit, phase: str, steps_max: int = 10) -> None:
