@@ -49,11 +49,13 @@ def check_agreement(cfg: str, tlc_result) -> None:
 
 
 def test_small_config_state_sets_agree(tlc_result):
+    """Goal: TLC and the explorer reach the same states (CI size). Method: compare sets."""
     check_agreement("MCIcebergCommit_small.cfg", tlc_result)
 
 
 @pytest.mark.deep
 def test_large_config_state_sets_agree(tlc_result):
+    """Goal: the same on every kind, fault and orphan removal. Method: compare sets."""
     check_agreement("MCIcebergCommit_large.cfg", tlc_result)
 
 
