@@ -38,7 +38,7 @@ explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2
 
 tlc: venv
-	$(BIN)/python -m icefloe.model.tlc --all
+	$(BIN)/python tests/tla/tlc.py --all
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

@@ -472,8 +472,9 @@ def successors(b: Bounds, s: State):
         if fault_enabled(b, s, CRASH):
             yield ("Crash", w), crash(b, s, w)
     for req in sorted(s.inflight):
-        yield ("Deliver", req[0]), deliver(s, req)
-        yield ("Drop", req[0]), s._replace(inflight=s.inflight - {req})
+        new = req[2]                # labels name the request: (writer, op, attempt)
+        yield ("Deliver", req[0], new[1], new[2]), deliver(s, req)
+        yield ("Drop", req[0], new[1], new[2]), s._replace(inflight=s.inflight - {req})
     if s.faults_on:
         yield ("Heal", 0), s._replace(faults_on=False)
     if s.orphan_runs < b.orphan_runs:
