@@ -194,6 +194,7 @@ class PendingCommit:
         self.base_location = self.first_base_location = location
         head = self.head()
         self.starting_snapshot_id = None if head is None else head.snapshot_id
+        self._read_base_tree()
         self.started_ms = self.env.monotonic_ms()
         self._policy()
         self.attempt = 1
@@ -318,6 +319,7 @@ class PendingCommit:
             self._finish_failed(pointer, f"validation failed: {problem}")
             return
         self.base, self.base_location = metadata, location
+        self._read_base_tree()
         self.attempt += 1
         self.phase = self.operation.restart_phase
 
@@ -365,6 +367,13 @@ class PendingCommit:
                 pass  # orphan removal will find it (12)
         self.outcome = Conflict(reason, self.attempt, self.snapshot_id)
         self.phase = DONE
+
+    def _read_base_tree(self) -> None:
+        """Refresh reads the base's head manifest list too (model: Begin/Retry read the
+        base), so a later expiry of that snapshot cannot fail this attempt's writes:
+        the manifests it names stay reachable from the head that replaced it."""
+        if self.operation.produces_snapshot:
+            self.tree.manifests(self.head())
 
     def _draw_snapshot_id(self) -> None:
         self.snapshot_id_draws += 1
