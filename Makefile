@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv system-deps run test bench explore tlc clean
+.PHONY: venv system-deps run test explore tlc clean
 
 venv: $(STAMP)
 
