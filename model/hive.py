@@ -47,6 +47,8 @@ The properties, interpreted for this format (docs/variants.md repeats them). A
 """
 from __future__ import annotations
 
+from icefloe.model.spec import ModuleSpec
+
 from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -315,33 +317,15 @@ TERMINAL_CHECKS = {
 
 
 @dataclass
-class HiveSpec:
+class HiveSpec(ModuleSpec):
     """The Spec protocol (model/spec.py) for a Hive directory-listing table."""
     bounds: HiveBounds
     only: tuple = ()            # check just these safety properties (shortest trace for one)
-
-    @property
-    def name(self) -> str:
-        return self.bounds.variant
-
-    @property
-    def safety(self):
-        assert set(self.only) <= set(SAFETY_CHECKS), self.only
-        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in SAFETY_CHECKS.items()
-                if not self.only or n in self.only}
-
-    @property
-    def terminal(self):
-        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in TERMINAL_CHECKS.items()}
-
-    def initial(self):
-        return [initial_state(self.bounds)]
-
-    def successors(self, state):
-        return successors(self.bounds, state)
-
-    def is_terminal(self, state) -> bool:
-        return is_terminal(state)
+    SAFETY = SAFETY_CHECKS
+    TERMINAL = TERMINAL_CHECKS
+    _initial = staticmethod(initial_state)
+    _successors = staticmethod(successors)
+    _is_terminal = staticmethod(is_terminal)
 
     def events(self, state, label, nxt):
         if label[0] == "WriteFile" and len(nxt.hist) > len(state.hist):

@@ -55,6 +55,8 @@ order; a *committed value* is the snapshot view right after a completion (`hist`
 """
 from __future__ import annotations
 
+from icefloe.model.spec import ModuleSpec
+
 import itertools
 from collections import Counter
 from dataclasses import dataclass, fields
@@ -495,33 +497,15 @@ TERMINAL_CHECKS = {
 
 
 @dataclass
-class HudiSpec:
+class HudiSpec(ModuleSpec):
     """The Spec protocol (model/spec.py) for a Hudi timeline with the given knobs."""
     bounds: HudiBounds
     only: tuple = ()            # check just these safety properties (shortest trace for one)
-
-    @property
-    def name(self) -> str:
-        return self.bounds.variant
-
-    @property
-    def safety(self):
-        assert set(self.only) <= set(SAFETY_CHECKS), self.only
-        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in SAFETY_CHECKS.items()
-                if not self.only or n in self.only}
-
-    @property
-    def terminal(self):
-        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in TERMINAL_CHECKS.items()}
-
-    def initial(self):
-        return [initial_state(self.bounds)]
-
-    def successors(self, state):
-        return successors(self.bounds, state)
-
-    def is_terminal(self, state) -> bool:
-        return is_terminal(state)
+    SAFETY = SAFETY_CHECKS
+    TERMINAL = TERMINAL_CHECKS
+    _initial = staticmethod(initial_state)
+    _successors = staticmethod(successors)
+    _is_terminal = staticmethod(is_terminal)
 
     def events(self, state, label, nxt):
         if label[0] == "Begin" and _get(state.timeline, label[3]) is not None:

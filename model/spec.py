@@ -102,4 +102,34 @@ class IcebergSpec:
                 f" snapshots={sorted(x.id for x in meta.snaps)} | {ws}{extra}")
 
 
+class ModuleSpec:
+    """The Spec protocol for a model written as module functions (model/hive.py,
+    model/hudi.py). A subclass is a dataclass with `bounds` and `only` (check just these
+    safety properties, for a shortest trace of one) and names its module's pieces:
+    SAFETY, TERMINAL (name -> check(bounds, state)), and the static functions
+    _initial(bounds), _successors(bounds, state), _is_terminal(state)."""
+    SAFETY: dict = {}
+    TERMINAL: dict = {}
 
+    @property
+    def name(self) -> str:
+        return self.bounds.variant
+
+    @property
+    def safety(self):
+        assert set(self.only) <= set(self.SAFETY), self.only
+        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in self.SAFETY.items()
+                if not self.only or n in self.only}
+
+    @property
+    def terminal(self):
+        return {n: (lambda s, f=f: f(self.bounds, s)) for n, f in self.TERMINAL.items()}
+
+    def initial(self):
+        return [self._initial(self.bounds)]
+
+    def successors(self, state):
+        return self._successors(self.bounds, state)
+
+    def is_terminal(self, state) -> bool:
+        return self._is_terminal(state)
