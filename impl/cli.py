@@ -1,0 +1,247 @@
+"""The `icefloe` command line (issue: reference implementation, item 7).
+
+    icefloe [--catalog URI] [--warehouse DIR] create db.t --schema-from F.parquet [--partition-by "cat, bucket(16, id)"]
+    icefloe append db.t FILE.parquet|FILE.csv
+    icefloe scan db.t|METADATA.json [--snapshot-id ID | --as-of MS | --tag T] [--filter EXPR] [--format table|json|csv]
+    icefloe history db.t|METADATA.json [--json]
+    icefloe rollback db.t SNAPSHOT_ID
+    icefloe compact db.t
+    icefloe expire db.t [--older-than MS] [--retain-last N]
+
+The default catalog is the SQLite file ./icefloe.db with catalog name `icefloe`, so
+pyiceberg's SqlCatalog("icefloe", uri=...) opens the same tables. Bad input gets one
+line on stderr and exit code 2; a commit that did not commit exits 1.
+"""
+from __future__ import annotations
+
+import argparse
+import io as _io
+import json
+import os
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from icefloe.impl.catalog.base import CatalogError, TableIdentifier
+from icefloe.impl.catalog.sql import SqlCatalog
+from icefloe.impl.format import expressions
+from icefloe.impl.format.metadata import from_json
+from icefloe.impl.format.transforms import parse_partition_spec
+from icefloe.impl.format.types import schema_from_arrow, schema_to_arrow
+from icefloe.impl.io.local import LocalStore
+from icefloe.impl.io.locations import canonical_location
+from icefloe.impl.outcomes import Committed, IcefloeError
+from icefloe.impl.table import scan as S
+from icefloe.impl.table.table import Table, create_table
+
+EXIT_OK, EXIT_NOT_COMMITTED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    pass
+
+
+def _read_rows(path: str) -> pa.Table:
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such file")
+    try:
+        if path.endswith(".csv"):
+            return pa_csv.read_csv(path)
+        return pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise UsageError(f"{path}: not a readable {'CSV' if path.endswith('.csv') else 'Parquet'} file: {e}") from None
+
+
+def _catalog(args) -> SqlCatalog:
+    return SqlCatalog(args.catalog)
+
+
+def _table(args) -> Table:
+    return Table(_catalog(args), TableIdentifier.parse(args.table), LocalStore())
+
+
+def _is_metadata_path(text: str) -> bool:
+    return text.endswith(".metadata.json") or text.startswith("file:") or os.sep in text
+
+
+def _read_only(text: str):
+    """A table read straight from a metadata JSON file, without a catalog."""
+    location = canonical_location(text if text.startswith("file:") else Path(text).resolve().as_uri())
+    store = LocalStore()
+    return store, from_json(store.get(location), location)
+
+
+def cmd_create(args) -> int:
+    rows = _read_rows(args.schema_from)
+    schema = schema_from_arrow(rows.schema)
+    spec = parse_partition_spec(args.partition_by, schema) if args.partition_by else None
+    ident = TableIdentifier.parse(args.table)
+    location = Path(args.warehouse).resolve().joinpath(*ident.namespace, ident.name).as_uri()
+    create_table(_catalog(args), ident, schema, spec, location=location, io=LocalStore())
+    print(f"created {ident} at {location}")
+    return EXIT_OK
+
+
+def cmd_append(args) -> int:
+    table = _table(args)
+    rows = _read_rows(args.file)
+    target = schema_to_arrow(table.metadata.schema())
+    try:
+        rows = rows.select(target.names).cast(target)
+    except (KeyError, pa.ArrowInvalid, ValueError) as e:
+        raise UsageError(f"{args.file}: does not match the table's schema: {e}") from None
+    return _report(table.append(rows))
+
+
+def _report(outcome) -> int:
+    if isinstance(outcome, Committed) and outcome.attempts == 0:
+        print("nothing to do: no commit")
+        return EXIT_OK
+    if isinstance(outcome, Committed):
+        print(f"committed snapshot {outcome.snapshot_id} in {outcome.attempts} attempt(s)")
+        return EXIT_OK
+    print(f"not committed: {type(outcome).__name__}: {outcome.reason}", file=sys.stderr)
+    return EXIT_NOT_COMMITTED
+
+
+def _snapshot(metadata, args):
+    if args.snapshot_id is not None:
+        snap = metadata.snapshot_by_id(args.snapshot_id)
+        if snap is None:
+            raise UsageError(f"snapshot {args.snapshot_id} is not retained")
+        return snap
+    if args.tag is not None:
+        if args.tag not in metadata.refs:
+            raise UsageError(f"no tag or branch {args.tag!r}")
+        return metadata.ref_head(args.tag)
+    if args.as_of is not None:
+        snap = metadata.snapshot_as_of(args.as_of)
+        if snap is None:
+            raise UsageError(f"no snapshot was current at {args.as_of}")
+        return snap
+    return metadata.current_snapshot()
+
+
+def cmd_scan(args) -> int:
+    if _is_metadata_path(args.table):
+        store, metadata = _read_only(args.table)
+    else:
+        table = _table(args)
+        store, metadata = table.io, table.metadata
+    row_filter = expressions.parse(args.filter) if args.filter else None
+    rows = S.scan(store, metadata, _snapshot(metadata, args), row_filter)
+    if args.format == "json":
+        print(json.dumps(rows.to_pylist(), default=str))
+    elif args.format == "csv":
+        buf = _io.BytesIO()
+        pa_csv.write_csv(rows, buf)
+        sys.stdout.write(buf.getvalue().decode())
+    else:
+        print(_text_table(rows))
+    return EXIT_OK
+
+
+def _text_table(rows: pa.Table) -> str:
+    if not rows.num_rows:
+        return "(no rows)"
+    cells = [[str(v) for v in col.to_pylist()] for col in rows.columns]
+    widths = [max(len(name), *(len(c) for c in col)) for name, col in zip(rows.column_names, cells)]
+    lines = ["  ".join(n.rjust(w) for n, w in zip(rows.column_names, widths))]
+    for i in range(rows.num_rows):
+        lines.append("  ".join(col[i].rjust(w) for col, w in zip(cells, widths)))
+    return "\n".join(lines)
+
+
+def cmd_history(args) -> int:
+    if _is_metadata_path(args.table):
+        _, metadata = _read_only(args.table)
+    else:
+        metadata = _table(args).metadata
+    current = metadata.current_snapshot_id
+    rows = [{"snapshot_id": s.snapshot_id, "parent_snapshot_id": s.parent_snapshot_id,
+             "sequence_number": s.sequence_number, "timestamp_ms": s.timestamp_ms,
+             "operation": s.summary.get("operation"), "current": s.snapshot_id == current}
+            for s in sorted(metadata.snapshots, key=lambda s: s.sequence_number)]
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for r in rows:
+            mark = "*" if r["current"] else " "
+            print(f"{mark} {r['snapshot_id']:>20}  parent {str(r['parent_snapshot_id']):>20}  "
+                  f"seq {r['sequence_number']:>4}  {r['operation']}")
+    return EXIT_OK
+
+
+def cmd_rollback(args) -> int:
+    return _report(_table(args).rollback_to(args.snapshot_id))
+
+
+def cmd_compact(args) -> int:
+    return _report(_table(args).rewrite_files())
+
+
+def cmd_expire(args) -> int:
+    outcome, deleted = _table(args).expire_snapshots(args.older_than, args.retain_last)
+    code = _report(outcome)
+    print(f"deleted {len(deleted)} file(s)")
+    return code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="icefloe", description="Iceberg v2 tables with a verified commit protocol")
+    ap.add_argument("--catalog", default="sqlite:///./icefloe.db", help="catalog URI (default sqlite:///./icefloe.db)")
+    ap.add_argument("--warehouse", default="./warehouse", help="where new tables live (default ./warehouse)")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("create")
+    p.add_argument("table")
+    p.add_argument("--schema-from", required=True)
+    p.add_argument("--partition-by")
+    p.set_defaults(fn=cmd_create)
+    p = sub.add_parser("append")
+    p.add_argument("table")
+    p.add_argument("file")
+    p.set_defaults(fn=cmd_append)
+    for name, fn in (("scan", cmd_scan), ("history", cmd_history)):
+        p = sub.add_parser(name)
+        p.add_argument("table", help="namespace.table, or a metadata JSON path/URI (read-only)")
+        if name == "scan":
+            g = p.add_mutually_exclusive_group()
+            g.add_argument("--snapshot-id", type=int)
+            g.add_argument("--as-of", type=int, help="milliseconds since the epoch")
+            g.add_argument("--tag")
+            p.add_argument("--filter")
+            p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+        else:
+            p.add_argument("--json", action="store_true")
+        p.set_defaults(fn=fn, snapshot_id=None, as_of=None, tag=None)
+    p = sub.add_parser("rollback")
+    p.add_argument("table")
+    p.add_argument("snapshot_id", type=int)
+    p.set_defaults(fn=cmd_rollback)
+    p = sub.add_parser("compact")
+    p.add_argument("table")
+    p.set_defaults(fn=cmd_compact)
+    p = sub.add_parser("expire")
+    p.add_argument("table")
+    p.add_argument("--older-than", type=int, help="milliseconds since the epoch")
+    p.add_argument("--retain-last", type=int)
+    p.set_defaults(fn=cmd_expire)
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    args = ap.parse_args(argv)
+    try:
+        return args.fn(args)
+    except (UsageError, IcefloeError, CatalogError, ValueError, KeyError, OSError) as e:
+        message = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"icefloe: {type(e).__name__}: {message}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())
