@@ -27,7 +27,6 @@ from icefloe.model import variants
 from icefloe.model.state import FAULT_KINDS, OP_KINDS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
-spec_safety_marker = object()   # "all of spec.safety", through spec.check_safety if it has one
 
 
 @dataclass
@@ -58,12 +57,7 @@ class Result:
         }
 
 
-def _check(spec, state, checks) -> tuple[str, str] | None:
-    if checks is spec_safety_marker:
-        fast = getattr(spec, "check_safety", None)
-        if fast is not None:
-            return fast(state)
-        checks = spec.safety
+def _check(checks, state) -> tuple[str, str] | None:
     for name, fn in checks.items():
         why = fn(state)
         if why:
@@ -76,7 +70,10 @@ def explore(spec, max_states: int | None = None, collect: bool = False,
     """Breadth-first search of every state reachable from spec.initial()."""
     t0 = time.monotonic()
     res = Result(spec.name, "holds")
-    safety, terminal = spec_safety_marker, spec.terminal
+    # A spec may offer check_safety (all safety properties, cached); else check them one by one.
+    safety_checks = spec.safety
+    check_safety = getattr(spec, "check_safety", None) or (lambda s: _check(safety_checks, s))
+    terminal = spec.terminal
     parents: dict[int, tuple[int | None, tuple | None]] = {}
     frontier = []
     reachable = [] if collect else None
@@ -89,7 +86,7 @@ def explore(spec, max_states: int | None = None, collect: bool = False,
         frontier.append(s0)
         if collect:
             reachable.append(s0)
-        violation = violation or (_check(spec, s0, safety), fp)
+        violation = violation or (check_safety(s0), fp)
         if violation[0]:
             break
     depth = 0
@@ -101,7 +98,7 @@ def explore(spec, max_states: int | None = None, collect: bool = False,
             if not succ:
                 res.final_states += 1
                 why = ("Deadlock", "no action is enabled in a non-final state") \
-                    if not spec.is_terminal(s) else _check(spec, s, terminal)
+                    if not spec.is_terminal(s) else _check(terminal, s)
                 if why:
                     violation = (why, fp_s)
                     break
@@ -118,7 +115,7 @@ def explore(spec, max_states: int | None = None, collect: bool = False,
                 nxt_frontier.append(t)
                 if collect:
                     reachable.append(t)
-                why = _check(spec, t, safety)
+                why = check_safety(t)
                 if why:
                     violation = (why, fp)
                     break

@@ -47,11 +47,12 @@ The properties, interpreted for this format (docs/variants.md repeats them). A
 """
 from __future__ import annotations
 
-from icefloe.model.spec import ModuleSpec
-
 from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from icefloe.model.checks import lone_not_committed, pending_operation
+from icefloe.model.spec import ModuleSpec
 
 APPEND, OVERWRITE = "append", "overwrite"
 HIVE_KINDS = (APPEND, OVERWRITE)
@@ -281,19 +282,11 @@ def check_cleanup_safe(b, s: HiveState):
 
 
 def check_operations_terminate(b, s: HiveState):
-    for w, row in enumerate(s.outcomes, start=1):
-        for k, (res, _) in enumerate(row, start=1):
-            if res == PENDING:
-                return f"operation ({w}, {k}) never ended"
-    return None
+    return pending_operation(s.outcomes)
 
 
 def check_lone_writer_commits(b, s: HiveState):
-    for w, row in enumerate(s.outcomes, start=1):
-        for k, (res, lone) in enumerate(row, start=1):
-            if lone and res != COMMITTED:
-                return f"lone operation ({w}, {k}) ended {res}"
-    return None
+    return lone_not_committed(s.outcomes)
 
 
 SAFETY_CHECKS = {

@@ -55,12 +55,13 @@ order; a *committed value* is the snapshot view right after a completion (`hist`
 """
 from __future__ import annotations
 
-from icefloe.model.spec import ModuleSpec
-
 import itertools
 from collections import Counter
 from dataclasses import dataclass, fields
 from typing import NamedTuple
+
+from icefloe.model.checks import lone_not_committed, pending_operation
+from icefloe.model.spec import ModuleSpec
 
 INSERT, APPEND, UPDATE = "insert", "append", "update"
 HUDI_KINDS = (INSERT, APPEND, UPDATE)
@@ -462,19 +463,11 @@ def check_incremental_complete(b, s: HudiState):
 
 
 def check_operations_terminate(b, s: HudiState):
-    for w, row in enumerate(s.outcomes, start=1):
-        for k, (res, _) in enumerate(row, start=1):
-            if res == PENDING:
-                return f"operation ({w}, {k}) never ended"
-    return None
+    return pending_operation(s.outcomes)
 
 
 def check_lone_writer_commits(b, s: HudiState):
-    for w, row in enumerate(s.outcomes, start=1):
-        for k, (res, lone) in enumerate(row, start=1):
-            if lone and res != COMMITTED:
-                return f"lone operation ({w}, {k}) ended {res}"
-    return None
+    return lone_not_committed(s.outcomes)
 
 
 SAFETY_CHECKS = {

@@ -203,13 +203,33 @@ def check_incremental_complete(b: Bounds, s: State) -> str | None:
     return f"the incremental reader never consumed snapshots {missed}" if missed else None
 
 
+def pending_operation(outcomes) -> str | None:
+    """The first operation that never ended, for any model whose outcome rows start
+    with (res, lone): the final-state form of L2's termination clause."""
+    for w, row in enumerate(outcomes, start=1):
+        for k, o in enumerate(row, start=1):
+            if o[0] == PENDING:
+                return f"operation ({w}, {k}) never ended"
+    return None
+
+
+def lone_not_committed(outcomes, allowed=(COMMITTED,), healed_only=False) -> str | None:
+    """The first lone operation that did not end in `allowed` (L1's final-state form)."""
+    for w, row in enumerate(outcomes, start=1):
+        for k, o in enumerate(row, start=1):
+            if o[1] and (not healed_only or o[2]) and o[0] not in allowed:
+                return f"lone operation ({w}, {k}) ended {o[0]}"
+    return None
+
+
 def check_operations_terminate(b: Bounds, s: State) -> str | None:
     """L2 (final states): every operation ended; one that began after faults stopped
     ended committed, aborted (conflict) or as a no-op, never unknown."""
+    why = pending_operation(s.outcomes)
+    if why:
+        return why
     for w, row in enumerate(s.outcomes, start=1):
         for k, o in enumerate(row, start=1):
-            if o.res == PENDING:
-                return f"operation ({w}, {k}) never ended"
             if o.healed and o.res not in (COMMITTED, ABORTED, NOOP):
                 return f"operation ({w}, {k}) began after faults stopped but ended {o.res}"
     return None
@@ -217,11 +237,7 @@ def check_operations_terminate(b: Bounds, s: State) -> str | None:
 
 def check_lone_writer_commits(b: Bounds, s: State) -> str | None:
     """L1 (final states): an operation that ran alone after faults stopped committed."""
-    for w, row in enumerate(s.outcomes, start=1):
-        for k, o in enumerate(row, start=1):
-            if o.lone and o.healed and o.res not in (COMMITTED, NOOP):
-                return f"lone operation ({w}, {k}) ended {o.res}"
-    return None
+    return lone_not_committed(s.outcomes, (COMMITTED, NOOP), healed_only=True)
 
 
 # Checks that read only the pointer's history (hist and the versions it names): their

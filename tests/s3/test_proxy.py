@@ -362,7 +362,7 @@ def test_probabilistic_rules_replay_from_the_seed(moto_s3, prefix):
             proxy.add_rule(Rule(Reject(503), Match(operation="HeadObject"), probability=0.5))
             runs.append(_heads(make_client(proxy.endpoint_url), key, 24))
     assert runs[0] == runs[1]
-    assert True in runs[0] and False in runs[0]
+    assert set(runs[0]) == {True, False}, runs[0]   # the rule fired on some requests, not all
 
 
 def test_forward_proxy_mode(proxy, moto_s3, prefix):

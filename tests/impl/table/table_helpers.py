@@ -13,7 +13,8 @@ from icefloe.impl.format.types import schema_from_arrow
 from icefloe.impl.io.local import LocalStore
 from icefloe.impl.io.memory import MemoryStore
 from icefloe.impl.table.env import Env
-from icefloe.impl.table.table import create_table
+from icefloe.impl.table.commit import PendingCommit
+from icefloe.impl.table.table import Table, create_table
 
 ARROW_SCHEMA = pa.schema([pa.field("id", pa.int64()), pa.field("cat", pa.string()),
                           pa.field("v", pa.float64())])
@@ -55,3 +56,17 @@ def local_stack(tmp_path) -> Stack:
 
 def memory_stack() -> Stack:
     return Stack("memory", MemoryCatalog(), MemoryStore(), "memory://warehouse")
+
+
+def step_to(commit: PendingCommit, phase: str, steps_max: int = 10) -> None:
+    """Step a commit phase by phase until it reaches `phase` (bounded)."""
+    for _ in range(steps_max):
+        if commit.phase == phase:
+            return
+        commit.step()
+    raise AssertionError(f"never reached {phase}, at {commit.phase}")
+
+
+def rival(stack) -> Table:
+    """A second, independent handle on the stack's table db.t (another writer)."""
+    return Table(stack.catalog, "db.t", stack.io, stack.env())

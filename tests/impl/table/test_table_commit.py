@@ -15,7 +15,7 @@ from icefloe.impl.table.env import Env, backoff_wait_ms
 from icefloe.impl.table.operations import SetRef
 from icefloe.impl.table.table import Table
 
-from table_helpers import ids_of, rows
+from table_helpers import ids_of, rival, rows, step_to
 
 
 class FixedRandom(random.Random):
@@ -25,18 +25,6 @@ class FixedRandom(random.Random):
 
     def random(self):
         return self.u
-
-
-def step_to(commit: PendingCommit, phase: str, steps_max: int = 10) -> None:
-    for _ in range(steps_max):
-        if commit.phase == phase:
-            return
-        commit.step()
-    raise AssertionError(f"never reached {phase}, at {commit.phase}")
-
-
-def rival(mem) -> Table:
-    return Table(mem.catalog, "db.t", mem.io, mem.env())
 
 
 def stored(mem, table) -> set:

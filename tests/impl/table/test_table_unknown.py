@@ -10,19 +10,7 @@ from icefloe.impl.table import producer as P
 from icefloe.impl.table.commit import LIST, PendingCommit, SWAP, UNKNOWN, resolve_unknown
 from icefloe.impl.table.table import Table
 
-from table_helpers import ids_of, rows
-
-
-def step_to(commit: PendingCommit, phase: str, steps_max: int = 10) -> None:
-    for _ in range(steps_max):
-        if commit.phase == phase:
-            return
-        commit.step()
-    raise AssertionError(f"never reached {phase}, at {commit.phase}")
-
-
-def fresh(mem) -> Table:
-    return Table(mem.catalog, "db.t", mem.io, mem.env())
+from table_helpers import ids_of, rival, rows, step_to
 
 
 def exists(mem, location) -> bool:
@@ -40,7 +28,7 @@ def test_lost_ack_of_an_applied_swap_resolves_committed_without_a_second_attempt
     outcome = commit.run()
     assert outcome == Committed(commit.attempted[0], commit.snapshot_id, 1)
     assert len(commit.attempted) == 1
-    assert ids_of(fresh(mem).scan()) == [1, 2]
+    assert ids_of(rival(mem).scan()) == [1, 2]
 
 
 def test_lost_ack_found_after_others_built_on_it(mem):
@@ -51,12 +39,12 @@ def test_lost_ack_found_after_others_built_on_it(mem):
     step_to(commit, SWAP)
     mem.catalog.lose_acknowledgements(1)
     commit.step()
-    other = fresh(mem)
+    other = rival(mem)
     other.append(rows([2]))
     other.append(rows([3]))
     outcome = commit.run()
     assert isinstance(outcome, Committed) and outcome.metadata_location == commit.attempted[0]
-    t = fresh(mem)
+    t = rival(mem)
     assert ids_of(t.scan()) == [1, 2, 3] and len(t.history()) == 3
 
 
@@ -75,7 +63,7 @@ def test_delayed_swap_landing_after_the_retry_is_not_applied_twice(mem):
     mem.catalog.deliver(pending)      # attempt 1 lands now
     outcome = commit.run()
     assert outcome == Committed(commit.attempted[0], commit.snapshot_id, 2)
-    t = fresh(mem)
+    t = rival(mem)
     assert ids_of(t.scan()) == [1, 2]
     assert [s.snapshot_id for s in t.history()].count(commit.snapshot_id) == 1
     assert len(t.history()) == 2
@@ -88,13 +76,13 @@ def test_delayed_swap_after_the_pointer_moved_can_never_land(mem):
     step_to(commit, SWAP)
     mem.catalog.delay_swaps(1)
     commit.step()
-    fresh(mem).append(rows([2]))
+    rival(mem).append(rows([2]))
     assert isinstance(commit.run(), Committed)
     [pending] = mem.catalog.pending
     before = mem.catalog.load(table.identifier)
     mem.catalog.deliver(pending)
     assert mem.catalog.load(table.identifier) == before
-    assert ids_of(fresh(mem).scan()) == [1, 2]
+    assert ids_of(rival(mem).scan()) == [1, 2]
 
 
 def test_no_cleanup_while_the_pointer_is_the_base_of_an_unknown_attempt(mem):
@@ -112,7 +100,7 @@ def test_no_cleanup_while_the_pointer_is_the_base_of_an_unknown_attempt(mem):
     mem.catalog.deliver(pending)
     resolved = resolve_unknown(mem.catalog, table.identifier, mem.io, outcome)
     assert resolved == Committed(commit.attempted[0], commit.snapshot_id, 1)
-    assert ids_of(fresh(mem).scan()) == [1, 2]
+    assert ids_of(rival(mem).scan()) == [1, 2]
 
 
 def test_unknown_resolves_to_conflict_once_the_pointer_moved_on(mem):
@@ -126,7 +114,7 @@ def test_unknown_resolves_to_conflict_once_the_pointer_moved_on(mem):
     assert isinstance(outcome, Unknown)
     assert resolve_unknown(mem.catalog, table.identifier, mem.io, outcome) == outcome
     mem.catalog.drop_pending(mem.catalog.pending[0])
-    fresh(mem).append(rows([2]))
+    rival(mem).append(rows([2]))
     assert isinstance(resolve_unknown(mem.catalog, table.identifier, mem.io, outcome), Conflict)
 
 
@@ -138,12 +126,12 @@ def test_cleanup_after_every_unknown_base_was_left_behind(mem):
     step_to(commit, SWAP)
     mem.catalog.delay_swaps(1)
     commit.step()
-    fresh(mem).append(rows([2]))
+    rival(mem).append(rows([2]))
     outcome = commit.run()
     assert isinstance(outcome, Conflict)
     assert not any(exists(mem, w) for w in commit.written)
     mem.catalog.deliver(mem.catalog.pending[0])  # rejected: its base is gone
-    assert ids_of(fresh(mem).scan()) == [2]
+    assert ids_of(rival(mem).scan()) == [2]
 
 
 def test_write_failure_after_a_delayed_attempt_landed_is_unknown(mem):
@@ -162,7 +150,7 @@ def test_write_failure_after_a_delayed_attempt_landed_is_unknown(mem):
     outcome = commit.run()
     assert isinstance(outcome, Unknown) and "chain" in outcome.reason
     assert all(exists(mem, w) for w in commit.written)
-    assert ids_of(fresh(mem).scan()) == [1, 2]
+    assert ids_of(rival(mem).scan()) == [1, 2]
 
 
 def test_rejected_swap_then_lost_ack_commits_exactly_once(mem):
@@ -170,14 +158,14 @@ def test_rejected_swap_then_lost_ack_commits_exactly_once(mem):
     table = mem.create()
     commit = table.new_commit(P.FastAppend(rows([1])))
     step_to(commit, SWAP)
-    fresh(mem).append(rows([2]))
+    rival(mem).append(rows([2]))
     commit.step()
     commit.step()
     step_to(commit, SWAP)
     mem.catalog.lose_acknowledgements(1)
     outcome = commit.run()
     assert outcome == Committed(commit.attempted[1], commit.snapshot_id, 2)
-    assert ids_of(fresh(mem).scan()) == [1, 2] and len(fresh(mem).history()) == 2
+    assert ids_of(rival(mem).scan()) == [1, 2] and len(rival(mem).history()) == 2
 
 
 def test_chain_walk_reads_older_files_when_the_metadata_log_is_trimmed(mem):
@@ -189,7 +177,7 @@ def test_chain_walk_reads_older_files_when_the_metadata_log_is_trimmed(mem):
     step_to(commit, SWAP)
     mem.catalog.lose_acknowledgements(1)
     commit.step()
-    other = fresh(mem)
+    other = rival(mem)
     for i in range(3, 6):
         other.append(rows([i]))
     assert len(other.metadata.metadata_log) == 1
@@ -197,4 +185,4 @@ def test_chain_walk_reads_older_files_when_the_metadata_log_is_trimmed(mem):
     outcome = commit.run()
     assert outcome == Committed(commit.attempted[0], commit.snapshot_id, 1)
     assert mem.io.counts["get"] - gets >= 3  # the pointer's file plus older ones
-    assert ids_of(fresh(mem).scan()) == [1, 2, 3, 4, 5]
+    assert ids_of(rival(mem).scan()) == [1, 2, 3, 4, 5]
