@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv system-deps run test explore tlc clean
+.PHONY: venv system-deps run test explore tlc bench clean
 
 venv: $(STAMP)
 
@@ -33,6 +33,10 @@ run: venv
 # The full suite on pytest-xdist; tests/conftest.py prints the time per suite against its budget.
 test: venv system-deps
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests
+
+# Benchmarks side by side with their peers; writes docs/benchmarks.md (bench/run.py NAME... runs some).
+bench: venv system-deps
+	$(BIN)/python bench/run.py $(BENCH)
 
 explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2

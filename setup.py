@@ -8,7 +8,7 @@ import os
 
 from setuptools import setup
 
-PACKAGE_ROOTS = {"icefloe.model": "model", "icefloe.impl": "impl"}
+PACKAGE_ROOTS = {"icefloe.model": "model", "icefloe.impl": "impl", "icefloe.conformance": "conformance"}
 
 
 def discover_packages():
