@@ -1,0 +1,2 @@
+"""Engines the conformance suite can drive: icefloe itself, pyiceberg, and flawed variants
+that must fail (negative controls)."""
