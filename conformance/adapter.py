@@ -1,0 +1,394 @@
+"""The engine adapter protocol: the small interface an Iceberg engine implements so the
+conformance suite (`icefloe conform`, the pytest plugin) can test its commit path.
+
+This docstring is the contract; docs/conformance.md explains it for engine authors.
+
+Addressing. An engine is named `module:factory`; `factory()` returns an `Engine`.
+Built-in shortcuts (`ENGINE_SHORTCUTS`): `icefloe` (the reference implementation, a
+stepping adapter) and `pyiceberg` (a black-box adapter). `load_engine(spec)` resolves
+a name, raising `EngineSpecError` (a typed usage error) on anything it cannot load.
+
+Capabilities (`Capabilities`), declared once per engine; the suite draws only steps
+they allow:
+  operations   a subset of OPERATIONS: append, overwrite (by filter), delete (by
+               filter), rewrite (compaction), rollback, expire (snapshot expiry),
+               orphans (orphan-file removal, a maintenance call, not a commit);
+  mode         STEPPING (the commit exposes the protocol's phases and the suite
+               interleaves writers phase by phase) or BLACK_BOX (a commit runs whole in
+               a worker thread; writers are interleaved only by gating their S3
+               requests at the fault proxy);
+  faults       a subset of FAULT_KINDS the adapter lets the suite inject:
+               write_fail (a storage write fails, not applied), swap_fail (the swap is
+               rejected before any effect), ack_lost (the swap is applied, its
+               acknowledgement lost), swap_delayed (the swap times out; the request is
+               still in flight and lands later or never), crash (the writer stops
+               between two phases, for good);
+  swap_over_s3 whether the engine's pointer swap is an S3 request (a conditional PUT)
+               that the proxy can fault and gate; if not (e.g. a SQL catalog), a
+               black-box engine's interleavings are coarser, and the verdict says so;
+  reads        a subset of READS: current, at-snapshot (time travel), incremental
+               (rows appended since a snapshot, along main's ancestry);
+  isolation    the isolation level the engine claims for overwrite-by-filter
+               ("serializable" or "snapshot"); the model and checker judge at it.
+
+The table. Every run uses one unpartitioned table `TableContext.identifier` with one
+required string column `id` (`COLUMN`); each row is a distinct string such as "1.2".
+`Engine.create_table(ctx)` creates it empty and returns a `TableHandle` for the
+harness (writer 0: bootstrap, readers, maintenance). The `TableContext` says where:
+  warehouse      the table's warehouse location (memory://... or s3://bucket/...);
+  catalog_uri    the catalog, e.g. sqlite:///path/catalog.db, or None for an engine
+                 that keeps its pointer in the warehouse (an S3 catalog);
+  s3_endpoint    the S3 endpoint to use (for black-box engines: the FaultProxy's);
+  access_keys    writer number -> S3 access key id; each writer must sign with its
+                 own key, so proxy rules and gates can target one writer;
+  faults         the harness's `FaultHooks`, which a stepping adapter consults from its
+                 storage and catalog wrappers (black-box engines are faulted at the
+                 proxy and may ignore them);
+  commit_attempts_max  the number of attempts a commit may make (retries + 1);
+  seed           for the engine's own random choices (snapshot ids, uuids).
+
+Writers. `TableHandle.begin(writer, op)` starts one operation (`OpSpec`) by writer
+number `writer` (1..N) and returns either a `SteppingCommit` or a `BlackBoxCommit`:
+  SteppingCommit  `phase` (one of PHASES), `step()` runs exactly one phase, `done`,
+                  `outcome` once done, `snapshot_id` (drawn at plan time, kept across
+                  attempts; None for operations without a snapshot), and
+                  `starting_snapshot_id`. The first `step()` is PLAN (refresh and
+                  plan); a retry returns to the operation's restart phase. The suite
+                  compares `phase` with the model's phase after every step.
+  BlackBoxCommit  `run()` runs the whole commit (every attempt) and returns the
+                  outcome; the suite calls it in a worker thread.
+An outcome is one of `Committed` / `Conflict` / `Unknown`, each carrying the snapshot
+id (when there is one) and the number of attempts: "the swap failed" and "we do not
+know whether it landed" are different facts and must never be merged.
+
+Reads return a `ReadResult` (snapshot id, sorted rows, data file locations or None):
+`read_current()`, `read_at(snapshot_id)`, `read_incremental(since_snapshot_id)`.
+
+History. `TableHandle.history()` returns a `TableHistory`: the metadata versions of the
+current pointer's chain (location, previous location, main's head, retained snapshot
+ids; oldest first, as far as the engine's metadata log reaches) and a
+`SnapshotRecord` per snapshot it saw: id, parent, the summary's operation, data files
+live / added / removed, and, where the engine records them, the operation's
+predicate (filter) and the suite's op id. The history checker
+(icefloe.model.checks.history) builds its dependency graph from these, so predicate
+anti-dependencies are visible, not only file-level ones.
+
+Maintenance. `TableHandle.remove_orphans(older_than_ms)` deletes unreferenced files
+older than the threshold; the suite calls it only when no writer is active.
+
+Faults for stepping adapters (`FaultHooks`). The suite arms at most one fault for a
+writer before stepping it; the adapter's wrappers take it at the matching request:
+  - every storage write of writer w calls `hooks.on_write(w, location)`: True means
+    fail this write before it is applied (raise the engine's storage error);
+  - the swap of writer w calls `hooks.on_swap(w)`: None (swap normally), SWAP_FAIL
+    (reject, not applied), ACK_LOST (apply it, then report the outcome unknown) or
+    SWAP_DELAYED (do not apply it now: register `hooks.park(w, deliver)` with a
+    callable that applies the same compare-and-swap later, and report unknown).
+A crash needs no hook: the suite stops stepping the commit and never resumes it.
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+from dataclasses import dataclass, field
+from typing import Callable, Protocol, runtime_checkable
+
+# -- vocabulary (model names: icefloe.model.state) -----------------------------------------
+
+APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ORPHANS = (
+    "append", "overwrite", "delete", "rewrite", "rollback", "expire", "orphans")
+OPERATIONS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ORPHANS)
+COMMIT_OPERATIONS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
+
+STEPPING, BLACK_BOX = "stepping", "black-box"
+
+WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH = (
+    "write_fail", "swap_fail", "ack_lost", "swap_delayed", "crash")
+FAULT_KINDS = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH)
+
+READ_CURRENT, READ_AT, READ_INCREMENTAL = "current", "at-snapshot", "incremental"
+READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL)
+
+SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
+
+# Commit phases of a stepping adapter (spec/PROTOCOL.md 5 "Writer phases").
+PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE = (
+    "plan", "data", "manifests", "list", "metadata", "swap", "retry", "unknown", "done")
+PHASES = (PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE)
+
+COLUMN = "id"
+TABLE_IDENTIFIER = "db.t"
+
+ENGINE_SHORTCUTS = {
+    "icefloe": "icefloe.conformance.engines.icefloe_engine:engine",
+    "pyiceberg": "icefloe.conformance.engines.pyiceberg_engine:engine",
+}
+DEFAULT_ENGINE = "icefloe"
+
+
+class EngineSpecError(ValueError):
+    """An engine name that cannot be loaded, or an adapter that breaks the protocol."""
+
+
+# -- what an engine declares ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Capabilities:
+    operations: frozenset
+    mode: str
+    faults: frozenset = frozenset()
+    swap_over_s3: bool = False
+    reads: frozenset = frozenset(READS)
+    isolation: str = SERIALIZABLE
+
+    def __post_init__(self):
+        bad = set(self.operations) - set(OPERATIONS)
+        if bad or APPEND not in self.operations:
+            raise EngineSpecError(f"operations must include append and be among {OPERATIONS}: {sorted(bad)}")
+        if self.mode not in (STEPPING, BLACK_BOX):
+            raise EngineSpecError(f"mode must be {STEPPING!r} or {BLACK_BOX!r}, not {self.mode!r}")
+        if not set(self.faults) <= set(FAULT_KINDS):
+            raise EngineSpecError(f"faults must be among {FAULT_KINDS}: {sorted(self.faults)}")
+        if not set(self.reads) <= set(READS) or READ_CURRENT not in self.reads:
+            raise EngineSpecError(f"reads must include current and be among {READS}: {sorted(self.reads)}")
+        if self.isolation not in (SERIALIZABLE, SNAPSHOT):
+            raise EngineSpecError(f"isolation must be {SERIALIZABLE!r} or {SNAPSHOT!r}")
+
+    @property
+    def interleaving(self) -> str:
+        """How finely the suite can interleave this engine's writers (for the verdict)."""
+        if self.mode == STEPPING:
+            return "phase by phase"
+        return "at S3 requests, swap included" if self.swap_over_s3 else \
+            "at S3 requests; the swap does not travel over S3, so interleavings are coarser"
+
+
+# -- what the harness gives an engine --------------------------------------------------------
+
+class FaultHooks:
+    """The harness's fault switchboard for stepping adapters (see the module docstring).
+    At most one fault is armed per writer; arming is the harness's, taking the adapter's."""
+
+    def __init__(self):
+        self._armed: dict[int, str] = {}
+        self._parked: dict[int, list] = {}
+        self._lock = threading.Lock()
+        self.taken: list[tuple[int, str]] = []      # (writer, fault kind), in order
+
+    # harness side
+    def arm(self, writer: int, kind: str) -> None:
+        assert kind in (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED), kind
+        with self._lock:
+            assert writer not in self._armed, f"writer {writer} already has {self._armed[writer]} armed"
+            self._armed[writer] = kind
+
+    def armed(self, writer: int) -> str | None:
+        return self._armed.get(writer)
+
+    def disarm(self, writer: int) -> str | None:
+        with self._lock:
+            return self._armed.pop(writer, None)
+
+    def parked(self, writer: int) -> list:
+        """Delayed swap requests of `writer` not yet delivered or dropped, oldest first."""
+        return list(self._parked.get(writer, ()))
+
+    def deliver(self, writer: int, index: int = 0) -> None:
+        """A delayed swap reaches the catalog now (it applies if the pointer still matches)."""
+        deliver = self._parked[writer].pop(index)
+        deliver()
+
+    def drop(self, writer: int, index: int = 0) -> None:
+        """A delayed swap never arrives."""
+        self._parked[writer].pop(index)
+
+    # adapter side
+    def on_write(self, writer: int, location: str) -> bool:
+        with self._lock:
+            if self._armed.get(writer) == WRITE_FAIL:
+                del self._armed[writer]
+                self.taken.append((writer, WRITE_FAIL))
+                return True
+        return False
+
+    def on_swap(self, writer: int) -> str | None:
+        with self._lock:
+            kind = self._armed.get(writer)
+            if kind in (SWAP_FAIL, ACK_LOST, SWAP_DELAYED):
+                del self._armed[writer]
+                self.taken.append((writer, kind))
+                return kind
+        return None
+
+    def park(self, writer: int, deliver: Callable[[], None]) -> None:
+        self._parked.setdefault(writer, []).append(deliver)
+
+
+@dataclass
+class TableContext:
+    warehouse: str
+    catalog_uri: str | None = None
+    s3_endpoint: str | None = None
+    access_keys: dict = field(default_factory=dict)    # writer -> access key id
+    secret_key: str = "testing"
+    region: str = "us-east-1"
+    identifier: str = TABLE_IDENTIFIER
+    faults: FaultHooks | None = None
+    commit_attempts_max: int = 2
+    seed: int = 0
+    workdir: str | None = None
+
+    def access_key(self, writer: int) -> str:
+        return self.access_keys.get(writer, self.access_keys.get(0, "testing"))
+
+
+# -- what a writer is asked to do -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One operation. `op_id` is unique per run ("w.k"); an engine that can should record
+    it in the snapshot summary (key OP_ID_PROPERTY). Filters are over COLUMN: `where`
+    None means every row (`true`), otherwise the rows whose id is in `where`."""
+    kind: str
+    op_id: str
+    rows: tuple = ()                      # append / overwrite: the rows to add
+    where: frozenset | None = None        # overwrite / delete / rewrite: rows selected
+    target_snapshot_id: int | None = None  # rollback: main's new head (an ancestor)
+    retain_last: int = 1                  # expire: keep this many snapshots of main
+
+    def __post_init__(self):
+        assert self.kind in COMMIT_OPERATIONS, self.kind
+        assert self.kind != ROLLBACK or self.target_snapshot_id is not None, "rollback needs a target"
+
+    @property
+    def filter_text(self) -> str:
+        """The predicate as text (recorded in histories and reports)."""
+        if self.where is None:
+            return "true"
+        return f"{COLUMN} in ({', '.join(repr(r) for r in sorted(self.where))})"
+
+
+OP_ID_PROPERTY = "icefloe.conformance.op-id"
+
+
+# -- outcomes --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Committed:
+    snapshot_id: int | None
+    attempts: int
+    metadata_location: str | None = None
+
+
+@dataclass(frozen=True)
+class Conflict:
+    reason: str
+    attempts: int
+    snapshot_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Unknown:
+    reason: str
+    attempts: int
+    snapshot_id: int | None = None
+
+
+Outcome = Committed | Conflict | Unknown
+
+
+# -- reads and history -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReadResult:
+    snapshot_id: int | None
+    rows: tuple                      # sorted values of COLUMN
+    files: frozenset | None = None   # data file locations read, if the engine can tell
+
+
+@dataclass(frozen=True)
+class SnapshotRecord:
+    snapshot_id: int
+    parent_id: int | None
+    operation: str                    # the summary's operation: append/overwrite/delete/replace
+    files: frozenset                  # data files live in this snapshot
+    added_files: frozenset = frozenset()
+    removed_files: frozenset = frozenset()
+    filter: str | None = None         # the operation's predicate, if recorded
+    op_id: str | None = None          # the suite's op id, if recorded
+
+
+@dataclass(frozen=True)
+class VersionRecord:
+    location: str
+    previous: str | None
+    main: int | None
+    snapshot_ids: tuple = ()          # retained snapshots
+
+
+@dataclass(frozen=True)
+class TableHistory:
+    versions: tuple                   # VersionRecord, oldest first; the last is current
+    snapshots: dict                   # snapshot id -> SnapshotRecord
+
+
+# -- the protocol ------------------------------------------------------------------------------------
+
+@runtime_checkable
+class SteppingCommit(Protocol):
+    phase: str
+    outcome: Outcome | None
+    snapshot_id: int | None
+    starting_snapshot_id: int | None
+
+    @property
+    def done(self) -> bool: ...
+    def step(self) -> str: ...
+
+
+@runtime_checkable
+class BlackBoxCommit(Protocol):
+    def run(self) -> Outcome: ...
+
+
+class TableHandle(Protocol):
+    def begin(self, writer: int, op: OpSpec) -> SteppingCommit | BlackBoxCommit: ...
+    def read_current(self) -> ReadResult: ...
+    def read_at(self, snapshot_id: int) -> ReadResult: ...
+    def read_incremental(self, since_snapshot_id: int) -> ReadResult: ...
+    def history(self) -> TableHistory: ...
+    def remove_orphans(self, older_than_ms: int) -> list: ...
+    def close(self) -> None: ...
+
+
+class Engine(Protocol):
+    name: str
+    capabilities: Capabilities
+
+    def create_table(self, ctx: TableContext) -> TableHandle: ...
+
+
+def load_engine(spec: str | None = None) -> Engine:
+    """Resolve `module:factory` (or a shortcut) and call the factory."""
+    spec = spec or DEFAULT_ENGINE
+    target = ENGINE_SHORTCUTS.get(spec, spec)
+    module_name, sep, attr = target.partition(":")
+    if not sep or not module_name or not attr:
+        raise EngineSpecError(f"engine {spec!r}: expected module:factory or one of {sorted(ENGINE_SHORTCUTS)}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise EngineSpecError(f"engine {spec!r}: cannot import {module_name}: {e}") from e
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise EngineSpecError(f"engine {spec!r}: {module_name} has no callable {attr!r}")
+    return check_engine(factory(), spec)
+
+
+def check_engine(engine, spec: str = "?") -> Engine:
+    for name in ("name", "capabilities", "create_table"):
+        if not hasattr(engine, name):
+            raise EngineSpecError(f"engine {spec!r}: the factory's result has no {name!r}")
+    if not isinstance(engine.capabilities, Capabilities):
+        raise EngineSpecError(f"engine {spec!r}: capabilities must be an adapter.Capabilities")
+    return engine
