@@ -3,7 +3,7 @@
     icefloe [--catalog URI] [--warehouse DIR] create db.t --schema-from F.parquet [--partition-by "cat, bucket(16, id)"]
     icefloe append db.t FILE.parquet|FILE.csv
     icefloe scan db.t|METADATA.json [--snapshot-id ID | --as-of MS | --tag T] [--filter EXPR] [--format table|json|csv]
-    icefloe history db.t|METADATA.json [--json]
+    icefloe history db.t|METADATA.json [--json] [--graph OUT.png|OUT.dot]
     icefloe rollback db.t SNAPSHOT_ID
     icefloe compact db.t
     icefloe expire db.t [--older-than MS] [--retain-last N]
@@ -11,6 +11,8 @@
 The default catalog is the SQLite file ./icefloe.db with catalog name `icefloe`, so
 pyiceberg's SqlCatalog("icefloe", uri=...) opens the same tables. Bad input gets one
 line on stderr and exit code 2; a commit that did not commit exits 1.
+`history --graph` draws the snapshot DAG (parent links, refs, main's current snapshot)
+as a PNG with matplotlib, or writes DOT text when the name ends in `.dot`.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from icefloe.impl.format.types import schema_from_arrow, schema_to_arrow
 from icefloe.impl.io.local import LocalStore
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import Committed, IcefloeError
-from icefloe.impl.table import scan as S
+from icefloe.impl.table import lineage_graph, scan as S
 from icefloe.impl.table.table import Table, create_table
 
 EXIT_OK, EXIT_NOT_COMMITTED, EXIT_USAGE = 0, 1, 2
@@ -160,6 +162,8 @@ def cmd_history(args) -> int:
         _, metadata = _read_only(args.table)
     else:
         metadata = _table(args).metadata
+    if args.graph is not None and not args.graph.endswith((".png", ".dot")):
+        raise UsageError(f"--graph {args.graph}: the name must end in .png or .dot")
     current = metadata.current_snapshot_id
     rows = [{"snapshot_id": s.snapshot_id, "parent_snapshot_id": s.parent_snapshot_id,
              "sequence_number": s.sequence_number, "timestamp_ms": s.timestamp_ms,
@@ -172,6 +176,10 @@ def cmd_history(args) -> int:
             mark = "*" if r["current"] else " "
             print(f"{mark} {r['snapshot_id']:>20}  parent {str(r['parent_snapshot_id']):>20}  "
                   f"seq {r['sequence_number']:>4}  {r['operation']}")
+    if args.graph is not None:
+        graph = lineage_graph.write_graph(metadata, args.graph, title=args.table)
+        print(f"wrote {args.graph}: {graph.number_of_nodes()} snapshot(s), {graph.number_of_edges()} parent link(s)",
+              file=sys.stderr if args.json else sys.stdout)
     return EXIT_OK
 
 
@@ -216,6 +224,8 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--format", choices=("table", "json", "csv"), default="table")
         else:
             p.add_argument("--json", action="store_true")
+            p.add_argument("--graph", metavar="OUT.png|OUT.dot",
+                           help="draw the snapshot DAG: a PNG, or DOT text for a .dot name")
         p.set_defaults(fn=fn, snapshot_id=None, as_of=None, tag=None)
     p = sub.add_parser("rollback")
     p.add_argument("table")
