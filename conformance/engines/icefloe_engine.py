@@ -1,0 +1,310 @@
+"""icefloe's own engine adapter: a stepping adapter over `icefloe.impl`'s PendingCommit
+(the contract: icefloe.conformance.adapter).
+
+Each writer gets its own store and catalog objects (on S3: its own client, signed with
+its own access key) wrapped so the harness's FaultHooks can fail a storage write, reject
+a swap, lose a swap's acknowledgement or park a swap for later delivery. The table is
+on a MemoryStore (`memory://` warehouse) or on S3 (`s3://`), its pointer in SQLite
+(`catalog_uri` sqlite:///...) or in the S3 catalog (`catalog_uri` None on S3) or in
+icefloe's memory catalog (`catalog_uri` None on memory).
+"""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from icefloe.conformance import adapter as A
+from icefloe.impl.catalog.memory import MemoryCatalog
+from icefloe.impl.format import expressions as E
+from icefloe.impl.format.types import NestedField, Schema, StringType
+from icefloe.impl.io.base import StoreUnavailable
+from icefloe.impl.io.memory import MemoryStore
+from icefloe.impl.outcomes import Committed, Conflict, SwapRejected, SwapUnknown
+from icefloe.impl.table import commit as C
+from icefloe.impl.table import operations as ops
+from icefloe.impl.table import producer as P
+from icefloe.impl.table.commit import read_metadata
+from icefloe.impl.table.env import Env
+from icefloe.impl.table.files import TreeReader
+from icefloe.impl.table.table import Table, create_table
+
+SCHEMA = Schema((NestedField(1, A.COLUMN, StringType(), True),))
+ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False)])
+CAPABILITIES = A.Capabilities(
+    operations=frozenset(A.OPERATIONS), mode=A.STEPPING, faults=frozenset(A.FAULT_KINDS),
+    swap_over_s3=True, reads=frozenset(A.READS), isolation=A.SERIALIZABLE)
+HISTORY_VERSIONS_MAX = 10_000
+
+
+def rows_table(rows) -> pa.Table:
+    return pa.Table.from_pylist([{A.COLUMN: r} for r in rows], schema=ROWS)
+
+
+def where_expression(where):
+    if where is None:
+        return E.AlwaysTrue()
+    if not where:
+        return E.AlwaysFalse()
+    return E.parse(f"{A.COLUMN} in ({', '.join(repr(r) for r in sorted(where))})")
+
+
+class WriterStore:
+    """An object store as writer `writer` sees it: writes pass the fault hooks first."""
+
+    def __init__(self, inner, hooks: A.FaultHooks | None, writer: int):
+        self.inner, self.hooks, self.writer = inner, hooks, writer
+
+    def put_if_absent(self, location, data):
+        if self.hooks is not None and self.hooks.on_write(self.writer, location):
+            raise StoreUnavailable(location, "injected: the write failed before it was applied")
+        return self.inner.put_if_absent(location, data)
+
+    def compare_and_swap(self, location, data, expected_etag):
+        if self.hooks is not None and self.hooks.on_write(self.writer, location):
+            raise StoreUnavailable(location, "injected: the write failed before it was applied")
+        return self.inner.compare_and_swap(location, data, expected_etag)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+class WriterCatalog:
+    """A catalog as writer `writer` sees it: swaps pass the fault hooks first."""
+
+    def __init__(self, inner, hooks: A.FaultHooks | None, writer: int):
+        self.inner, self.hooks, self.writer = inner, hooks, writer
+        self.name = inner.name
+
+    def load(self, identifier):
+        return self.inner.load(identifier)
+
+    def create(self, identifier, location):
+        return self.inner.create(identifier, location)
+
+    def swap(self, identifier, expected, new):
+        fault = self.hooks.on_swap(self.writer) if self.hooks is not None else None
+        if fault == A.SWAP_FAIL:
+            return SwapRejected(expected, None, "injected: rejected before any effect")
+        if fault == A.ACK_LOST:
+            self.inner.swap(identifier, expected, new)
+            return SwapUnknown(expected, new, "injected: acknowledgement lost")
+        if fault == A.SWAP_DELAYED:
+            self.hooks.park(self.writer, lambda: self.inner.swap(identifier, expected, new))
+            return SwapUnknown(expected, new, "injected: timed out, request in flight")
+        assert fault is None, fault
+        return self.inner.swap(identifier, expected, new)
+
+
+class Tagged:
+    """An impl operation whose snapshot summary also records the suite's op id."""
+
+    def __init__(self, inner, op_id: str):
+        self._inner, self._op_id = inner, op_id
+
+    def summary(self, c):
+        return {**self._inner.summary(c), A.OP_ID_PROPERTY: self._op_id}
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+class IcefloeCommit:
+    """A SteppingCommit over one PendingCommit."""
+
+    def __init__(self, pending: C.PendingCommit):
+        self.pending = pending
+
+    @property
+    def phase(self) -> str:
+        return self.pending.phase
+
+    @property
+    def done(self) -> bool:
+        return self.pending.done
+
+    def step(self) -> str:
+        return self.pending.step()
+
+    @property
+    def snapshot_id(self):
+        return self.pending.snapshot_id
+
+    @property
+    def starting_snapshot_id(self):
+        return self.pending.starting_snapshot_id
+
+    @property
+    def outcome(self):
+        return convert(self.pending.outcome)
+
+
+def convert(out):
+    if out is None:
+        return None
+    if isinstance(out, Committed):
+        return A.Committed(out.snapshot_id, out.attempts, out.metadata_location)
+    if isinstance(out, Conflict):
+        return A.Conflict(out.reason, out.attempts, out.snapshot_id)
+    return A.Unknown(out.reason, out.attempts, out.snapshot_id)
+
+
+class IcefloeTable:
+    """The TableHandle of icefloe."""
+
+    def __init__(self, engine: "IcefloeEngine", ctx: A.TableContext):
+        self.ctx = ctx
+        self.env = Env.seeded(ctx.seed)
+        self.retry = C.RetryPolicy(num_retries=ctx.commit_attempts_max - 1, retry_wait_ms_min=0,
+                                   retry_wait_ms_max=0)
+        self._closers = []
+        self.shared_store = MemoryStore() if ctx.warehouse.startswith("memory://") else None
+        self.shared_catalog = engine.make_catalog(self, ctx) if self.shared_store is not None else None
+        self.io = {}           # writer -> WriterStore
+        self.catalogs = {}     # writer -> WriterCatalog
+        base_store, base_catalog = self.parts(0)
+        location = f"{ctx.warehouse.rstrip('/')}/{ctx.identifier.replace('.', '/')}"
+        create_table(base_catalog, ctx.identifier, SCHEMA, location=location, io=base_store, env=self.env)
+        self.table = Table(base_catalog, ctx.identifier, base_store, self.env, self.retry)
+        self.tree = TreeReader(base_store)
+
+    def parts(self, writer: int):
+        if writer not in self.io:
+            if self.shared_store is not None:
+                store, catalog = self.shared_store, self.shared_catalog
+            else:
+                from icefloe.impl.s3.store import S3Store
+                store = S3Store.from_config(self.ctx.s3_endpoint, self.ctx.access_key(writer), self.ctx.secret_key,
+                                            self.ctx.region, client_name=f"w{writer}")
+                catalog = make_catalog(self.ctx, store)
+                self._closers.append(catalog)
+            hooks = self.ctx.faults if writer else None
+            self.io[writer] = WriterStore(store, hooks, writer)
+            self.catalogs[writer] = WriterCatalog(catalog, hooks, writer)
+        return self.io[writer], self.catalogs[writer]
+
+    # -- writers ---------------------------------------------------------------------------
+
+    def operation(self, op: A.OpSpec):
+        if op.kind == A.APPEND:
+            return P.FastAppend(rows_table(op.rows))
+        if op.kind == A.OVERWRITE:
+            return P.DeleteWhere(where_expression(op.where), rows_table(op.rows), isolation=P.SERIALIZABLE)
+        if op.kind == A.DELETE:
+            return P.DeleteWhere(where_expression(op.where), None, isolation=P.SERIALIZABLE)
+        if op.kind == A.REWRITE:
+            return P.RewriteFiles(None if op.where is None else self._paths_of(op.where))
+        if op.kind == A.ROLLBACK:
+            return ops.SetRef("main", op.target_snapshot_id, must_be_ancestor=True)
+        assert op.kind == A.EXPIRE
+        return ops.ExpireSnapshots(older_than_ms=2 ** 62, retain_last=op.retain_last)
+
+    def _paths_of(self, where) -> list:
+        """The data files of the current snapshot whose rows all lie in `where`."""
+        from icefloe.impl.table.scan import read_task, snapshot_schema
+        self.table.refresh()
+        m = self.table.metadata
+        schema = snapshot_schema(m, m.current_snapshot())
+        out = []
+        for task in self.table.plan_files():
+            rows = read_task(self.table.io, task, schema).column(A.COLUMN).to_pylist()
+            if set(rows) <= set(where):
+                out.append(task.data_file.file_path)
+        return out
+
+    def begin(self, writer: int, op: A.OpSpec):
+        store, catalog = self.parts(writer)
+        operation = self.operation(op)
+        if operation is not None and getattr(operation, "produces_snapshot", False):
+            operation = Tagged(operation, op.op_id)
+        return IcefloeCommit(C.PendingCommit(catalog, self.table.identifier, store, operation, self.env, self.retry))
+
+    # -- readers ---------------------------------------------------------------------------
+
+    def _result(self, snapshot_id, rows: pa.Table, files) -> A.ReadResult:
+        return A.ReadResult(snapshot_id, tuple(sorted(rows.column(A.COLUMN).to_pylist())), frozenset(files))
+
+    def read_current(self) -> A.ReadResult:
+        self.table.refresh()
+        snap = self.table.current_snapshot()
+        sid = None if snap is None else snap.snapshot_id
+        return self.read_at(sid) if sid is not None else A.ReadResult(None, (), frozenset())
+
+    def read_at(self, snapshot_id: int) -> A.ReadResult:
+        self.table.refresh()
+        rows = self.table.scan(snapshot_id=snapshot_id)
+        files = [t.data_file.file_path for t in self.table.plan_files(snapshot_id=snapshot_id)]
+        return self._result(snapshot_id, rows, files)
+
+    def read_incremental(self, since_snapshot_id: int) -> A.ReadResult:
+        self.table.refresh()
+        head = self.table.metadata.current_snapshot_id
+        rows = self.table.incremental_append_scan(since_snapshot_id)
+        return A.ReadResult(head, tuple(sorted(rows.column(A.COLUMN).to_pylist())), None)
+
+    # -- history and maintenance --------------------------------------------------------------
+
+    def history(self) -> A.TableHistory:
+        io = self.io[0]
+        location = self.table.catalog.load(self.table.identifier)
+        metadata = read_metadata(io, location)
+        chain = [(location, metadata)]
+        for entry in reversed(metadata.metadata_log):
+            if len(chain) >= HISTORY_VERSIONS_MAX:
+                break
+            try:
+                chain.append((entry.metadata_file, read_metadata(io, entry.metadata_file)))
+            except Exception:  # noqa: BLE001 - a trimmed or deleted old version ends the walk
+                break
+        chain.reverse()
+        versions, snapshots = [], {}
+        for loc, m in chain:
+            previous = m.metadata_log[-1].metadata_file if m.metadata_log else None
+            versions.append(A.VersionRecord(loc, previous, m.current_snapshot_id,
+                                            tuple(s.snapshot_id for s in m.snapshots)))
+            for s in m.snapshots:
+                if s.snapshot_id in snapshots:
+                    continue
+                ch = self.tree.changes(s)
+                snapshots[s.snapshot_id] = A.SnapshotRecord(
+                    s.snapshot_id, s.parent_snapshot_id, s.operation or "",
+                    frozenset(self.tree.live_data_paths(s)),
+                    frozenset(e.data_file.file_path for e in ch.added_data),
+                    frozenset(e.data_file.file_path for e in ch.removed_data),
+                    None, s.summary.get(A.OP_ID_PROPERTY))
+        return A.TableHistory(tuple(versions), snapshots)
+
+    def remove_orphans(self, older_than_ms: int) -> list:
+        return self.table.remove_orphan_files(older_than_ms)
+
+    def close(self) -> None:
+        for c in self._closers:
+            close = getattr(c, "close", None)
+            if close is not None:
+                close()
+        self._closers.clear()
+
+
+def make_catalog(ctx: A.TableContext, store):
+    if ctx.catalog_uri:
+        from icefloe.impl.catalog.sql import SqlCatalog
+        return SqlCatalog(ctx.catalog_uri)
+    if ctx.warehouse.startswith("s3://"):
+        from icefloe.impl.catalog.s3 import S3Catalog
+        return S3Catalog(store, ctx.warehouse)
+    return MemoryCatalog()
+
+
+class IcefloeEngine:
+    name = "icefloe"
+    capabilities = CAPABILITIES
+
+    def make_catalog(self, handle: IcefloeTable, ctx: A.TableContext):
+        catalog = make_catalog(ctx, handle.shared_store)
+        handle._closers.append(catalog)
+        return catalog
+
+    def create_table(self, ctx: A.TableContext) -> IcefloeTable:
+        return IcefloeTable(self, ctx)
+
+
+def engine() -> IcefloeEngine:
+    return IcefloeEngine()
