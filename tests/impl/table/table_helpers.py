@@ -1,5 +1,6 @@
-"""Helpers for the table tests: the two real stacks (LocalStore + SqlCatalog on SQLite,
-MemoryStore + MemoryCatalog), a small schema, and seeded environments."""
+"""Helpers for the table tests: the real stacks (LocalStore + SqlCatalog on SQLite,
+MemoryStore + MemoryCatalog, S3Store + S3Catalog on a moto server), a small schema, and
+seeded environments."""
 from __future__ import annotations
 
 import itertools
@@ -7,11 +8,15 @@ import itertools
 import pyarrow as pa
 
 from icefloe.impl.catalog.memory import MemoryCatalog
+from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.catalog.sql import SqlCatalog
 from icefloe.impl.format.transforms import parse_partition_spec
 from icefloe.impl.format.types import schema_from_arrow
 from icefloe.impl.io.local import LocalStore
 from icefloe.impl.io.memory import MemoryStore
+from icefloe.impl.io.router import StoreRouter
+from icefloe.impl.s3.moto_server import DEFAULT_REGION
+from icefloe.impl.s3.store import S3Store
 from icefloe.impl.table.env import Env
 from icefloe.impl.table.commit import PendingCommit
 from icefloe.impl.table.table import Table, create_table
@@ -56,6 +61,16 @@ def local_stack(tmp_path) -> Stack:
 
 def memory_stack() -> Stack:
     return Stack("memory", MemoryCatalog(), MemoryStore(), "memory://warehouse")
+
+
+def s3_stack(endpoint_url: str, bucket: str, prefix: str) -> Stack:
+    """S3Store + S3Catalog on an S3 endpoint, everything under s3://bucket/prefix. The
+    table's io is a router, as a reader of absolute locations needs: s3:// goes to this
+    store, other schemes (a test's memory:// import) to the registry's stores."""
+    store = S3Store.from_config(endpoint_url, "tables", "secret", DEFAULT_REGION)
+    catalog = S3Catalog(store, f"s3://{bucket}/{prefix}/catalog")
+    io = StoreRouter(stores={"s3": store, "s3a": store})
+    return Stack("s3", catalog, io, f"s3://{bucket}/{prefix}/warehouse")
 
 
 def step_to(commit: PendingCommit, phase: str, steps_max: int = 10) -> None:

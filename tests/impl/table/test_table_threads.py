@@ -10,7 +10,7 @@ from icefloe.impl.outcomes import Committed, Conflict
 from icefloe.impl.table.env import Env
 from icefloe.impl.table.table import Table
 
-from table_helpers import ids_of, local_stack, memory_stack, rows
+from table_helpers import ids_of, rows
 
 WRITERS, APPENDS = 4, 25
 CONTENTION = {"commit.retry.num-retries": "200", "commit.retry.min-wait-ms": "1",
@@ -27,11 +27,9 @@ def _writer(stack, w: int, outcomes: list, errors: list):
         errors.append(e)
 
 
-@pytest.mark.parametrize("kind", ["local", "memory"])
-def test_four_writers_append_exactly_once_with_linear_history(kind, tmp_path):
+def test_four_writers_append_exactly_once_with_linear_history(stack):
     """4 threads x 25 appends: every append Committed exactly once, history linear and
     complete, one manifest per append (counted in the store), nothing left by a retry."""
-    stack = local_stack(tmp_path) if kind == "local" else memory_stack()
     table = stack.create(properties=CONTENTION)
     before = dict(stack.io.counts)
     outcomes, errors = [], []
@@ -60,8 +58,6 @@ def test_four_writers_append_exactly_once_with_linear_history(kind, tmp_path):
     manifests = {m.manifest_path for m in table.tree.manifests(table.current_snapshot())}
     assert len(manifests) == WRITERS * APPENDS
     assert stack.io.counts["list"] == before.get("list", 0)
-    if kind == "local":
-        stack.catalog.close()
 
 
 def test_definite_failure_leaves_no_orphan(mem):
