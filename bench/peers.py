@@ -160,6 +160,41 @@ class CountingFileIO(PyArrowFileIO):
         return CountingFile(location=location, path=path, fs=self.fs_by_scheme(scheme, netloc))
 
 
+class CountingPeerSqlCatalog(PeerSqlCatalog):
+    """pyiceberg's SqlCatalog with its commit_table calls counted (one per attempt), and an
+    optional hook run once right after the next metadata JSON is written, before the SQL
+    swap (to land a rival commit exactly where icefloe's is landed: between the two)."""
+    calls = 0
+    failed = 0
+    before_next_swap = None
+    _lock = threading.Lock()
+
+    def commit_table(self, table, requirements, updates):
+        cls = CountingPeerSqlCatalog
+        with cls._lock:
+            cls.calls += 1
+        try:
+            return super().commit_table(table, requirements, updates)
+        except Exception:
+            with cls._lock:
+                cls.failed += 1
+            raise
+
+    def _write_metadata(self, metadata, io, metadata_path):
+        super()._write_metadata(metadata, io, metadata_path)
+        cls = CountingPeerSqlCatalog
+        with cls._lock:
+            hook, cls.before_next_swap = cls.before_next_swap, None
+        if hook is not None:
+            hook()
+
+    @classmethod
+    def reset(cls) -> None:
+        with cls._lock:
+            cls.calls = cls.failed = 0
+            cls.before_next_swap = None
+
+
 # -- the shared warehouse ------------------------------------------------------------------
 
 class Warehouse:
@@ -176,12 +211,29 @@ class Warehouse:
         return (self.root / "warehouse" / "db" / name).as_uri()
 
     def peer_catalog(self, **properties) -> PeerSqlCatalog:
-        return PeerSqlCatalog("icefloe", uri=self.uri, warehouse=(self.root / "warehouse").as_uri(),
+        return CountingPeerSqlCatalog("icefloe", uri=self.uri, warehouse=(self.root / "warehouse").as_uri(),
                               **{"py-io-impl": f"{__name__}.CountingFileIO", **properties})
 
     def table_files(self, name: str) -> set[str]:
         base = self.root / "warehouse" / "db" / name
         return {str(p) for p in base.rglob("*") if p.is_file() and not p.name.startswith(".")}
+
+    def left_behind(self, name: str) -> dict[str, int]:
+        """Files under the table's directory that no retained snapshot reaches and that are
+        not a metadata JSON of the current chain, by kind (read with icefloe's reader,
+        which reads either side's tables)."""
+        from icefloe.impl.io.local import LocalStore
+        from icefloe.impl.table.table import Table
+        table = Table(self.catalog, f"db.{name}", LocalStore())
+        m = table.metadata
+        live = {local_path(table.metadata_location)}
+        live.update(local_path(e.metadata_file) for e in m.metadata_log)
+        for snap in m.snapshots:
+            live.update(local_path(x) for x in table.tree.reach(snap))
+        out: Counter = Counter()
+        for path in self.table_files(name) - live:
+            out[_kind(path)] += 1
+        return dict(out)
 
     def close(self) -> None:
         self.catalog.close()
@@ -195,6 +247,23 @@ def warehouse():
         yield w
     finally:
         w.close()
+
+
+def _kind(path: str) -> str:
+    name = path.rsplit("/", 1)[-1]
+    if name.endswith(".metadata.json"):
+        return "metadata JSON"
+    if name.endswith(".parquet"):
+        return "data file"
+    if name.startswith("snap-"):
+        return "manifest list"
+    if name.endswith(".avro"):
+        return "manifest"
+    return "other"
+
+
+def kind_of(location: str) -> str:
+    return _kind(location)
 
 
 # -- reporting helpers -----------------------------------------------------------------------
