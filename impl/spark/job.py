@@ -1,0 +1,222 @@
+"""One Spark job's files and its commit (spec/PROTOCOL.md 5 "Writer phases", 9 "Commit
+outcomes", 9.5 cleanup; docs/spark.md "Guarantees").
+
+Executors write data files before the driver knows whether they will ever be committed,
+so every file of a job lives under one job-unique prefix, `<table>/data/spark-<job id>/`.
+The driver commits the files of the successful task attempts as one snapshot through a
+`PendingCommit` (retry with validation is the commit loop's); the files of failed or
+duplicate attempts are never in a commit message, and are found by listing that prefix.
+
+Spark runs `commit()` and `abort()` in a Python worker of their own, so what the commit
+learned is written down under the prefix for `abort()` to read:
+
+    _job/started.json   put before the first swap: from here on, a file may be committed
+    _job/outcome.json   {"outcome": committed | conflict | unknown, ...}
+
+Cleanup rules (apache/iceberg #2317, #4666): after Committed, delete the job's files the
+snapshot does not reference; after Conflict, delete all of them; after Unknown, or when
+`started` exists without an outcome (the commit worker died mid-swap), delete nothing.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass, field
+
+from icefloe.impl.format.manifest import DataFile
+from icefloe.impl.format.metadata import MAIN_BRANCH
+from icefloe.impl.io.base import AlreadyExists, NotFound, ObjectStore, StoreError
+from icefloe.impl.io.locations import canonical_location
+from icefloe.impl.outcomes import Committed, CommitOutcome, Conflict, IcefloeError, Unknown
+from icefloe.impl.table.commit import PLAN, PendingCommit
+from icefloe.impl.table.requirements import check_all
+
+JOB_DIR = "_job"
+JOB_PREFIX = "spark-"
+CLEANUP_DELETES_MAX = 1_000_000  # a bound on one job's cleanup
+
+
+class StartingSnapshotGone(IcefloeError):
+    """The snapshot a job planned at is no longer retained (expired while it ran)."""
+
+
+class ValidationFailed(IcefloeError):
+    """A job's assumptions fail already on the table as the commit first reads it."""
+
+
+def job_prefix(table_location: str, job_id: str) -> str:
+    assert job_id and "/" not in job_id, job_id
+    return f"{table_location.rstrip('/')}/data/{JOB_PREFIX}{job_id}/"
+
+
+@dataclass
+class JobFiles:
+    io: ObjectStore
+    table_location: str
+    job_id: str
+
+    @property
+    def prefix(self) -> str:
+        return job_prefix(self.table_location, self.job_id)
+
+    def _marker(self, name: str) -> str:
+        return f"{self.prefix}{JOB_DIR}/{name}.json"
+
+    def mark(self, name: str, body: dict) -> None:
+        try:
+            self.io.put_if_absent(self._marker(name), json.dumps(body, sort_keys=True).encode())
+        except AlreadyExists:
+            raise AssertionError(f"job {self.job_id} wrote its {name} marker twice") from None
+
+    def read_marker(self, name: str) -> dict | None:
+        try:
+            return json.loads(self.io.get(self._marker(name)))
+        except NotFound:
+            return None
+
+    def data_files(self) -> list[str]:
+        """Every data file any attempt of this job wrote (markers excluded)."""
+        marker_dir = f"{self.prefix}{JOB_DIR}/"
+        return [o.location for o in self.io.list(self.prefix)
+                if not canonical_location(o.location).startswith(canonical_location(marker_dir))]
+
+    def delete_except(self, keep: set[str]) -> list[str]:
+        keep = {canonical_location(p) for p in keep}
+        deleted = []
+        for location in self.data_files()[:CLEANUP_DELETES_MAX]:
+            if canonical_location(location) in keep:
+                continue
+            try:
+                self.io.delete(location)
+                deleted.append(location)
+            except StoreError:
+                pass  # left to orphan removal (12)
+        return deleted
+
+
+def set_starting_snapshot(c: PendingCommit, snapshot_id: int | None) -> None:
+    """Make the snapshot the job read (or planned at) the commit's starting snapshot, so
+    validation covers everything committed since the job began, not since commit time."""
+    if snapshot_id is None or snapshot_id == c.starting_snapshot_id:
+        return
+    if c.base_at_start.snapshot_by_id(snapshot_id) is None:
+        raise StartingSnapshotGone(f"snapshot {snapshot_id} the job started from is not retained")
+    c.starting_snapshot_id = snapshot_id
+
+
+def check_now(c: PendingCommit, reqs) -> None:
+    """Fail with a typed error (before anything is written) if an assumption already fails."""
+    problem = check_all(reqs, c.base, c.starting_snapshot_id, c.tree)
+    if problem is not None:
+        raise ValidationFailed(problem)
+
+
+@dataclass
+class JobResult:
+    outcome: CommitOutcome
+    job_id: str
+    kind: str
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    starting_snapshot_id: int | None = None
+    records: int = 0
+    commit_ms: float = 0.0
+
+    def to_json(self) -> dict:
+        o = self.outcome
+        base = {"job-id": self.job_id, "kind": self.kind, "outcome": type(o).__name__.lower(),
+                "snapshot-id": o.snapshot_id, "attempts": o.attempts,
+                "starting-snapshot-id": self.starting_snapshot_id, "records": self.records,
+                "added-files": self.added, "removed-files": self.removed,
+                "cleaned-files": len(self.deleted), "commit-ms": round(self.commit_ms, 1),
+                "time-ms": int(time.time() * 1000)}
+        if isinstance(o, Committed):
+            base["metadata-location"] = o.metadata_location
+        else:
+            base["reason"] = o.reason
+        return base
+
+
+def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile],
+               removed: list[str] = (), starting_snapshot_id: int | None = None,
+               commit_log: str | None = None) -> JobResult:
+    """Run `operation` through the commit loop, record the outcome, clean up by the rules
+    above. Errors before any swap (validation, a gone starting snapshot) are a Conflict."""
+    started = time.monotonic()
+    job.mark("started", {"job-id": job.job_id, "files": len(added)})
+    pending = table.new_commit(operation)
+    try:
+        outcome = pending.run()
+    except IcefloeError as e:
+        # The loop re-raises only from planning, before anything was swapped: definite.
+        if pending.phase != PLAN:
+            raise
+        outcome = Conflict(f"{type(e).__name__}: {e}", 0, pending.snapshot_id)
+        for obj in reversed(pending.written):  # planning wrote nothing; be explicit anyway
+            try:
+                table.io.delete(obj)
+            except StoreError:
+                pass
+    result = JobResult(outcome, job.job_id, kind, [f.file_path for f in added], list(removed),
+                       starting_snapshot_id=pending.starting_snapshot_id,
+                       records=sum(f.record_count for f in added))
+    result.commit_ms = (time.monotonic() - started) * 1000
+    job.mark("outcome", result.to_json())
+    if isinstance(outcome, Committed):
+        result.deleted = job.delete_except({f.file_path for f in added} | _extra_added(operation))
+    elif isinstance(outcome, Conflict):
+        result.deleted = job.delete_except(set())
+    if commit_log:
+        append_commit_log(commit_log, result.to_json())
+    try:
+        table.refresh()
+    except IcefloeError:
+        pass
+    return result
+
+
+def _extra_added(operation) -> set[str]:
+    # Files the commit itself wrote under the job prefix (none today: survivors of a
+    # copy-on-write overwrite are written by the commit loop under data/ directly).
+    return {f.file_path for f in getattr(operation, "added", ())}
+
+
+def abort_job(job: JobFiles) -> list[str]:
+    """Spark's abort: delete the job's files unless a commit may have landed."""
+    outcome = job.read_marker("outcome")
+    if outcome is None:
+        if job.read_marker("started") is not None:
+            return []  # a commit was under way and never reported: its outcome is unknown
+        return job.delete_except(set())
+    if outcome["outcome"] == "conflict":
+        return job.delete_except(set())
+    if outcome["outcome"] == "committed":
+        return job.delete_except(set(outcome["added-files"]))
+    return []  # unknown: nothing may be deleted
+
+
+def append_commit_log(path: str, record: dict) -> None:
+    """One JSON line per job outcome, appended under an exclusive lock (several Spark
+    applications may share one log)."""
+    line = (json.dumps(record, sort_keys=True) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+def read_commit_log(path: str) -> list[dict]:
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+__all__ = ["JobFiles", "JobResult", "commit_job", "abort_job", "job_prefix", "set_starting_snapshot",
+           "check_now", "ValidationFailed", "StartingSnapshotGone", "append_commit_log",
+           "read_commit_log", "MAIN_BRANCH"]
