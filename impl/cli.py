@@ -11,6 +11,10 @@
 The default catalog is the SQLite file ./icefloe.db with catalog name `icefloe`, so
 pyiceberg's SqlCatalog("icefloe", uri=...) opens the same tables. Bad input gets one
 line on stderr and exit code 2; a commit that did not commit exits 1.
+`--catalog s3://bucket/prefix` is the S3 pointer-object catalog (no database) and
+`--warehouse s3://bucket/prefix` puts new tables on S3; the endpoint and keys come from
+the environment (`ICEFLOE_S3_ENDPOINT` or `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, ...;
+docs/s3.md). Locations of any registered scheme are read through one StoreRouter.
 `history --graph` draws the snapshot DAG (parent links, refs, main's current snapshot)
 as a PNG with matplotlib, or writes DOT text when the name ends in `.dot`.
 """
@@ -28,12 +32,14 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from icefloe.impl.catalog.base import CatalogError, TableIdentifier
+from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.catalog.sql import SqlCatalog
 from icefloe.impl.format import expressions
 from icefloe.impl.format.metadata import from_json
 from icefloe.impl.format.transforms import parse_partition_spec
 from icefloe.impl.format.types import schema_from_arrow, schema_to_arrow
-from icefloe.impl.io.local import LocalStore
+from icefloe.impl.io.locations import scheme_of
+from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import Committed, IcefloeError
 from icefloe.impl.table import lineage_graph, scan as S
@@ -57,23 +63,41 @@ def _read_rows(path: str) -> pa.Table:
         raise UsageError(f"{path}: not a readable {'CSV' if path.endswith('.csv') else 'Parquet'} file: {e}") from None
 
 
-def _catalog(args) -> SqlCatalog:
+S3_SCHEMES = ("s3://", "s3a://")
+
+
+def _catalog(args) -> SqlCatalog | S3Catalog:
+    if args.catalog.startswith(S3_SCHEMES):
+        io = StoreRouter()
+        return S3Catalog(io.store_for(args.catalog), args.catalog)  # type: ignore[arg-type]
     return SqlCatalog(args.catalog)
 
 
 def _table(args) -> Table:
-    return Table(_catalog(args), TableIdentifier.parse(args.table), LocalStore())
+    return Table(_catalog(args), TableIdentifier.parse(args.table), StoreRouter())
 
 
 def _is_metadata_path(text: str) -> bool:
-    return text.endswith(".metadata.json") or text.startswith("file:") or os.sep in text
+    return (text.endswith(".metadata.json") or text.startswith(("file:", *S3_SCHEMES))
+            or os.sep in text)
 
 
 def _read_only(text: str):
     """A table read straight from a metadata JSON file, without a catalog."""
-    location = canonical_location(text if text.startswith("file:") else Path(text).resolve().as_uri())
-    store = LocalStore()
+    if text.startswith(S3_SCHEMES):
+        location = text
+    else:
+        location = canonical_location(text if text.startswith("file:") else Path(text).resolve().as_uri())
+    store = StoreRouter()
     return store, from_json(store.get(location), location)
+
+
+def _table_location(warehouse: str, ident: TableIdentifier) -> str:
+    if warehouse.startswith(S3_SCHEMES):
+        return "/".join([warehouse.rstrip("/"), *ident.namespace, ident.name])
+    if "://" in warehouse and scheme_of(warehouse) != "file":
+        raise UsageError(f"--warehouse {warehouse}: a local directory or s3://bucket/prefix")
+    return Path(warehouse.removeprefix("file://")).resolve().joinpath(*ident.namespace, ident.name).as_uri()
 
 
 def cmd_create(args) -> int:
@@ -81,8 +105,8 @@ def cmd_create(args) -> int:
     schema = schema_from_arrow(rows.schema)
     spec = parse_partition_spec(args.partition_by, schema) if args.partition_by else None
     ident = TableIdentifier.parse(args.table)
-    location = Path(args.warehouse).resolve().joinpath(*ident.namespace, ident.name).as_uri()
-    create_table(_catalog(args), ident, schema, spec, location=location, io=LocalStore())
+    location = _table_location(args.warehouse, ident)
+    create_table(_catalog(args), ident, schema, spec, location=location, io=StoreRouter())
     print(f"created {ident} at {location}")
     return EXIT_OK
 
@@ -200,8 +224,10 @@ def cmd_expire(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="icefloe", description="Iceberg v2 tables with a verified commit protocol")
-    ap.add_argument("--catalog", default="sqlite:///./icefloe.db", help="catalog URI (default sqlite:///./icefloe.db)")
-    ap.add_argument("--warehouse", default="./warehouse", help="where new tables live (default ./warehouse)")
+    ap.add_argument("--catalog", default="sqlite:///./icefloe.db", help="catalog URI: sqlite:///F, postgresql://..., or s3://bucket/prefix "
+                         "(default sqlite:///./icefloe.db)")
+    ap.add_argument("--warehouse", default="./warehouse", help="where new tables live: a directory or s3://bucket/prefix "
+                         "(default ./warehouse)")
     sub = ap.add_subparsers(dest="command", required=True)
     p = sub.add_parser("create")
     p.add_argument("table")

@@ -2,8 +2,9 @@
 
 Table metadata holds absolute locations (`file:///w/t/metadata/...`, `s3://b/t/...`), so a
 reader needs one object that accepts any of them, like Iceberg's FileIO. Schemes are
-registered openly: `file` and `memory` here, `s3` by `icefloe.impl.io.s3` when imported,
-through `register_scheme(scheme, factory)`. A router builds at most one store per scheme,
+registered openly through `register_scheme(scheme, factory)`: `file`, `memory`, and
+`s3`/`s3a` here (an `S3Store` configured from the router's properties or the environment,
+`S3Store.from_properties`; one store serves both spellings). A router builds at most one store per scheme,
 lazily, so its `counts` are the sum over the stores it used.
 """
 from __future__ import annotations
@@ -41,6 +42,11 @@ def unregister_scheme(scheme: str) -> None:
         _factories.pop(scheme.lower(), None)
 
 
+def _registered_items() -> list[tuple[str, StoreFactory]]:
+    with _factories_lock:
+        return list(_factories.items())
+
+
 def registered_schemes() -> frozenset[str]:
     with _factories_lock:
         return frozenset(_factories)
@@ -48,6 +54,15 @@ def registered_schemes() -> frozenset[str]:
 
 register_scheme("file", lambda properties: LocalStore())
 register_scheme("memory", lambda properties: MemoryStore())
+
+
+def _s3_store(properties: Mapping[str, str]) -> ObjectStore:
+    from icefloe.impl.s3.store import S3Store  # boto3 loads only when an s3 location is used
+    return S3Store.from_properties(properties)
+
+
+register_scheme("s3", _s3_store)
+register_scheme("s3a", _s3_store)
 
 
 class StoreRouter:
@@ -72,7 +87,12 @@ class StoreRouter:
                     factory = _factories.get(scheme)
                 if factory is None:
                     raise UnknownScheme(f"no store registered for scheme {scheme!r} ({location!r})")
-                store = self._stores[scheme] = factory(self.properties)
+                # A factory registered for several schemes (s3, s3a) builds one store for all.
+                store = next((self._stores[other] for other, f in _registered_items()
+                              if f is factory and other in self._stores), None)
+                if store is None:
+                    store = factory(self.properties)
+                self._stores[scheme] = store
             return store
 
     @property

@@ -49,11 +49,12 @@ put_if_absent, compare_and_swap, delete, list; retries count once per attempt.
 """
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Mapping
 
 import boto3
 from botocore.config import Config
@@ -66,6 +67,15 @@ from icefloe.impl.io.base import (
 from icefloe.impl.s3.ops import CLIENT_HEADER
 
 SCHEMES = ("s3://", "s3a://")
+# Property names (pyiceberg's FileIO names, so one property map configures both) and the
+# environment variables read when a property is absent, in order.
+PROPERTY_ENV = {
+    "s3.endpoint": ("ICEFLOE_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
+    "s3.access-key-id": ("AWS_ACCESS_KEY_ID",),
+    "s3.secret-access-key": ("AWS_SECRET_ACCESS_KEY",),
+    "s3.region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
+}
+REGION_DEFAULT = "us-east-1"
 ATTEMPTS_MAX_DEFAULT = 4
 LIST_PAGE_KEYS_MAX = 1000
 LIST_PAGES_MAX = 100_000  # 10^8 keys: a bound on the orphan-cleanup scan
@@ -173,6 +183,24 @@ class S3Store(CountingMixin):
                 request.headers[CLIENT_HEADER] = client_name
             client.meta.events.register("before-sign.s3", tag)
         return cls(client, **store_options)
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str],
+                        environ: Mapping[str, str] | None = None) -> "S3Store":
+        """A store configured like pyiceberg's S3 FileIO: `s3.endpoint`, `s3.access-key-id`,
+        `s3.secret-access-key`, `s3.region`, each falling back to the environment
+        (`ICEFLOE_S3_ENDPOINT`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
+        ...); no endpoint means AWS. Missing keys are left to boto3's credential chain."""
+        environ = os.environ if environ is None else environ
+
+        def setting(name: str) -> str | None:
+            if properties.get(name):
+                return properties[name]
+            return next((environ[v] for v in PROPERTY_ENV[name] if environ.get(v)), None)
+
+        return cls.from_config(setting("s3.endpoint"), setting("s3.access-key-id"),  # type: ignore[arg-type]
+                               setting("s3.secret-access-key"),  # type: ignore[arg-type]
+                               setting("s3.region") or REGION_DEFAULT)
 
     # -- the request primitive -----------------------------------------------------
 
