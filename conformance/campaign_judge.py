@@ -1,0 +1,267 @@
+"""Judging a concurrency campaign afterwards (issue 5 item 5; spec/PROPERTIES.md P1-P6 as
+seen from outside): what the writer processes recorded, plus what the store holds once the
+faults are healed, becomes an `icefloe.model.checks.history.History` for the Elle-style
+checker, and two checks the checker cannot make from file sets alone:
+
+- rows: replaying the committed operations along the final lineage (append adds its rows,
+  overwrite-by-filter replaces its partition's rows, rewrite keeps the rows, rollback
+  returns to an earlier snapshot's rows) must give, at every snapshot main pointed at,
+  exactly the rows its data files hold: no lost row, no duplicated row, no resurrection;
+- unknown outcomes: each writer's own later resolution (`resolve_unknown`, after healing)
+  must agree with the lineage (committed iff its snapshot or attempt is in it).
+
+Nothing here talks to storage: `Evidence` is plain data (the campaign gathers it), so a
+test can doctor it and check that the judge notices.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from icefloe.model.checks.history import (
+    ALL, SERIALIZABLE, Anomaly, History, Operation, Read, SnapshotInfo, Version, check_history, lineage, render,
+)
+
+APPEND, OVERWRITE, REWRITE, ROLLBACK = "append", "overwrite", "rewrite", "rollback"
+KINDS = (APPEND, OVERWRITE, REWRITE, ROLLBACK)
+# Outcomes a writer records. "failed" = the operation raised before writing anything (its
+# refresh could not read the table): definitely not committed. "noop" = nothing to do
+# (a compaction with nothing to compact): no commit at all, left out of the history.
+COMMITTED, CONFLICT, UNKNOWN, FAILED, NOOP = "committed", "conflict", "unknown", "failed", "noop"
+OUTCOMES = (COMMITTED, CONFLICT, UNKNOWN, FAILED, NOOP)
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One operation as its writer process saw it."""
+    op_id: str
+    process: int
+    kind: str
+    outcome: str
+    start_snapshot_id: int | None = None
+    base_location: str | None = None         # the metadata file current when it started
+    snapshot_id: int | None = None
+    committed_location: str | None = None
+    attempted_locations: tuple = ()
+    attempts: int = 0
+    reason: str = ""
+    partition: str | None = None            # overwrite: the filter is `cat = <partition>`
+    rollback_to: int | None = None
+    rows: tuple = ()                         # (id, cat) pairs the operation adds
+    read_files: frozenset = frozenset()
+    added_files: frozenset = frozenset()
+    removed_files: frozenset = frozenset()
+    started_s: float = 0.0
+    ended_s: float = 0.0
+
+    def __post_init__(self):
+        assert self.kind in KINDS, self.kind
+        assert self.outcome in OUTCOMES, self.outcome
+
+
+@dataclass
+class Evidence:
+    versions: tuple                 # Version records of every metadata file left in the store
+    current: str                    # the pointer after healing
+    ops: tuple                      # OpRecord
+    reads: tuple = ()               # history.Read
+    observed_current: tuple = ()    # locations writers saw as current
+    file_rows: dict = field(default_factory=dict)     # data file -> tuple of (id, cat)
+    resolutions: dict = field(default_factory=dict)   # op_id -> (outcome, location) after healing
+
+
+@dataclass
+class Judgement:
+    verdict: object                 # history.Verdict
+    anomalies: list                 # the campaign's own (rows, resolutions): history.Anomaly
+    snapshots_checked: int = 0
+
+    @property
+    def valid(self) -> bool | None:
+        if self.anomalies or self.verdict.valid is False:
+            return False
+        return self.verdict.valid
+
+    def names(self) -> list[str]:
+        return sorted({a.name for a in list(self.verdict.anomalies) + self.anomalies})
+
+    def render(self) -> str:
+        out = [render(self.verdict)]
+        for a in self.anomalies:
+            out.append(f"  anomaly: {a.name}: {a.explanation}")
+        out.append(f"  rows checked at {self.snapshots_checked} snapshots of main")
+        return "\n".join(out)
+
+
+def partition_of(path: str) -> str | None:
+    """The `cat` partition value of a data file, from its path (`.../data/cat=a/<uuid>.parquet`)."""
+    _, _, rest = path.partition("/data/")
+    head = rest.split("/", 1)[0]
+    return head.split("=", 1)[1] if "=" in head else None
+
+
+def _effective_mains(versions, current) -> tuple[dict, dict, list]:
+    """The checker knows a state by the snapshot that introduced it, which a rollback breaks:
+    main moves back to an old snapshot, and a writer that starts there has not seen what
+    came between. So each rollback on the lineage gets a synthetic snapshot (a fresh id,
+    parent the head it replaced, the target's files), later parents are renamed to it, and
+    writers' starting snapshots are mapped through the version they started from.
+    Returns (location -> effective main, location -> rewritten Version, new snapshots)."""
+    by_loc = {v.location: v for v in versions}
+    line = lineage(History(versions=tuple(versions), current=current))
+    taken = {s.snapshot_id for v in versions for s in v.snapshots}
+    eff: dict = {}
+    real_of: dict = {}                 # effective id -> real id
+    synthetic: list = []
+    rewritten: dict = {}
+    for i, loc in enumerate(line):
+        v = by_loc[loc]
+        pre = by_loc[line[i - 1]] if i else None
+        pre_eff = eff.get(line[i - 1]) if i else None
+        old = {s.snapshot_id for s in pre.snapshots} if pre else set()
+        snaps = []
+        for s in v.snapshots:
+            if s.snapshot_id not in old and pre is not None and s.parent_id == real_of.get(pre_eff, pre_eff):
+                s = SnapshotInfo(s.snapshot_id, pre_eff, s.files)   # built on the (rolled back) head
+            snaps.append(s)
+        if i and v.main is not None and v.main in old and v.main != real_of.get(pre_eff, pre_eff):
+            files = next(s.files for s in v.snapshots if s.snapshot_id == v.main)
+            sid = -1 - len(synthetic)
+            while sid in taken:
+                sid -= 1
+            taken.add(sid)
+            synthetic.append(SnapshotInfo(sid, pre_eff, files))
+            real_of[sid] = v.main
+            eff[loc] = sid
+        elif i and v.main == real_of.get(pre_eff, pre_eff):
+            eff[loc] = pre_eff           # main did not move (a metadata-only change)
+        else:
+            eff[loc] = v.main
+        rewritten[loc] = Version(loc, v.previous, eff[loc], tuple(snaps) + tuple(synthetic))
+    return eff, rewritten, synthetic
+
+
+def to_history(ev: Evidence) -> History:
+    eff, rewritten, _ = _effective_mains(ev.versions, ev.current)
+    versions = tuple(rewritten.get(v.location, v) for v in ev.versions)
+    ops = []
+    for o in ev.ops:
+        if o.outcome == NOOP:
+            continue
+        outcome = CONFLICT if o.outcome == FAILED else o.outcome
+        location = o.committed_location
+        resolved = ev.resolutions.get(o.op_id)
+        if o.outcome == UNKNOWN and resolved and resolved[0] == COMMITTED and o.snapshot_id is None:
+            location = resolved[1]  # a metadata-only operation lands by location only
+        if o.kind == OVERWRITE:
+            read = frozenset({o.partition})
+        elif o.kind == ROLLBACK:
+            read = ALL  # it asserts main is still where it read it
+        else:
+            read = frozenset()  # appends read nothing; a rewrite reads files, not a predicate
+        start = eff.get(o.base_location, o.start_snapshot_id)
+        ops.append(Operation(o.op_id, o.kind, outcome, o.snapshot_id, location, start,
+                             read, o.read_files, o.added_files, o.removed_files))
+    files = set(ev.file_rows)
+    for v in ev.versions:
+        for s in v.snapshots:
+            files |= s.files
+    return History(versions=versions, current=ev.current, operations=tuple(ops),
+                   reads=tuple(ev.reads), file_partitions={f: partition_of(f) for f in files},
+                   observed_current=tuple(ev.observed_current))
+
+
+def judge(ev: Evidence, isolation: str = SERIALIZABLE) -> Judgement:
+    history = to_history(ev)
+    verdict = check_history(history, isolation)
+    anomalies: list[Anomaly] = []
+    line = lineage(history)
+    landed = _landed(history, line, {v.location: v for v in history.versions})
+    for o in ev.ops:
+        if o.outcome != UNKNOWN:
+            continue
+        resolved = ev.resolutions.get(o.op_id, (UNKNOWN, None))[0]
+        if resolved != UNKNOWN and (resolved == COMMITTED) != (o.op_id in landed):
+            anomalies.append(Anomaly("unknown resolved inconsistently", (o.op_id,),
+                                     f"{o.op_id} was resolved {resolved} after healing, but its commit "
+                                     f"is {'' if o.op_id in landed else 'not '}in the lineage"))
+    checked = _check_rows(ev, line, {v.location: v for v in ev.versions}, landed, anomalies)
+    return Judgement(verdict, anomalies, checked)
+
+
+def _landed(history: History, line: list, by_loc: dict) -> dict:
+    """op_id -> lineage index where its commit appears."""
+    introduced: dict[int, int] = {}
+    for i in range(1, len(line)):
+        old = {s.snapshot_id for s in by_loc[line[i - 1]].snapshots}
+        for s in by_loc[line[i]].snapshots:
+            if s.snapshot_id not in old:
+                introduced.setdefault(s.snapshot_id, i)
+    pos = {loc: i for i, loc in enumerate(line)}
+    out = {}
+    for o in history.operations:
+        if o.snapshot_id is not None and o.snapshot_id in introduced:
+            out[o.op_id] = introduced[o.snapshot_id]
+        elif o.committed_location in pos and o.outcome != CONFLICT:
+            out[o.op_id] = pos[o.committed_location]
+    return out
+
+
+def _check_rows(ev: Evidence, line: list, by_loc: dict, landed: dict, anomalies: list) -> int:
+    """Replay the landed operations along the lineage; compare with the files' rows."""
+    ops = {o.op_id: o for o in ev.ops}
+    at_index: dict[int, list] = {}
+    for op_id, i in landed.items():
+        at_index.setdefault(i, []).append(ops[op_id])
+    expected: dict = {None: Counter()}
+    files_of: dict = {}
+    for loc in line:
+        for s in by_loc[loc].snapshots:
+            files_of.setdefault(s.snapshot_id, s.files)
+    for i in range(1, len(line)):
+        pre, post = by_loc[line[i - 1]], by_loc[line[i]]
+        here = at_index.get(i, [])
+        if len(here) != 1:
+            if post.main != pre.main or here:
+                anomalies.append(Anomaly("unattributed commit", tuple(o.op_id for o in here),
+                                         f"version {line[i]} moved main {pre.main} -> {post.main}, made by "
+                                         f"{len(here)} recorded operations, not one"))
+            continue
+        o = here[0]
+        base = expected.get(pre.main)
+        if base is None:
+            continue  # the state before is already unexplained (reported once, where it started)
+        if o.kind == APPEND:
+            after = base + Counter(o.rows)
+        elif o.kind == OVERWRITE:
+            after = Counter({r: n for r, n in base.items() if r[1] != o.partition}) + Counter(o.rows)
+        elif o.kind == REWRITE:
+            after = Counter(base)
+        else:
+            after = expected.get(post.main)
+            if after is None:
+                anomalies.append(Anomaly("unattributed commit", (o.op_id,),
+                                         f"{o.op_id} rolled main back to {post.main}, a state never replayed"))
+                continue
+        if post.main in expected and expected[post.main] != after:
+            anomalies.append(Anomaly("lost rows", (o.op_id,),
+                                     f"snapshot {post.main} is reached twice with different contents"))
+        expected[post.main] = after
+    checked = 0
+    for sid, want in expected.items():
+        if sid is None or sid not in files_of:
+            continue
+        have = Counter()
+        for f in files_of[sid]:
+            have.update(ev.file_rows.get(f, ()))
+        checked += 1
+        lost, extra = want - have, have - want
+        if lost:
+            anomalies.append(Anomaly("lost rows", (str(sid),),
+                                     f"snapshot {sid} lacks {sum(lost.values())} committed rows, "
+                                     f"e.g. {sorted(lost)[:3]}"))
+        if extra:
+            anomalies.append(Anomaly("duplicate or resurrected rows", (str(sid),),
+                                     f"snapshot {sid} holds {sum(extra.values())} rows no replay explains, "
+                                     f"e.g. {sorted(extra)[:3]}"))
+    return checked
