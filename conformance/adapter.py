@@ -29,7 +29,10 @@ they allow:
   reads        a subset of READS: current, at-snapshot (time travel), incremental
                (rows appended since a snapshot, along main's ancestry);
   isolation    the isolation level the engine claims for overwrite-by-filter
-               ("serializable" or "snapshot"); the model and checker judge at it.
+               ("serializable" or "snapshot"); the model and checker judge at it;
+  stores       where its tables can live: "memory" (a memory:// warehouse, stepping
+               engines only) and/or "s3" (moto S3 on 127.0.0.1; black-box engines get
+               the FaultProxy's endpoint).
 
 The table. Every run uses one unpartitioned table `TableContext.identifier` with one
 required string column `id` (`COLUMN`); each row is a distinct string such as "1.2".
@@ -140,6 +143,7 @@ class Capabilities:
     swap_over_s3: bool = False
     reads: frozenset = frozenset(READS)
     isolation: str = SERIALIZABLE
+    stores: frozenset = frozenset({"memory", "s3"})
 
     def __post_init__(self):
         bad = set(self.operations) - set(OPERATIONS)
@@ -153,6 +157,8 @@ class Capabilities:
             raise EngineSpecError(f"reads must include current and be among {READS}: {sorted(self.reads)}")
         if self.isolation not in (SERIALIZABLE, SNAPSHOT):
             raise EngineSpecError(f"isolation must be {SERIALIZABLE!r} or {SNAPSHOT!r}")
+        if not self.stores or not set(self.stores) <= {"memory", "s3"}:
+            raise EngineSpecError(f"stores must be a non-empty subset of memory, s3: {sorted(self.stores)}")
 
     @property
     def interleaving(self) -> str:
@@ -192,6 +198,10 @@ class FaultHooks:
     def parked(self, writer: int) -> list:
         """Delayed swap requests of `writer` not yet delivered or dropped, oldest first."""
         return list(self._parked.get(writer, ()))
+
+    def pop_parked(self, writer: int) -> Callable[[], None]:
+        """Take the delayed swap `writer` parked last (the harness keeps it from here)."""
+        return self._parked[writer].pop()
 
     def deliver(self, writer: int, index: int = 0) -> None:
         """A delayed swap reaches the catalog now (it applies if the pointer still matches)."""

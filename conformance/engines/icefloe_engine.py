@@ -16,7 +16,7 @@ from icefloe.conformance import adapter as A
 from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format.types import NestedField, Schema, StringType
-from icefloe.impl.io.base import StoreUnavailable
+from icefloe.impl.io.base import StoreError, StoreUnavailable
 from icefloe.impl.io.memory import MemoryStore
 from icefloe.impl.outcomes import Committed, Conflict, SwapRejected, SwapUnknown
 from icefloe.impl.table import commit as C
@@ -165,6 +165,7 @@ class IcefloeTable:
         create_table(base_catalog, ctx.identifier, SCHEMA, location=location, io=base_store, env=self.env)
         self.table = Table(base_catalog, ctx.identifier, base_store, self.env, self.retry)
         self.tree = TreeReader(base_store)
+        self._records: dict = {}      # snapshot id -> SnapshotRecord
 
     def parts(self, writer: int):
         if writer not in self.io:
@@ -230,6 +231,9 @@ class IcefloeTable:
 
     def read_at(self, snapshot_id: int) -> A.ReadResult:
         self.table.refresh()
+        snap = self.table.snapshot_by_id(snapshot_id)
+        if snap is not None:
+            self._record(snap)
         rows = self.table.scan(snapshot_id=snapshot_id)
         files = [t.data_file.file_path for t in self.table.plan_files(snapshot_id=snapshot_id)]
         return self._result(snapshot_id, rows, files)
@@ -261,16 +265,30 @@ class IcefloeTable:
             versions.append(A.VersionRecord(loc, previous, m.current_snapshot_id,
                                             tuple(s.snapshot_id for s in m.snapshots)))
             for s in m.snapshots:
-                if s.snapshot_id in snapshots:
-                    continue
-                ch = self.tree.changes(s)
-                snapshots[s.snapshot_id] = A.SnapshotRecord(
-                    s.snapshot_id, s.parent_snapshot_id, s.operation or "",
-                    frozenset(self.tree.live_data_paths(s)),
-                    frozenset(e.data_file.file_path for e in ch.added_data),
-                    frozenset(e.data_file.file_path for e in ch.removed_data),
-                    None, s.summary.get(A.OP_ID_PROPERTY))
+                if s.snapshot_id not in snapshots:
+                    snapshots[s.snapshot_id] = self._record(s)
         return A.TableHistory(tuple(versions), snapshots)
+
+    def _record(self, s) -> A.SnapshotRecord:
+        """The snapshot's record, computed while its tree is readable and kept: once a
+        snapshot is expired its manifest list may be gone, but its history is not."""
+        found = self._records.get(s.snapshot_id)
+        if found is not None:
+            return found
+        try:
+            ch = self.tree.changes(s)
+            files = frozenset(self.tree.live_data_paths(s))
+        except StoreError:
+            # Expired and cleaned up before anyone recorded it: its files are unknown.
+            return A.SnapshotRecord(s.snapshot_id, s.parent_snapshot_id, s.operation or "", frozenset(),
+                                    op_id=s.summary.get(A.OP_ID_PROPERTY))
+        record = A.SnapshotRecord(
+            s.snapshot_id, s.parent_snapshot_id, s.operation or "", files,
+            frozenset(e.data_file.file_path for e in ch.added_data),
+            frozenset(e.data_file.file_path for e in ch.removed_data),
+            None, s.summary.get(A.OP_ID_PROPERTY))
+        self._records[s.snapshot_id] = record
+        return record
 
     def remove_orphans(self, older_than_ms: int) -> list:
         return self.table.remove_orphan_files(older_than_ms)
