@@ -97,12 +97,18 @@ def read_metadata(io: ObjectStore, location: str) -> TableMetadata:
 
 class PendingCommit:
     def __init__(self, catalog: Catalog, identifier: TableIdentifier, io: ObjectStore,
-                 operation: Operation, env: Env | None = None, retry: RetryPolicy | None = None):
+                 operation: Operation, env: Env | None = None, retry: RetryPolicy | None = None,
+                 *, tree: TreeReader | None = None,
+                 known: tuple[str | None, TableMetadata | None] | None = None):
+        """`tree` and `known` (a metadata location and its parsed content) let a table
+        handle share what it has already read or written: every object is immutable and
+        named once (1.3, 1.4), so a cached read by location is the read itself."""
         self.catalog, self.identifier, self.io = catalog, identifier, io
         self.operation = operation
         self.env = env or Env()
         self.retry = retry  # None: from the table's properties at plan time
-        self.tree = TreeReader(io)
+        self.tree = tree if tree is not None else TreeReader(io)
+        self._known = known if known is not None and known[1] is not None else None
         self.phase = PLAN
         self.attempt = 0
         self.base: TableMetadata | None = None
@@ -190,7 +196,10 @@ class PendingCommit:
         """Begin: read the pointer and its metadata; the ref's head is the starting snapshot."""
         assert self.phase == PLAN
         location = self.catalog.load(self.identifier)
-        self.base = self.base_at_start = read_metadata(self.io, location)
+        if self._known is not None and self._known[0] == location:
+            self.base = self.base_at_start = self._known[1]
+        else:
+            self.base = self.base_at_start = read_metadata(self.io, location)
         self.base_location = self.first_base_location = location
         head = self.head()
         self.starting_snapshot_id = None if head is None else head.snapshot_id
@@ -234,6 +243,7 @@ class PendingCommit:
                                        None if head is None else head.snapshot_id,
                                        self.base.last_sequence_number + 1)
             self.write(location, data)
+            self.tree.remember_manifest_list(location, data)  # the next commit's base list
             self.manifest_list_location = location
         self.phase = METADATA
 

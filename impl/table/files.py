@@ -40,6 +40,12 @@ class TreeReader:
                 self._lists[location] = cached
         return cached
 
+    def remember_manifest_list(self, location: str, data: bytes) -> None:
+        """Cache a manifest list this process wrote, parsed from the bytes it wrote."""
+        parsed = read_manifest_list(data, location)
+        with self._lock:
+            self._lists[location] = parsed
+
     def entries(self, manifest: ManifestFile) -> list[ManifestEntry]:
         location = manifest.manifest_path
         with self._lock:

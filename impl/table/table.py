@@ -2,9 +2,10 @@
 create, 10 "Readers" for reads; every write goes through commit.PendingCommit).
 
 A `Table` is catalog + identifier + io (+ env). It holds the metadata it last loaded;
-`refresh()` makes one pointer read and one metadata read. Each write method returns an
-outcome (Committed / Conflict / Unknown); `new_*` methods return the PendingCommit so a
-caller (the conformance suite) can step it phase by phase.
+`refresh()` makes one pointer read, and one metadata read if the pointer moved. A write
+method reuses what the handle holds and adopts the metadata it committed; it returns an
+outcome (Committed / Conflict / Unknown). `new_*` methods return a plain PendingCommit
+(no shared cache) so a caller (the conformance suite) can step it phase by phase.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, Tab
 from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.format.types import Schema
 from icefloe.impl.io.base import ObjectStore
-from icefloe.impl.outcomes import CommitOutcome
+from icefloe.impl.outcomes import CommitOutcome, Committed
 from icefloe.impl.table import maintenance, operations as ops, producer as P, scan as S
 from icefloe.impl.table.commit import PendingCommit, RetryPolicy, read_metadata
 from icefloe.impl.table.env import Env, metadata_file_location
@@ -130,8 +131,17 @@ class Table:
         return PendingCommit(self.catalog, self.identifier, self.io, operation, self.env, self.retry)
 
     def _run(self, operation) -> CommitOutcome:
-        outcome = self.new_commit(operation).run()
-        self.refresh()
+        # The commit starts from what this handle holds (its metadata if the pointer still
+        # names it, its cached manifest lists) and, once acknowledged, the handle takes the
+        # metadata it committed: no GET of an object this handle has read or written.
+        commit = PendingCommit(self.catalog, self.identifier, self.io, operation, self.env, self.retry,
+                               tree=self.tree, known=(self.metadata_location, self._metadata))
+        outcome = commit.run()
+        if (isinstance(outcome, Committed) and commit.new_metadata is not None
+                and outcome.metadata_location == commit.new_metadata_location):
+            self._metadata, self.metadata_location = commit.new_metadata, commit.new_metadata_location
+        else:
+            self.refresh()
         return outcome
 
     def append(self, rows: pa.Table, *, branch: str = MAIN_BRANCH) -> CommitOutcome:
