@@ -1,6 +1,8 @@
-"""The fault-injecting proxy with black-box S3 clients: boto3 and pyarrow's S3FileSystem.
+"""The fault-injecting proxy with black-box S3 clients: boto3, pyarrow's S3FileSystem, and
+pyiceberg's S3 FileIO (PyArrowFileIO, configured by properties as a pyiceberg catalog is).
 
-Every fault kind is exercised with both clients; gates force interleavings between
+Every fault kind (reject 503/500, reset, lost response, delay, gate) is exercised with each
+client; gates force interleavings between
 clients; the history records what each client sent, what upstream answered and what
 the client got back.
 """
@@ -15,6 +17,7 @@ import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
 from icefloe.impl.io.base import AlreadyExists
+from icefloe.impl.s3.peer_clients import pyiceberg_s3_properties
 from icefloe.impl.s3.moto_server import make_client
 from icefloe.impl.s3.proxy import (
     Delay, Exchange, FaultProxy, LoseResponse, Match, Reject, Reset, Rule)
@@ -56,7 +59,31 @@ class ArrowClient:
             return stream.read()
 
 
-CLIENTS = {"boto3": BotoClient, "pyarrow": ArrowClient}
+class PyIcebergClient:
+    """pyiceberg's S3 FileIO (PyArrowFileIO), one attempt per request
+    (`icefloe.impl.s3.peer_clients`); a write is `OutputFile.create`, a multipart upload."""
+    write_operation = "CompleteMultipartUpload"
+    errors = (OSError,)
+
+    def __init__(self, proxy: FaultProxy, client: str, arrow_fs_for=None):
+        from pyiceberg.io.pyarrow import PyArrowFileIO
+
+        self.io = PyArrowFileIO(pyiceberg_s3_properties(proxy.endpoint_url, client))
+        # Build its pyarrow filesystem now: constructing one waits for every S3 request in
+        # flight in the process, so a lazy one would wait for a gated request.
+        self.io.new_input(f"s3://{BUCKET}/warm-up").exists()
+        proxy.clear()
+
+    def put(self, key: str, data: bytes) -> None:
+        with self.io.new_output(f"s3://{BUCKET}/{key}").create(overwrite=True) as out:
+            out.write(data)
+
+    def get(self, key: str) -> bytes:
+        with self.io.new_input(f"s3://{BUCKET}/{key}").open() as stream:
+            return stream.read()
+
+
+CLIENTS = {"boto3": BotoClient, "pyarrow": ArrowClient, "pyiceberg": PyIcebergClient}
 
 
 @pytest.fixture(params=sorted(CLIENTS))
