@@ -2,12 +2,16 @@
 
 pyiceberg creates a file with "HEAD, then an unconditional upload": a check-then-write,
 like the exists-then-rename commits of apache/iceberg #970 (REGRESSIONS.md row 6). A
-gate between the check and the write shows two creators both told "created".
+gate between the check and the write shows two creators both told "created". Every fault
+kind is run against this FileIO in test_proxy.py (its `pyiceberg` client). Here, a
+pyiceberg table on S3 beside icefloe on one SQLite catalog: pyiceberg's swap is a SQL
+UPDATE, not an S3 request, so only its file writes can be held or faulted.
 """
 from __future__ import annotations
 
 import threading
 
+import pyarrow as pa
 import pytest
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
@@ -15,6 +19,7 @@ from icefloe.impl.s3.proxy import LoseResponse, Match, Rule
 
 BUCKET = "icefloe"
 HOLD_S_MAX = 30  # safety net for waits on gates and threads; events decide the order
+ARROW_SCHEMA = pa.schema([pa.field("id", pa.int64())])
 
 
 def file_io(proxy, client: str, warm_up_location: str) -> PyArrowFileIO:
@@ -92,3 +97,74 @@ def test_pyiceberg_write_with_lost_ack_fails_but_landed(proxy, prefix):
     assert completes and all((e.upstream_status, e.returned) == (200, 500) for e in completes)
     proxy.clear()
     assert read(io, location) == b"ours" * 1000
+
+
+# -- a pyiceberg table on S3 beside icefloe, one SQLite catalog ------------------------------
+
+def _peers(proxy, tmp_path, prefix):
+    """One SQLite catalog file, one table on S3: icefloe (S3Store through the proxy as client
+    "icefloe") and pyiceberg (SqlCatalog on the same file, its FileIO through the proxy as
+    client "ice", one SDK attempt per request)."""
+    from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
+
+    from icefloe.impl.catalog.sql import SqlCatalog
+    from icefloe.impl.format.types import schema_from_arrow
+    from icefloe.impl.s3.moto_server import DEFAULT_REGION
+    from icefloe.impl.s3.peer_clients import pyiceberg_s3_properties
+    from icefloe.impl.s3.store import S3Store
+    from icefloe.impl.table.table import create_table
+
+    store = S3Store.from_config(proxy.endpoint_url, "icefloe", "secret", DEFAULT_REGION)
+    ours = SqlCatalog(f"sqlite:///{tmp_path}/catalog.db", busy_timeout_ms=30_000)
+    table = create_table(ours, "db.t", schema_from_arrow(ARROW_SCHEMA), location=f"s3://{BUCKET}/{prefix}/t",
+                         properties={"commit.retry.min-wait-ms": "0", "commit.retry.max-wait-ms": "0"},
+                         io=store)
+    theirs = PyIcebergSqlCatalog("icefloe", uri=f"sqlite:///{tmp_path}/catalog.db",
+                                 **pyiceberg_s3_properties(proxy.endpoint_url, "ice"))
+    peer_table = theirs.load_table("db.t")
+    peer_table.scan().to_arrow()  # builds its pyarrow filesystem before any gate is set
+    return ours, table, theirs, peer_table
+
+
+def _rows(ids):
+    return pa.table({"id": pa.array(ids, pa.int64())}, schema=ARROW_SCHEMA)
+
+
+def test_icefloe_commits_while_pyiceberg_metadata_write_is_held(proxy, prefix, tmp_path):
+    """Goal: a black-box peer's write can be held at the proxy to force an interleaving, and the
+    table stays correct: pyiceberg's commit, built on a base that icefloe then moves, must not
+    lose icefloe's rows. Method: gate pyiceberg's upload of its new metadata JSON; icefloe
+    appends and commits meanwhile; release. pyiceberg's SQL swap then fails, it retries on the
+    new base (its own commit.retry), and both rows are read exactly once by both engines with
+    a linear history; the proxy's history shows pyiceberg's held upload reaching the server
+    after icefloe's commit."""
+    ours, table, theirs, peer_table = _peers(proxy, tmp_path, prefix)
+    proxy.clear()
+    gate = proxy.add_gate(Match(operation="CreateMultipartUpload", key="*.metadata.json", client="ice"))
+    errors: list[BaseException] = []
+
+    def pyiceberg_append() -> None:
+        try:
+            peer_table.append(_rows([1]))
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+
+    writer = threading.Thread(target=pyiceberg_append)
+    writer.start()
+    assert gate.wait_arrived(HOLD_S_MAX)  # pyiceberg has written its data, manifest and list
+    from icefloe.impl.outcomes import Committed
+    outcome = table.append(_rows([2]))
+    assert isinstance(outcome, Committed), outcome
+    gate.release()
+    writer.join(HOLD_S_MAX)
+    assert not writer.is_alive() and errors == []
+    [held] = [e for e in proxy.history(["CreateMultipartUpload"]) if e.fault == "gate"]
+    icefloe_writes = [e for e in proxy.history() if e.client == "icefloe"]
+    assert held.upstream_status == 200 and icefloe_writes
+    assert held.end_s > max(e.end_s for e in icefloe_writes)  # the order the gate forced
+    table.refresh()
+    history = table.history()
+    assert len(history) == 2 and history[1].parent_snapshot_id == history[0].snapshot_id
+    assert sorted(table.scan().column("id").to_pylist()) == [1, 2]
+    assert sorted(theirs.load_table("db.t").scan().to_arrow().column("id").to_pylist()) == [1, 2]
+    ours.close()
