@@ -14,6 +14,7 @@ the endpoint and serve until interrupted.
 from __future__ import annotations
 
 import argparse
+import re
 import signal
 import threading
 from dataclasses import dataclass, field
@@ -30,6 +31,8 @@ DEFAULT_ACCESS_KEY = "icefloe-test"
 DEFAULT_SECRET_KEY = "icefloe-secret"
 # How often serve_forever looks for a shutdown request: stop() waits up to this long.
 SERVE_POLL_S = 0.05
+# S3's rule for bucket names (3-63 characters: lower-case letters, digits, '.', '-').
+BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
 def client_config(**overrides: Any) -> Config:
@@ -55,7 +58,11 @@ def make_client(endpoint_url: str, access_key: str = DEFAULT_ACCESS_KEY,
 
 @dataclass
 class MotoS3Server:
-    """moto's S3 served on `host` (port 0 = any free port), optionally atomic."""
+    """moto's S3 served on `host` (port 0 = any free port), optionally atomic.
+
+    Needs no setup: `with MotoS3Server() as s3:` serves on 127.0.0.1 at a free port, with
+    conditional writes atomic per key and the bucket `icefloe` created; `s3.endpoint_url`
+    is the address for any S3 client."""
 
     host: str = "127.0.0.1"
     port: int = 0
@@ -65,6 +72,11 @@ class MotoS3Server:
     middleware: AtomicKeysMiddleware | None = field(default=None, init=False)
     _server: Any = field(default=None, init=False, repr=False)
     _thread: threading.Thread | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.bucket is not None and not BUCKET_NAME.match(self.bucket):
+            raise ValueError(f"invalid S3 bucket name {self.bucket!r}: 3-63 characters, "
+                             "lower-case letters, digits, '.' and '-'")
 
     def start(self) -> "MotoS3Server":
         from moto.moto_server.werkzeug_app import (
