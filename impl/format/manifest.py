@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import json
+import operator
 import math
 import uuid
 from contextlib import contextmanager
@@ -456,12 +457,15 @@ class _Record:
         return default if value is None else value
 
 
+_KEY_VALUE = operator.itemgetter("key", "value")
+
+
 def _map_in(value: Any) -> dict | None:
     if value is None:
         return None
     if isinstance(value, dict):  # an Avro map (string keys) from a lenient writer
         return {int(k): v for k, v in value.items()}
-    return {item["key"]: item["value"] for item in value}
+    return dict(map(_KEY_VALUE, value))
 
 
 def _from_avro_value(avro_type: Any, value: Any) -> Any:
@@ -573,17 +577,15 @@ def read_manifest(data: bytes, manifest_file: ManifestFile | None = None,
     (sequence number 0 in its list entry) inherits for every entry."""
     location = location or (manifest_file.manifest_path if manifest_file else "<manifest>")
     schema, _, records = _open(data, location)
-    entry = _Record(schema, location, "manifest_entry")
-    file_ = _Record(entry.field(2, "data_file")["type"], location, "data_file")
-    part = _Record(file_.field(102, "partition")["type"], location, "partition")
-    part_fields = list(part.fields.values())
-    if len(part_fields) != len(part.names):
-        raise ManifestError("a partition field lacks its field-id", location, "102 partition")
-    entries = []
-    for i, r in enumerate(records):
-        with _record_errors(location, i):
-            e = _read_entry(r, entry, file_, part, part_fields)
-        entries.append(_inherit(e, manifest_file) if manifest_file else e)
+    reader = _EntryReader(schema, location)
+    entries: list[ManifestEntry] = []
+    try:  # one handler for the loop: a context manager per record costs more than the record
+        for r in records:
+            entries.append(reader.read(r, manifest_file))
+    except ManifestError:
+        raise
+    except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
+        raise ManifestError(f"record {len(entries)}: {type(e).__name__}: {e}", location) from None
     return entries
 
 
@@ -598,48 +600,98 @@ def _record_errors(location: str, index: int):
         raise ManifestError(f"record {index}: {type(e).__name__}: {e}", location) from None
 
 
-def _read_entry(r: dict, entry: _Record, file_: _Record, part: _Record, part_fields) -> ManifestEntry:
-    f = entry.get(r, 2, "data_file")
-    raw_part = file_.get(f, 102, "partition")
-    data_file = DataFile(
-        content=DataFileContent(file_.get(f, 134, "content", required=False, default=0)),
-        file_path=file_.get(f, 100, "file_path"),
-        file_format=file_.get(f, 101, "file_format"),
-        partition=tuple(_from_avro_value(pf["type"], raw_part.get(pf["name"]))
-                        for pf in part_fields),
-        record_count=file_.get(f, 103, "record_count"),
-        file_size_in_bytes=file_.get(f, 104, "file_size_in_bytes"),
-        column_sizes=_map_in(file_.get(f, 108, "column_sizes", False)),
-        value_counts=_map_in(file_.get(f, 109, "value_counts", False)),
-        null_value_counts=_map_in(file_.get(f, 110, "null_value_counts", False)),
-        nan_value_counts=_map_in(file_.get(f, 137, "nan_value_counts", False)),
-        lower_bounds=_map_in(file_.get(f, 125, "lower_bounds", False)),
-        upper_bounds=_map_in(file_.get(f, 128, "upper_bounds", False)),
-        key_metadata=file_.get(f, 131, "key_metadata", False),
-        split_offsets=_tuple(file_.get(f, 132, "split_offsets", False)),
-        equality_ids=_tuple(file_.get(f, 135, "equality_ids", False)),
-        sort_order_id=file_.get(f, 140, "sort_order_id", False))
-    e = ManifestEntry(status=ManifestEntryStatus(entry.get(r, 0, "status")),
-                      snapshot_id=entry.get(r, 1, "snapshot_id", False),
-                      sequence_number=entry.get(r, 3, "sequence_number", False),
-                      file_sequence_number=entry.get(r, 4, "file_sequence_number", False),
-                      data_file=data_file)
-    return e
+_PLAIN_LOGICAL = frozenset({None})  # partition values read as stored unless a logical type says otherwise
+_STATUS = {s.value: s for s in ManifestEntryStatus}
+_CONTENT = {c.value: c for c in DataFileContent}
+# data_file fields read by id: (field id, label, DataFile attribute, required, kind)
+_FILE_FIELDS = (
+    (100, "file_path", "file_path", True, None), (101, "file_format", "file_format", True, None),
+    (103, "record_count", "record_count", True, None),
+    (104, "file_size_in_bytes", "file_size_in_bytes", True, None),
+    (108, "column_sizes", "column_sizes", False, "map"), (109, "value_counts", "value_counts", False, "map"),
+    (110, "null_value_counts", "null_value_counts", False, "map"),
+    (137, "nan_value_counts", "nan_value_counts", False, "map"),
+    (125, "lower_bounds", "lower_bounds", False, "map"), (128, "upper_bounds", "upper_bounds", False, "map"),
+    (131, "key_metadata", "key_metadata", False, None), (132, "split_offsets", "split_offsets", False, "tuple"),
+    (135, "equality_ids", "equality_ids", False, "tuple"), (140, "sort_order_id", "sort_order_id", False, None))
 
 
-def _tuple(value):
-    return None if value is None else tuple(value)
+class _EntryReader:
+    """Reads manifest_entry records of one writer schema by field id. The schema is
+    resolved once (names of the ids, missing required ids refused up front); each record
+    is then a few dict lookups, so planning a scan costs little beyond Avro decoding."""
+
+    def __init__(self, schema: Any, location: str):
+        entry = _Record(schema, location, "manifest_entry")
+        file_ = _Record(entry.field(2, "data_file")["type"], location, "data_file")
+        part = _Record(file_.field(102, "partition")["type"], location, "partition")
+        part_fields = list(part.fields.values())
+        if len(part_fields) != len(part.names):
+            raise ManifestError("a partition field lacks its field-id", location, "102 partition")
+        self.location = location
+        self.entry, self.file = entry, file_
+        self.status = entry.field(0, "status")["name"]
+        self.data_file = entry.field(2, "data_file")["name"]
+        self.optional_entry = tuple((entry.fields[fid]["name"] if fid in entry.fields else None)
+                                    for fid in (1, 3, 4))
+        self.partition = file_.field(102, "partition")["name"]
+        self.content = file_.fields[134]["name"] if 134 in file_.fields else None
+        self.file_fields = []
+        for fid, label, attr, required, kind in _FILE_FIELDS:
+            if fid in file_.fields:
+                self.file_fields.append((file_.fields[fid]["name"], fid, label, attr, required, kind))
+            elif required:
+                file_.field(fid, label)  # raises: a required id is missing from the schema
+        self.part_fields = [(pf["name"], pf["type"] if _needs_conversion(pf["type"]) else None)
+                            for pf in part_fields]
+
+    def _null(self, fid: int, label: str):
+        raise ManifestError("required field is null", self.location, f"{fid} {label}")
+
+    def read(self, r: dict, manifest_file: ManifestFile | None) -> ManifestEntry:
+        f = r.get(self.data_file)
+        if f is None:
+            self._null(2, "data_file")
+        raw_part = f.get(self.partition)
+        if raw_part is None:
+            self._null(102, "partition")
+        values = {}
+        for name, fid, label, attr, required, kind in self.file_fields:
+            value = f.get(name)
+            if value is None:
+                if required:
+                    self._null(fid, label)
+                continue
+            values[attr] = _map_in(value) if kind == "map" else tuple(value) if kind == "tuple" else value
+        content = 0 if self.content is None else f.get(self.content)
+        data_file = DataFile(
+            content=_CONTENT[0 if content is None else content],
+            partition=tuple(raw_part.get(name) if t is None else _from_avro_value(t, raw_part.get(name))
+                            for name, t in self.part_fields),
+            **values)
+        status = r.get(self.status)
+        if status is None:
+            self._null(0, "status")
+        n_snap, n_seq, n_file_seq = self.optional_entry
+        snapshot_id = None if n_snap is None else r.get(n_snap)
+        seq = None if n_seq is None else r.get(n_seq)
+        file_seq = None if n_file_seq is None else r.get(n_file_seq)
+        status = _STATUS[status]
+        if manifest_file is not None:  # inheritance (see read_manifest)
+            if snapshot_id is None:
+                snapshot_id = manifest_file.added_snapshot_id
+            if status == ManifestEntryStatus.ADDED or manifest_file.sequence_number == 0:
+                if seq is None:
+                    seq = manifest_file.sequence_number
+                if file_seq is None:
+                    file_seq = manifest_file.sequence_number
+        return ManifestEntry(status=status, snapshot_id=snapshot_id, sequence_number=seq,
+                             file_sequence_number=file_seq, data_file=data_file)
 
 
-def _inherit(e: ManifestEntry, m: ManifestFile) -> ManifestEntry:
-    if e.snapshot_id is None:
-        e = replace(e, snapshot_id=m.added_snapshot_id)
-    if e.status == ManifestEntryStatus.ADDED or m.sequence_number == 0:
-        if e.sequence_number is None:
-            e = replace(e, sequence_number=m.sequence_number)
-        if e.file_sequence_number is None:
-            e = replace(e, file_sequence_number=m.sequence_number)
-    return e
+def _needs_conversion(avro_type: Any) -> bool:
+    t = _branch(avro_type)
+    return isinstance(t, dict) and t.get("logicalType") not in _PLAIN_LOGICAL
 
 
 def read_manifest_list(data: bytes, location: str = "<manifest list>") -> list[ManifestFile]:

@@ -22,7 +22,7 @@ from icefloe.impl.format.parquet import read_data_file
 from icefloe.impl.io.base import ObjectStore
 from icefloe.impl.outcomes import IcefloeError
 from icefloe.impl.table.deletes import DeleteReader, equality_delete_applies, position_delete_applies
-from icefloe.impl.table.files import TreeReader
+from icefloe.impl.table.files import TreeReader, gc_paused
 
 
 class IncrementalGap(IcefloeError):
@@ -60,6 +60,12 @@ def plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot | N
     the delete files that apply to it."""
     if snapshot is None:
         return []
+    with gc_paused():
+        return _plan_files(tree, metadata, snapshot, row_filter)
+
+
+def _plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot,
+                row_filter) -> list[FileScanTask]:
     expr = _as_expression(row_filter)
     schema = snapshot_schema(metadata, snapshot)
     metrics = E.MetricsEvaluator(expr, schema)
