@@ -1,0 +1,104 @@
+"""Maintenance as Spark jobs (spec/PROTOCOL.md 7.3 "rewrite files"; docs/spark.md
+"Maintenance").
+
+`compact(spark, ref)`: plan at the current snapshot of a branch (distributed planning for
+tables with many manifests), rewrite each partition's small files into one file per
+`target-file-size-bytes` in a Spark task, then commit one `replace` snapshot on the
+driver whose starting snapshot is the one planned at: the rewritten files must still be
+live and no delete may have been added against them since (apache/iceberg #10312). The
+new files live under the job prefix and get the job cleanup rules (job.py).
+"""
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+
+from icefloe.impl.format import types as T
+from icefloe.impl.format.metadata import MAIN_BRANCH
+from icefloe.impl.format.parquet import write_data_file
+from icefloe.impl.outcomes import Committed
+from icefloe.impl.table import scan as S
+from icefloe.impl.table.deletes import DeleteReader
+from icefloe.impl.table.env import partition_path
+from icefloe.impl.table.files import TreeReader
+from icefloe.impl.spark import planning as PL
+from icefloe.impl.spark.job import JobFiles, JobResult, commit_job, job_prefix
+from icefloe.impl.spark.options import TableRef, io_of, open_table, table_ref
+from icefloe.impl.spark.producers import RewriteDataFiles
+from icefloe.impl.spark.writer import TARGET_FILE_SIZE_BYTES_DEFAULT
+
+FILES_MIN_DEFAULT = 2
+
+
+def _rewrite_group(ref: TableRef, table_location: str, job_id: str, schema_json: dict, names: list[str],
+                   index: int, tasks: list, target_bytes: int):
+    """One Spark task: the live rows of `tasks` (one partition) as new files."""
+    io = io_of(ref)
+    schema = T.schema_from_json(schema_json)
+    deletes = DeleteReader(io)
+    rows = pa.concat_tables([S.read_task(io, t, schema, deletes) for t in tasks])
+    partition = tasks[0].data_file.partition
+    middle = partition_path(names, partition)
+    prefix = job_prefix(table_location, job_id) + (f"{middle}/" if middle else "")
+    out = []
+    per_file = max(1, int(rows.num_rows * target_bytes / max(1, rows.nbytes)))
+    for n, start in enumerate(range(0, max(rows.num_rows, 1), per_file)):
+        part = rows.slice(start, per_file)
+        if part.num_rows == 0:
+            continue
+        location = f"{prefix}{index:05d}-{n:04d}-{uuid.uuid4().hex}.parquet"
+        data, data_file = write_data_file(part, schema, location, partition)
+        io.put_if_absent(location, data)
+        out.append(data_file)
+    return out
+
+
+def _nothing_to_do(table, job_id: str, snapshot_id: int | None = None) -> JobResult:
+    """No commit at all (5.4: an operation with nothing to do is a no-op)."""
+    return JobResult(Committed(table.metadata_location, None, 0), job_id, "replace",
+                     starting_snapshot_id=snapshot_id)
+
+
+def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MAIN_BRANCH,
+            files_min: int = FILES_MIN_DEFAULT, planning: str = "auto",
+            target_file_size_bytes: int = TARGET_FILE_SIZE_BYTES_DEFAULT,
+            commit_log: str | None = None) -> JobResult:
+    """Compact a table with a Spark job; returns the JobResult (outcome, files, cleanup)."""
+    ref = path_or_ref if isinstance(path_or_ref, TableRef) else table_ref(options or {}, path_or_ref)
+    table = open_table(ref)
+    metadata = table.metadata
+    start = metadata.ref_head(branch) if branch in metadata.refs else None
+    job_id = uuid.uuid4().hex
+    job = JobFiles(table.io, table.location, job_id)
+    if start is None:
+        return _nothing_to_do(table, job_id)
+    tree = TreeReader(table.io)
+    manifests = tree.manifests(start)
+    if planning == "distributed" or (planning == "auto" and len(manifests) >= PL.DISTRIBUTED_MANIFESTS_MIN_DEFAULT):
+        tasks = PL.plan_files_distributed(spark, ref, metadata, start)
+    else:
+        tasks = S.plan_files(tree, metadata, start)
+    groups: dict = {}
+    for t in tasks:
+        groups.setdefault((t.spec_id, t.data_file.partition), []).append(t)
+    chosen = [ts for (spec_id, _), ts in sorted(groups.items(), key=lambda kv: repr(kv[0]))
+              if spec_id == metadata.default_spec_id
+              and (len(ts) >= files_min or any(t.position_deletes or t.equality_deletes for t in ts))]
+    if not chosen:
+        return _nothing_to_do(table, job_id, start.snapshot_id)
+    removed = [t.data_file for ts in chosen for t in ts]
+    added = []
+    if chosen:
+        schema_json = T.schema_to_json(S.snapshot_schema(metadata, start))
+        names = [pf.name for pf in metadata.spec().fields]
+        location = table.location
+
+        def run(item):
+            index, ts = item
+            return _rewrite_group(ref, location, job_id, schema_json, names, index, ts, target_file_size_bytes)
+
+        added = spark.sparkContext.parallelize(list(enumerate(chosen)), len(chosen)).flatMap(run).collect()
+    operation = RewriteDataFiles(removed, added, job_id, start.snapshot_id, branch)
+    return commit_job(table, job, operation, "replace", added, [f.file_path for f in removed],
+                      starting_snapshot_id=start.snapshot_id, commit_log=commit_log)
