@@ -27,7 +27,9 @@ import re
 
 from icefloe.impl.catalog.base import NoSuchTable, TableAlreadyExists, TableIdentifier
 from icefloe.impl.io.base import NotFound, StoreError
-from icefloe.impl.outcomes import SwapRejected, Swapped
+from dataclasses import replace
+
+from icefloe.impl.outcomes import Committed, SwapRejected, Swapped
 from icefloe.impl.table.commit import PendingCommit
 from icefloe.conformance.engines.flawed_commit import blind_put
 
@@ -59,6 +61,7 @@ class ListingCatalog:
         self.io, self.check, self.hint, self.name = io, check, hint, name
         self._tables: dict[TableIdentifier, str] = {}     # identifier -> table location
         self._checked: dict[str, str | None] = {}         # new metadata location -> free version file
+        self.renamed: dict[str, str] = {}                 # new metadata location -> version file written
 
     # -- finding the current version ----------------------------------------------------
 
@@ -129,6 +132,7 @@ class ListingCatalog:
         if target is None:
             return SwapRejected(expected_location, None, "the next version file exists")
         self._rename(table_location, new_location, target)
+        self.renamed[new_location] = target
         return Swapped(new_location)
 
     def _rename(self, table_location: str, source: str, target: str) -> None:
@@ -151,3 +155,12 @@ class RenameCommit(PendingCommit):
     def write_metadata(self) -> None:
         super().write_metadata()
         self.listing.check_next_free(self.identifier, self.base_location, self.new_metadata_location)
+
+    def swap(self) -> None:
+        super().swap()
+        if isinstance(self.outcome, Committed):
+            # The committed version is the file the rename wrote (the one the chain names),
+            # not the temporary file it was copied from.
+            target = self.listing.renamed.get(self.new_metadata_location)
+            if target is not None:
+                self.outcome = replace(self.outcome, metadata_location=target)

@@ -295,8 +295,10 @@ def violations(run: Run) -> dict[str, str]:
         if out is None:
             continue
         kind = {Committed: "committed", Conflict: "conflict", Unknown: "unknown"}[type(out)]
-        operations.append(H.Operation(op.op_id, op.kind, kind, op.commit.snapshot_id,
-                                      getattr(out, "metadata_location", None)))
+        # Where there is a snapshot id, it decides whether the commit landed: a file-system
+        # table overwrites version files in place, so a location can outlive its content.
+        location = getattr(out, "metadata_location", None) if op.commit.snapshot_id is None else None
+        operations.append(H.Operation(op.op_id, op.kind, kind, op.commit.snapshot_id, location))
     if current is not None:  # P4 on what the current metadata shows, even with its chain cut
         for op in run.ops:
             if isinstance(op.commit.outcome, Conflict) and _landed(op, current):

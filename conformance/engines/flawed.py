@@ -1,0 +1,166 @@
+"""The flawed engine variants: negative controls the conformance suite must catch
+(`icefloe conform --variant NAME` exits 1 naming the property; `--list-variants`).
+
+Each variant is icefloe's own stepping adapter (engines/icefloe_engine.py) with one
+piece swapped for a flawed one from flawed_commit.py / flawed_rename.py, so it differs
+from the reference in exactly the rule it breaks. Names follow the model's variants
+(model/variants.py, docs/variants.md) where the flaw is the same; `sdk-retry-swap`,
+`blind-put-commit` and `version-hint` have no model twin. docs/regressions.md maps each
+to the rows of REGRESSIONS.md it reproduces.
+
+Not registered: `orphans-no-threshold`. The suite removes orphans only while no writer is
+active and nothing is in flight (the model's correct schedule), where an age threshold
+changes nothing, so no program can tell that variant from the reference.
+
+Capabilities are honest: a variant declares only the faults and stores under which its
+adapter behaves as described (the listing catalog's swap never reports an unknown
+outcome, so its variants take no ack_lost / swap_delayed; it has no S3 form here).
+
+`VARIANTS: dict[str, Callable[[], Engine]]`; `DESCRIPTIONS` says what each breaks.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import flawed_commit as F
+from icefloe.conformance.engines import flawed_rename as R
+from icefloe.conformance.engines import icefloe_engine as I
+from icefloe.impl.table import commit as C
+
+
+class FlawedTable(I.IcefloeTable):
+    """icefloe's TableHandle with hooks for one flaw (all default to the reference)."""
+
+    commit_class = C.PendingCommit
+
+    def flawed_operation(self, operation, op: A.OpSpec):
+        return operation
+
+    def writer_catalog(self, catalog):
+        return catalog
+
+    def operation(self, op: A.OpSpec):
+        return self.flawed_operation(super().operation(op), op)
+
+    def new_pending(self, catalog, store, operation) -> C.PendingCommit:
+        return self.commit_class(catalog, self.table.identifier, store, operation, self.env, self.retry)
+
+    def begin(self, writer: int, op: A.OpSpec):
+        store, catalog = self.parts(writer)
+        operation = self.operation(op)
+        if getattr(operation, "produces_snapshot", False):
+            operation = I.Tagged(operation, op.op_id)
+        return I.IcefloeCommit(self.new_pending(self.writer_catalog(catalog), store, operation))
+
+
+class FlawedEngine(I.IcefloeEngine):
+    table_class = FlawedTable
+
+    def __init__(self, name: str, table_class: type, capabilities: A.Capabilities):
+        self.name, self.table_class, self.capabilities = name, table_class, capabilities
+
+    def create_table(self, ctx: A.TableContext):
+        return self.table_class(self, ctx)
+
+
+# -- the flaws --------------------------------------------------------------------------------
+
+
+class NoRevalidateTable(FlawedTable):
+    def flawed_operation(self, operation, op):
+        return F.no_revalidate(operation)
+
+
+class CleanupAfterUnknownTable(FlawedTable):
+    commit_class = F.CleanupAfterUnknownCommit
+
+
+class PointerStatusCheckTable(FlawedTable):
+    commit_class = F.PointerStatusCheckCommit
+
+
+class NoLineageCheckTable(FlawedTable):
+    commit_class = F.NoLineageCheckCommit
+
+
+class SdkRetrySwapTable(FlawedTable):
+    def writer_catalog(self, catalog):
+        return F.SdkRetryCatalog(catalog)   # above the faulted network, as an SDK is
+
+
+class ExpireDeletedEntriesTable(FlawedTable):
+    def flawed_operation(self, operation, op):
+        if op.kind == A.EXPIRE:
+            return F.ExpireDeletedEntries(older_than_ms=2 ** 62, retain_last=op.retain_last)
+        return operation
+
+
+class ListingTable(FlawedTable):
+    """The table on the listing catalog: LIST finds the version, a plain PUT commits."""
+    listing_options: dict = {}
+
+    def new_pending(self, catalog, store, operation):
+        return R.RenameCommit(self.shared_catalog, catalog, self.table.identifier, store, operation,
+                              self.env, self.retry)
+
+
+class ListingEngine(FlawedEngine):
+    def make_catalog(self, handle, ctx):
+        assert ctx.warehouse.startswith("memory://"), "the listing variants run on the memory store"
+        return R.ListingCatalog(handle.shared_store, **handle.listing_options)
+
+
+def _listing(options: dict) -> type:
+    return type("ListingTable", (ListingTable,), {"listing_options": dict(options)})
+
+
+# -- the registry --------------------------------------------------------------------------------
+
+_REFERENCE = I.CAPABILITIES
+_MEMORY = {"stores": frozenset({"memory"})} if "stores" in A.Capabilities.__dataclass_fields__ else {}
+_NO_UNKNOWN = frozenset({A.WRITE_FAIL, A.SWAP_FAIL, A.CRASH})
+
+
+def _caps(**changes) -> A.Capabilities:
+    return replace(_REFERENCE, **changes)
+
+
+_SPECS: dict[str, tuple[type, type, A.Capabilities, str]] = {
+    "no-revalidate": (FlawedEngine, NoRevalidateTable, _caps(),
+                      "a retry re-applies its actions without re-checking its assumptions (iceberg #10312)"),
+    "cleanup-after-unknown": (FlawedEngine, CleanupAfterUnknownTable, _caps(),
+                              "an unknown swap outcome is taken as failure and cleaned up (iceberg #2317, #4666)"),
+    "pointer-status-check": (FlawedEngine, PointerStatusCheckTable, _caps(),
+                             "an unknown outcome is settled by comparing the pointer with our file (iceberg #3717)"),
+    "no-lineage-check": (FlawedEngine, NoLineageCheckTable, _caps(),
+                         "an unknown outcome is retried without looking for the attempt in the chain (iceberg #2808)"),
+    "sdk-retry-swap": (FlawedEngine, SdkRetrySwapTable, _caps(),
+                       "a client library re-sends a swap whose answer was lost; its refusal reads as failure "
+                       "(iceberg #7151)"),
+    "expire-deleted-entries": (FlawedEngine, ExpireDeletedEntriesTable, _caps(),
+                               "expiry deletes what expired snapshots removed, ignoring other refs "
+                               "(iceberg #17304, #13568)"),
+    "rename-commit": (ListingEngine, _listing({"check": "list"}), _caps(faults=_NO_UNKNOWN, swap_over_s3=False,
+                                                                        **_MEMORY),
+                      "file-system table: LIST for the next version, then a plain PUT over it "
+                      "(iceberg #970, #1014)"),
+    "blind-put-commit": (ListingEngine, _listing({"check": "none"}), _caps(faults=_NO_UNKNOWN, swap_over_s3=False,
+                                                                           **_MEMORY),
+                         "the next log version written with no put-if-absent at all (delta #1410)"),
+}
+
+DESCRIPTIONS: dict[str, str] = {name: spec[3] for name, spec in _SPECS.items()}
+
+
+def _factory(name: str) -> Callable[[], FlawedEngine]:
+    engine_class, table_class, caps, _ = _SPECS[name]
+
+    def make() -> FlawedEngine:
+        return engine_class(f"flawed:{name}", table_class, caps)
+    make.__name__ = f"engine_{name.replace('-', '_')}"
+    return make
+
+
+VARIANTS: dict[str, Callable[[], A.Engine]] = {name: _factory(name) for name in _SPECS}
