@@ -402,3 +402,26 @@ def check_engine(engine, spec: str = "?") -> Engine:
     if not isinstance(engine.capabilities, Capabilities):
         raise EngineSpecError(f"engine {spec!r}: capabilities must be an adapter.Capabilities")
     return engine
+
+
+VARIANTS_MODULE = "icefloe.conformance.engines.flawed"
+
+
+def variant_names() -> list:
+    """The flawed variants' names (negative controls), or [] where none are installed."""
+    try:
+        module = importlib.import_module(VARIANTS_MODULE)
+    except ModuleNotFoundError as e:
+        if e.name != VARIANTS_MODULE:
+            raise
+        return []
+    return sorted(getattr(module, "VARIANTS", {}))
+
+
+def load_variant(name: str) -> Engine:
+    """The flawed variant `name` as an engine (EngineSpecError if there is none)."""
+    names = variant_names()
+    if name not in names:
+        raise EngineSpecError(f"no variant {name!r}; variants: {', '.join(names) or 'none installed'}")
+    module = importlib.import_module(VARIANTS_MODULE)
+    return check_engine(module.VARIANTS[name](), f"variant {name}")

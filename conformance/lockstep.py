@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from icefloe.conformance import adapter as A
 from icefloe.model import checks, iceberg
@@ -77,8 +77,8 @@ class Stats:
     commits: int = 0
     conflicts: int = 0
     retries: int = 0                   # commits that needed more than one attempt
-    unknown_resolved_committed: int = 0
-    unknown_resolved_not_committed: int = 0
+    unknown_resolved_committed: int = 0       # a Resolve found the attempt landed
+    unknown_resolved_not_committed: int = 0   # a Resolve found it had not (retry or fail)
     noops: int = 0
     crashed: int = 0
     reads: int = 0
@@ -135,6 +135,8 @@ class Lockstep:
         self.parked: dict = {}               # (w, k, attempt) -> deliver callable
         self.reads: list = []
         self.observed_time_travel: dict = {}
+        self.last_history: H.History | None = None
+        self.last_history_verdict: H.Verdict | None = None
         self.table = engine.create_table(ctx)
         for k in (1, 2):
             out = self._run_whole(0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))
@@ -169,6 +171,14 @@ class Lockstep:
         return out
 
     def apply(self, label) -> None:
+        if label[0] == "Faults":
+            # ("Faults", 0, kinds): this program injects only these fault kinds (a swarm
+            # choice made once, before the first step, so every kind gets programs of its own).
+            assert not self.program, "Faults comes first"
+            kinds = tuple(k for k in self.bounds.faults if k in label[2])
+            self.bounds = replace(self.bounds, faults=kinds)
+            self.program.append(label)
+            return
         self.program.append(label)
         self.stats.steps += 1
         self.stats.rules[rule_of(label)] += 1
@@ -225,6 +235,13 @@ class Lockstep:
             raise AssertionError(f"no mirror for {label}")
         if w and self.model.writers[w - 1].phase == UNKNOWN and w in self.active:
             self.active[w].saw_unknown = True
+        if name == "Resolve":
+            # An unknown swap outcome resolved: the attempt landed (the operation ends
+            # committed here) or it did not (a next attempt, or the operation fails).
+            if self.model.writers[w - 1].k != wr.k and self.model.outcomes[w - 1][wr.k - 1].res == COMMITTED:
+                self.stats.unknown_resolved_committed += 1
+            else:
+                self.stats.unknown_resolved_not_committed += 1
         if w and self.model.writers[w - 1].k != wr.k:
             self._ended(w, wr.k)
 
@@ -332,11 +349,6 @@ class Lockstep:
                 self.stats.retries += 1
         elif res == ABORTED:
             self.stats.conflicts += 1
-        if rec.saw_unknown:
-            if res == COMMITTED:
-                self.stats.unknown_resolved_committed += 1
-            else:
-                self.stats.unknown_resolved_not_committed += 1
 
     # -- black-box commits ---------------------------------------------------------------
 
@@ -526,8 +538,10 @@ class Lockstep:
             main_line.add(sid)
             sid = snaps[sid].parent_id if sid in snaps else None
         for (w, k), rec in sorted(self.ops.items()):
-            if rec.result in (None, NOOP) or (rec.result == CRASHED and (w, k) not in self.snapshot_id):
+            if rec.result in (None, NOOP):
                 continue
+            if rec.result == CRASHED and self.snapshot_id.get((w, k)) not in snaps:
+                continue                 # crashed before any attempt of it landed
             out = rec.outcome
             outcome = {A.Committed: "committed", A.Conflict: "conflict", A.Unknown: "unknown"}.get(
                 type(out), "unknown")
@@ -551,7 +565,8 @@ class Lockstep:
         return H.History(versions, current, tuple(operations), tuple(self.reads), {}, tuple(observed))
 
     def judge_history(self) -> H.Verdict:
-        verdict = H.check_history(self.history(), self.caps.isolation)
+        self.last_history = self.history()
+        verdict = self.last_history_verdict = H.check_history(self.last_history, self.caps.isolation)
         if verdict.anomalies:
             names = sorted({ANOMALY_PROPERTY.get(a.name, AGREEMENT) for a in verdict.anomalies})
             v = Violation(names[0], "the history checker: " + "; ".join(

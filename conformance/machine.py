@@ -23,7 +23,9 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test,
+)
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance.lockstep import FAULT_LABELS, READ_LABELS, Lockstep, Stats, Violation, rule_of
@@ -47,7 +49,7 @@ class Profile:
 
 
 PROFILES = {
-    "ci": Profile("ci", examples_memory=60, examples_s3=6, steps=40),
+    "ci": Profile("ci", examples_memory=60, examples_s3=6, steps=40, fault_budget=3),
     "deep": Profile("deep", examples_memory=600, examples_s3=40, steps=80, writers=3, ops=4,
                     fault_budget=3, attempts_max=3),
 }
@@ -58,14 +60,15 @@ RULES = ("Begin", "write", "Swap", "Retry", "Resolve", "WriteFails", "SwapFails"
          "ReadIncremental")
 
 
-# Hypothesis rules (chosen uniformly among those enabled) -> the step families each draws
-# from. Writer progress and readers are grouped so that faults, enabled only in some
-# phases, are drawn often enough; Heal is left to the liveness phase (teardown).
+# Hypothesis rules -> the step families each draws from. Hypothesis chooses among the
+# enabled rules with a bias that depends on their order, so the rare ones (faults,
+# enabled only in some phases) come first; writer progress and readers are grouped.
+# Heal is left to the liveness phase (teardown), where it ends the safety phase.
 HYPOTHESIS_RULES = {
-    "begin": ("Begin",), "progress": ("write", "Swap", "Retry", "Resolve"),
-    "write_fails": ("WriteFails",), "swap_fails": ("SwapFails",), "ack_lost": ("AckLost",),
-    "swap_delayed": ("SwapDelayed",), "crash": ("Crash",), "deliver": ("Deliver", "Drop"),
-    "maintenance": ("RemoveOrphans",), "read": ("ReadCurrent", "ReadAt", "ReadIncremental"),
+    "a_swap_fault": ("SwapFails", "AckLost", "SwapDelayed"), "b_inflight": ("Deliver", "Drop"),
+    "c_stop": ("WriteFails", "Crash"), "d_maintenance": ("RemoveOrphans",), "e_begin": ("Begin",),
+    "f_progress": ("write", "Swap", "Retry", "Resolve"),
+    "g_read": ("ReadCurrent", "ReadAt", "ReadIncremental"),
 }
 
 
@@ -81,11 +84,22 @@ def bounds_for(engine, profile: Profile) -> iceberg.Bounds:
                           orphan_runs=1 if A.ORPHANS in caps.operations else 0)
 
 
+def _interest(h) -> tuple:
+    """Which judged history the report shows for a passing run: the most varied one."""
+    return len({o.kind for o in h.operations}), len({o.outcome for o in h.operations}), len(h.operations)
+
+
+def fault_mixes(faults: tuple) -> list:
+    """The fault kinds one program may inject: all of them, or one kind alone (so a kind
+    that is enabled in few phases is not crowded out by those enabled in every phase)."""
+    return [tuple(faults)] + [(k,) for k in faults]
+
+
 def expected_rules(engine, profile: Profile) -> tuple:
     """The rule families the engine's capabilities allow (each must run in a ci run)."""
     caps = engine.capabilities
     b = bounds_for(engine, profile)
-    out = ["Begin", "write", "Heal" if b.faults else None, "ReadCurrent"]
+    out = ["Begin", "write", "ReadCurrent"]
     if caps.mode == A.STEPPING:
         out += ["Swap", "Retry"]
         if A.ACK_LOST in b.faults or A.SWAP_DELAYED in b.faults:
@@ -213,11 +227,22 @@ def machine_class(engine, backends: Backends, store: str, profile: Profile, seed
             sink.failures_seen += 1
             sink.failure = Failure(store, list(self.lock.program), v, seed, self.lock.ctx.seed)
 
+        if bounds_for(engine, profile).faults:
+            mixes = fault_mixes(bounds_for(engine, profile).faults)
+
+            @initialize(kinds=st.sampled_from(mixes))
+            def choose_faults(self, kinds):
+                self._apply(("Faults", 0, kinds))
+
         def teardown(self):
             try:
                 if not self.failed:
                     self.lock.converge()
                     self.lock.judge_history()
+                    h = self.lock.last_history
+                    kept = sink.extra.get("history")
+                    if kept is None or _interest(h) > _interest(kept[0]):
+                        sink.extra["history"] = (h, self.lock.last_history_verdict)
             except BaseException as e:
                 self._record(e)
                 raise
@@ -317,13 +342,15 @@ def shrink(engine, failure: Failure, profile: Profile, backends: Backends,
             replays += 1
             if found is not None:
                 program, best, progressed = candidate, found, True
-                if best.step_index is not None:
-                    program = program[: best.step_index + 1]
             else:
                 i += chunk
         if not progressed:
             chunk //= 2
-    return Failure(failure.store, program, best, failure.seed, failure.ctx_seed)
+    # The program as run up to the failing step, liveness steps included (replays alone).
+    executed = getattr(best, "program", program)
+    if best.step_index is not None:
+        executed = executed[: best.step_index + 1]
+    return Failure(failure.store, list(executed), best, failure.seed, failure.ctx_seed)
 
 
 def replay(engine, program, *, profile: Profile | None = None, store: str = MEMORY, seed: int = 0,
@@ -343,6 +370,9 @@ def replay(engine, program, *, profile: Profile | None = None, store: str = MEMO
             lock.converge()
             lock.judge_history()
         return lock
+    except Violation as v:
+        v.program = list(lock.program) if lock is not None else list(program)
+        raise
     finally:
         if lock is not None:
             lock.close()

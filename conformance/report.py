@@ -1,0 +1,250 @@
+"""The conformance report: a verdict per property, the counts that show the run was not
+vacuous, and for a failure the counterexample (after Jepsen's Elle; HOUSE_STYLE.md
+"Checkers and their reports").
+
+A failing run prints and writes, in order: the verdict; seed, commit and a one-line
+rerun command; the shrunk step program; the first step where model and engine disagree,
+with both observations; the engine's history as a table; the history checker's anomaly
+explanation; the version graph (versions.dot, versions.png); verdict.json. A passing run
+writes the same files for the largest history it judged.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from icefloe.conformance.lockstep import PROPERTIES, Stats
+from icefloe.model.checks import history as H
+
+HOLDS, VIOLATED, UNKNOWN = "holds", "violated", "unknown"
+
+
+@dataclass
+class RunResult:
+    engine: str                       # the --engine argument (module:factory or shortcut)
+    engine_name: str
+    variant: str | None
+    profile: str
+    seed: int
+    stats: Stats
+    interleaving: str
+    expected_rules: tuple
+    failure: object = None            # machine.Failure (shrunk) or None
+    vacuity: list = field(default_factory=list)   # reasons the run proved too little
+    history: H.History | None = None  # the failure's (replayed) or the largest judged
+    history_verdict: H.Verdict | None = None
+    elapsed_s: float = 0.0
+    unchecked: tuple = ()             # properties the engine's capabilities leave unobserved
+    commit: str = ""
+
+    @property
+    def violated(self) -> list:
+        if self.failure is None:
+            return []
+        return sorted(getattr(self.failure.violation, "properties", {self.failure.violation.prop}))
+
+    def verdicts(self) -> dict:
+        out = {}
+        for prop in PROPERTIES:
+            if prop in self.violated:
+                out[prop] = VIOLATED
+            elif self.failure is not None or prop in self.unchecked:
+                out[prop] = UNKNOWN       # the run stopped at the failure / not observable here
+            else:
+                out[prop] = HOLDS
+        return out
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None and not self.vacuity
+
+    def rerun_command(self) -> str:
+        parts = ["icefloe conform", f"--engine {self.engine}"]
+        if self.variant:
+            parts.append(f"--variant {self.variant}")
+        parts += [f"--profile {self.profile}", f"--seed {self.seed}"]
+        return " ".join(parts)
+
+    def to_json(self) -> dict:
+        f = self.failure
+        return {
+            "engine": self.engine_name, "engine_spec": self.engine, "variant": self.variant,
+            "profile": self.profile, "seed": self.seed, "commit": self.commit,
+            "verdict": "pass" if self.passed else "fail",
+            "properties": self.verdicts(), "violated": self.violated,
+            "interleaving": self.interleaving, "vacuity": self.vacuity,
+            "counts": self.stats.to_json(), "expected_rules": list(self.expected_rules),
+            "elapsed_s": round(self.elapsed_s, 2),
+            "rerun": self.rerun_command(),
+            "counterexample": None if f is None else {
+                "store": f.store, "property": f.violation.prop, "message": f.violation.message,
+                "step": f.violation.step_index, "program": [list(lab) for lab in f.program],
+                "model_observed": repr(f.violation.model), "engine_observed": repr(f.violation.engine)},
+            "history_verdict": None if self.history_verdict is None else self.history_verdict.to_json(),
+        }
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                             timeout=10, cwd=Path(__file__).resolve().parent)
+        if out.returncode == 0:
+            return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return f"icefloe {version('icefloe')}"
+    except PackageNotFoundError:
+        return "unknown"
+
+
+# -- text ------------------------------------------------------------------------------------
+
+def table(rows: list, header: tuple) -> list:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    line = lambda r: "| " + " | ".join(str(x).ljust(w) for x, w in zip(r, widths)) + " |"  # noqa: E731
+    return [line(header), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *[line(r) for r in rows]]
+
+
+def summary_lines(r: RunResult) -> list:
+    s = r.stats
+    verdicts = r.verdicts()
+    rows = [(p, v, _short(_evidence(r, p, v))) for p, v in verdicts.items()]
+    out = table(rows, ("property", "verdict", "evidence"))
+    counts = [("examples", s.examples), ("steps", s.steps), ("writers", s.writers),
+              ("commits", s.commits), ("conflicts", s.conflicts), ("retries after conflicts", s.retries),
+              ("unknown outcomes resolved committed", s.unknown_resolved_committed),
+              ("unknown outcomes resolved not committed", s.unknown_resolved_not_committed),
+              ("no-ops", s.noops), ("reads", s.reads),
+              ("backends", ", ".join(f"{k} {n}" for k, n in sorted(s.backends.items())) or "-")]
+    counts += [(f"faults: {k}", n) for k, n in sorted(s.faults.items())]
+    out += [""] + table(counts, ("count", "value"))
+    rules = [(name, s.rules.get(name, 0)) for name in r.expected_rules]
+    out += [""] + table(rules, ("rule", "steps"))
+    out.append(f"interleaving: {r.interleaving}")
+    return out
+
+
+EVIDENCE_CHARS_MAX = 90
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= EVIDENCE_CHARS_MAX else text[: EVIDENCE_CHARS_MAX - 3] + "..."
+
+
+def _evidence(r: RunResult, prop: str, verdict: str) -> str:
+    if verdict == VIOLATED:
+        v = r.failure.violation
+        return v.message if v.prop == prop else "named by the history checker"
+    if verdict == UNKNOWN:
+        return "not observable with this engine's capabilities" if prop in r.unchecked else \
+            "not judged: the run stopped at the first violation"
+    return f"{r.stats.steps} steps, {r.stats.examples} examples"
+
+
+def program_lines(program) -> list:
+    return [f"    {tuple(lab)!r}," for lab in program]
+
+
+def history_rows(h: H.History) -> list:
+    line = set(H.lineage(h))
+    rows = []
+    for i, v in enumerate(h.versions):
+        rows.append((i, v.location.rsplit("/", 1)[-1][:24], "yes" if v.location in line else "no",
+                     v.main, len(v.snapshots)))
+    ops = []
+    for o in h.operations:
+        ops.append((o.op_id, o.kind, o.outcome, o.snapshot_id, o.start_snapshot_id,
+                    len(o.added_files), len(o.removed_files),
+                    "all" if o.read_partitions is H.ALL else len(o.read_files)))
+    return table(rows, ("#", "metadata file", "lineage", "main", "snapshots")) + [""] + \
+        table(ops, ("op", "kind", "outcome", "snapshot", "start", "added", "removed", "read"))
+
+
+def report_text(r: RunResult) -> str:
+    out = []
+    if r.passed:
+        out.append(f"VERDICT: every property holds for {r.engine_name} ({r.profile} profile)")
+    elif r.failure is not None:
+        v = r.failure.violation
+        out.append(f"VERDICT: {', '.join(r.violated)} VIOLATED by {r.engine_name}"
+                   + (f" (variant {r.variant})" if r.variant else ""))
+        out.append(f"  {v}")
+    else:
+        out.append(f"VERDICT: no violation, but the run was vacuous: {'; '.join(r.vacuity)}")
+    out.append(f"seed {r.seed}, commit {r.commit}; rerun: {r.rerun_command()}")
+    out.append("")
+    if r.failure is not None:
+        f, v = r.failure, r.failure.violation
+        out.append(f"## Shrunk program ({len(f.program)} steps, {f.store} store)")
+        out += ["PROGRAM = ["] + program_lines(f.program) + ["]"]
+        out.append("")
+        out.append("## First divergence")
+        out.append(f"step {v.step_index}: {v.label!r}")
+        out.append(f"  model observed:  {v.model!r}")
+        out.append(f"  engine observed: {v.engine!r}")
+        out.append(f"  {v.message}")
+        out.append("")
+    out.append("## Summary")
+    out += summary_lines(r)
+    if r.history is not None:
+        out += ["", "## History", *history_rows(r.history)]
+    if r.history_verdict is not None:
+        out += ["", "## History checker", H.render(r.history_verdict)]
+    return "\n".join(out)
+
+
+# -- files -----------------------------------------------------------------------------------------
+
+def write_png(h: H.History, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import networkx as nx
+
+    g = H.version_graph(h)
+    line = set(H.lineage(h))
+    order = {v.location: i for i, v in enumerate(h.versions)}
+    pos = {}
+    for loc in g.nodes:
+        i = order.get(loc, 0)
+        pos[loc] = (i, 0 if loc in line else -1)
+    fig, ax = plt.subplots(figsize=(max(6, len(g.nodes) * 0.9), 3))
+    colors = ["#4c72b0" if n in line else "#dd8452" for n in g.nodes]
+    labels = {n: f"v{order.get(n, '?')}\nmain={str(g.nodes[n].get('main'))[-4:]}" for n in g.nodes}
+    nx.draw_networkx(g, pos, ax=ax, node_color=colors, labels=labels, font_size=7, node_size=900,
+                     arrows=True)
+    ax.set_title("metadata versions (blue: lineage of the current pointer)", fontsize=9)
+    ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def _engine_call(r: RunResult) -> str:
+    if r.variant:
+        return f"adapter.load_variant({r.variant!r})"
+    return f"adapter.load_engine({r.engine!r})"
+
+
+def write_report(r: RunResult, directory: str | Path) -> Path:
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "verdict.json").write_text(json.dumps(r.to_json(), indent=2, default=str) + "\n")
+    (d / "report.md").write_text("# icefloe conform\n\n```\n" + report_text(r) + "\n```\n"
+                                 + ("\n![version graph](versions.png)\n" if r.history is not None else ""))
+    if r.failure is not None:
+        (d / "program.py").write_text(
+            f'"""Replay: {r.failure.violation}"""\n'
+            "from icefloe.conformance import adapter, machine\n\n"
+            "PROGRAM = [\n" + "\n".join(program_lines(r.failure.program)) + "\n]\n\n"
+            "if __name__ == \"__main__\":\n"
+            f"    engine = {_engine_call(r)}\n"
+            f"    machine.replay(engine, PROGRAM, store={r.failure.store!r})\n")
+    if r.history is not None:
+        (d / "versions.dot").write_text(H.version_dot(r.history) + "\n")
+        write_png(r.history, d / "versions.png")
+    return d
