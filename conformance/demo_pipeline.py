@@ -72,6 +72,11 @@ def create_demo_table(workdir: Path) -> Table:
 
 # -- the Spark applications --------------------------------------------------------------
 
+def _warm_up(spark) -> None:
+    """Start the Python workers before the barrier, so the race is between jobs, not JVMs."""
+    spark.sparkContext.parallelize(range(4), 2).map(lambda x: x + 1).count()
+
+
 def _wait_for(path: Path, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     while not path.exists():
@@ -83,6 +88,7 @@ def _wait_for(path: Path, timeout_s: float) -> None:
 def run_appender(workdir: Path, app: str, appends: int, rows: int, spark=None) -> int:
     from icefloe.impl.spark.session import local_session
     spark = spark or local_session(f"demo-append-{app}")
+    _warm_up(spark)
     (workdir / f"ready-{app}").touch()
     _wait_for(workdir / "go", BARRIER_WAIT_S)
     opts = options(workdir)
@@ -103,6 +109,7 @@ def run_compactor(workdir: Path, compactions: int, spark=None) -> int:
     from icefloe.impl.spark.maintenance import compact
     from icefloe.impl.spark.session import local_session
     spark = spark or local_session("demo-compact")
+    _warm_up(spark)
     (workdir / "ready-C").touch()
     _wait_for(workdir / "go", BARRIER_WAIT_S)
     opts = options(workdir)
@@ -230,9 +237,20 @@ def judge(workdir: Path, rows: int, spark=None) -> DemoVerdict:
               "compactions committed": sum(r["outcome"] == "committed" and r["kind"] == "replace"
                                            and r["snapshot-id"] is not None for r in records),
               "conflicts": sum(r["outcome"] == "conflict" for r in records),
+              "commit retries": sum(r["attempts"] - 1 for r in records if r["attempts"] > 1),
+              "compactions among appends": _compactions_among_appends(records),
               "snapshots": len(ancestry), "snapshots time-travelled": travelled,
               "rows": expected_at.get(ancestry[0], 0) if ancestry else 0}
     return DemoVerdict(ok, lines, counts, render(verdict))
+
+
+def _compactions_among_appends(records: list[dict]) -> int:
+    """Committed compactions that landed between the first and the last append."""
+    times = [r["time-ms"] for r in records if r["kind"] == "append" and r["outcome"] == "committed"]
+    if not times:
+        return 0
+    return sum(1 for r in records if r["kind"] == "replace" and r["snapshot-id"] is not None
+               and min(times) < r["time-ms"] < max(times))
 
 
 def _ids_of_append(record: dict) -> list[int]:

@@ -22,6 +22,7 @@ def local_session(app_name: str = "icefloe", cores: int = 2, task_attempts_max: 
                .config("spark.pyspark.python", sys.executable)
                .config("spark.sql.python.filterPushdown.enabled", "true")
                .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", str(max(2, cores)))
                .config("spark.driver.host", "127.0.0.1")
                .config("spark.driver.bindAddress", "127.0.0.1"))
