@@ -24,9 +24,12 @@ system-deps:
 	@command -v java >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
 	@if [ -f scripts/ensure-postgres.sh ]; then bash scripts/ensure-postgres.sh; fi
 
-# The main job. Until the conformance suite lands it is the exhaustive explorer of the
-# commit protocol on its default bounds, followed by every flawed variant (each must fail).
+# The main job: the conformance suite against icefloe on the embedded default (moto S3
+# started on 127.0.0.1, SQLite and S3 catalogs, most examples on the in-memory store);
+# the report goes to reports/conform/. Then the model's exhaustive explorer on its
+# default bounds and every flawed model variant (each must fail).
 run: venv
+	$(BIN)/icefloe conform --profile ci --report reports/conform
 	$(BIN)/python -m icefloe.model.explore --writers 2 --ops 1
 	$(BIN)/python -m icefloe.model.explore --all-variants
 

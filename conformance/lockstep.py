@@ -49,6 +49,7 @@ STEP_TO_PHASES_MAX = 8
 LIVENESS_STEPS_MAX = 200
 BLACK_BOX_WAIT_S = 60.0
 GATE_ARRIVE_S = 30.0
+GATE_POLL_S = 0.05
 
 
 class Violation(AssertionError):
@@ -383,7 +384,12 @@ class Lockstep:
         if wr.phase == DONE or wr.k != rec.k:        # the model found nothing to do
             self._join(w, rec)
             return
-        if gate is not None and not gate.wait_arrived(GATE_ARRIVE_S):
+        waited = 0.0
+        while gate is not None and not gate.wait_arrived(GATE_POLL_S) and rec.thread.is_alive():
+            waited += GATE_POLL_S
+            if waited >= GATE_ARRIVE_S:
+                break
+        if gate is not None and not gate.wait_arrived(0):
             self._join(w, rec)
             raise Violation(AGREEMENT, f"writer {w}: the engine never wrote its metadata "
                             f"(outcome {rec.outcome})", wr.phase, rec.outcome)

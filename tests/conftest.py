@@ -43,6 +43,7 @@ SUITE_BUDGETS_S = {
     "tla": 240,
     "impl": 180,
     "stateful": 240,
+    "conformance": 300,
     "interop": 120,
     "s3": 180,
     "postgres": 120,

@@ -1,0 +1,117 @@
+"""The conformance suite run against an engine (icefloe's own unless `--engine` says
+otherwise), and the harness's own behaviour: replayed programs, the CLI's exit codes, the
+counterexample report, the pytest plugin."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance import conform, machine as M
+from icefloe.conformance.lockstep import Violation
+from icefloe.conformance.plugin import run_suite
+
+
+def test_engine_conforms(conformance_engine):
+    """Goal: every property holds for the engine under test, and the run proves something.
+    Method: the ci profile of the state machine (memory store, then moto S3), judged per
+    step and per history; the non-vacuity checks of `icefloe conform`."""
+    result = run_suite(conformance_engine, "pytest", "ci", seed=0)
+    assert result.failure is None, "\n" + "\n".join(str(result.failure.violation).splitlines()[:5])
+    assert not result.vacuity, result.vacuity
+    assert set(result.verdicts().values()) <= {"holds", "unknown"}
+    assert result.stats.backends[M.S3] > 0 and result.stats.backends.get(M.MEMORY, 0) > result.stats.backends[M.S3]
+
+
+def _icefloe():
+    return A.load_engine("icefloe")
+
+
+RACE = [("Begin", 1, "append"), ("Begin", 2, "append"),
+        ("WriteData", 1), ("WriteManifest", 1), ("WriteList", 1), ("WriteMeta", 1),
+        ("WriteData", 2), ("WriteManifest", 2), ("WriteList", 2), ("WriteMeta", 2),
+        ("Swap", 1), ("Swap", 2), ("Retry", 2), ("WriteList", 2), ("WriteMeta", 2), ("Swap", 2)]
+
+
+def test_replayed_race_commits_both_appends():
+    """Goal: a hand-written program replays on icefloe and the history holds both commits.
+    Method: two appends race for one swap; the loser retries; the history checker judges."""
+    lock = M.replay(_icefloe(), RACE, converge=False)
+    assert lock.stats.commits == 2 and lock.stats.retries == 1
+    outcomes = {(w, k): type(rec.outcome).__name__ for (w, k), rec in lock.ops.items()}
+    assert outcomes == {(1, 1): "Committed", (2, 1): "Committed"}
+    assert lock.last_history_verdict is None      # converge=False judges nothing
+
+
+def test_unknown_outcomes_resolve_both_ways():
+    """Goal: an unknown swap outcome is resolved as landed (ack lost) and as not landed
+    (a delayed swap dropped). Method: two replayed programs with those faults."""
+    lost = [("Faults", 0, ("ack_lost",)), ("Begin", 1, "append"), ("WriteData", 1), ("WriteManifest", 1),
+            ("WriteList", 1), ("WriteMeta", 1), ("AckLost", 1), ("Resolve", 1)]
+    lock = M.replay(_icefloe(), lost)
+    assert lock.stats.unknown_resolved_committed == 1 and lock.stats.unknown_resolved_not_committed == 0
+    delayed = [("Begin", 1, "append"), ("WriteData", 1), ("WriteManifest", 1), ("WriteList", 1),
+               ("WriteMeta", 1), ("SwapDelayed", 1), ("Drop", 1, 1, 1), ("Resolve", 1)]
+    lock = M.replay(_icefloe(), delayed)
+    assert lock.stats.unknown_resolved_not_committed == 1
+    assert lock.last_history_verdict.valid is True
+
+
+def test_a_step_the_model_does_not_allow_is_refused():
+    """Goal: a program cannot smuggle in a step the model forbids. Method: Swap before Begin."""
+    with pytest.raises(ValueError, match="not enabled"):
+        M.replay(_icefloe(), [("Swap", 1)])
+
+
+def test_cli_usage_errors_exit_2(capsys):
+    """Goal: usage and setup errors exit 2 with one line. Method: bad arguments to main."""
+    assert conform.main(["--profile", "huge"]) == 2
+    assert conform.main(["--engine", "no_such_module:engine"]) == 2
+    assert conform.main(["--engine", "icefloe.conformance.adapter:nothing_here"]) == 2
+    assert conform.main(["--variant", "no-such-variant"]) == 2
+    err = capsys.readouterr().err
+    assert "no_such_module" in err and "no-such-variant" in err
+
+
+def test_list_variants_prints_the_registry(capsys):
+    """Goal: --list-variants prints each flawed variant once. Method: compare with VARIANTS."""
+    assert conform.main(["--list-variants"]) == 0
+    assert capsys.readouterr().out.split() == A.variant_names()
+
+
+def test_variant_fails_with_a_replayable_counterexample(tmp_path):
+    """Goal: a flawed variant exits 1 naming the property, and its report replays.
+    Method: `icefloe conform --variant no-revalidate`; read verdict.json; replay its program."""
+    if "no-revalidate" not in A.variant_names():
+        pytest.fail("the no-revalidate variant is missing from conformance/engines/flawed.py")
+    assert conform.main(["--variant", "no-revalidate", "--report", str(tmp_path), "--no-progress"]) == 1
+    verdict = json.loads((tmp_path / "verdict.json").read_text())
+    assert verdict["verdict"] == "fail" and verdict["engine"]
+    violated = [p for p, v in verdict["properties"].items() if v == "violated"]
+    assert violated and verdict["counterexample"]["property"] in violated
+    for name in ("report.md", "program.py", "versions.dot", "versions.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    program = [tuple(x if not isinstance(x, list) else tuple(x) for x in lab)
+               for lab in verdict["counterexample"]["program"]]
+    with pytest.raises(Violation) as found:
+        M.replay(A.load_variant("no-revalidate"), program, store=verdict["counterexample"]["store"])
+    assert found.value.prop == verdict["counterexample"]["property"]
+
+
+def _pytest(tmp_path, *args):
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *args],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+
+def test_plugin_adds_the_suite_only_when_asked(tmp_path):
+    """Goal: the auto-loaded plugin is silent unless --engine is given; `-p
+    icefloe.conformance` works too. Method: pytest --collect-only in an empty directory."""
+    quiet = _pytest(tmp_path, "--collect-only")
+    assert "conformance[" not in quiet.stdout
+    asked = _pytest(tmp_path, "--collect-only", "-p", "icefloe.conformance", "--engine", "icefloe")
+    assert "conformance[icefloe]" in asked.stdout, asked.stdout + asked.stderr
+    bad = _pytest(tmp_path, "--collect-only", "--engine", "no_such_module:engine")
+    assert bad.returncode == 4 and "no_such_module" in bad.stderr + bad.stdout
