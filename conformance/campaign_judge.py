@@ -106,7 +106,7 @@ def _effective_mains(versions, current) -> tuple[dict, dict, list]:
     came between. So each rollback on the lineage gets a synthetic snapshot (a fresh id,
     parent the head it replaced, the target's files), later parents are renamed to it, and
     writers' starting snapshots are mapped through the version they started from.
-    Returns (location -> effective main, location -> rewritten Version, new snapshots)."""
+    Returns (location -> effective main, location -> rewritten Version, lineage)."""
     by_loc = {v.location: v for v in versions}
     line = lineage(History(versions=tuple(versions), current=current))
     taken = {s.snapshot_id for v in versions for s in v.snapshots}
@@ -138,11 +138,45 @@ def _effective_mains(versions, current) -> tuple[dict, dict, list]:
         else:
             eff[loc] = v.main
         rewritten[loc] = Version(loc, v.previous, eff[loc], tuple(snaps) + tuple(synthetic))
-    return eff, rewritten, synthetic
+    return eff, rewritten, line
+
+
+def _start_of(o: OpRecord, location, eff: dict, line: list, by_loc: dict):
+    """The effective state an operation started from. Files are never re-added except by a
+    rollback, which can restore what an operation read (partition c as at its start, then
+    changed, then rolled back): its read is then equally a read of that later state, and
+    the checker must place it at the latest such state before the operation's commit, or a
+    write in between that the rollback undid would look like an anti-dependency it missed.
+    A write after that point that changes what it read still counts against it."""
+    start = eff.get(o.base_location, o.start_snapshot_id)
+    pos = {loc: i for i, loc in enumerate(line)}
+    if o.kind == APPEND or o.base_location not in pos or location not in pos:
+        return start
+    live = {}
+    for loc in line:
+        for s in by_loc[loc].snapshots:
+            live.setdefault(s.snapshot_id, s.files)
+
+    def view(j: int):
+        files = live.get(by_loc[line[j]].main, frozenset())
+        if o.kind == OVERWRITE:
+            seen = frozenset(f for f in files if partition_of(f) == o.partition)
+        elif o.kind == ROLLBACK:
+            seen = files
+        else:
+            seen = frozenset()
+        return seen, o.read_files & files
+    first = pos[o.base_location]
+    want = view(first)
+    for j in range(pos[location] - 1, first, -1):
+        if view(j) == want:
+            return eff[line[j]]
+    return start
 
 
 def to_history(ev: Evidence) -> History:
-    eff, rewritten, _ = _effective_mains(ev.versions, ev.current)
+    eff, rewritten, line = _effective_mains(ev.versions, ev.current)
+    original = {v.location: v for v in ev.versions}
     versions = tuple(rewritten.get(v.location, v) for v in ev.versions)
     ops = []
     for o in ev.ops:
@@ -159,7 +193,10 @@ def to_history(ev: Evidence) -> History:
             read = ALL  # it asserts main is still where it read it
         else:
             read = frozenset()  # appends read nothing; a rewrite reads files, not a predicate
-        start = eff.get(o.base_location, o.start_snapshot_id)
+        if o.outcome == UNKNOWN and resolved and resolved[0] == COMMITTED:
+            start = _start_of(o, resolved[1], eff, line, original)
+        else:
+            start = _start_of(o, location if outcome == COMMITTED else None, eff, line, original)
         ops.append(Operation(o.op_id, o.kind, outcome, o.snapshot_id, location, start,
                              read, o.read_files, o.added_files, o.removed_files))
     files = set(ev.file_rows)

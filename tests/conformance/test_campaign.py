@@ -110,3 +110,45 @@ def test_bad_arguments_are_usage_errors(capsys):
         run_campaign(processes=1, commits=1, catalog="hive")
     assert main(["--processes", "0"]) == 2
     assert "at least 1" in capsys.readouterr().err
+
+
+def _rollback_story(with_append_after_rollback: bool):
+    """Append A (f1), overwrite O1 of partition c (f1 -> f2), rollback R to A's snapshot,
+    then overwrite O2, which started at A's snapshot before O1, commits (f1 -> f3);
+    optionally an append P (f4) to partition c lands between R and O2, unseen by O2."""
+    from icefloe.conformance.campaign_judge import Evidence, OpRecord, OVERWRITE, ROLLBACK
+    from icefloe.model.checks.history import SnapshotInfo
+    f = {n: f"s3://b/t/data/cat=c/f{n}.parquet" for n in range(1, 5)}
+    s1, s2 = SnapshotInfo(1, None, frozenset({f[1]})), SnapshotInfo(2, 1, frozenset({f[2]}))
+    versions = [Version("m0", None, None, ()), Version("m1", "m0", 1, (s1,)), Version("m2", "m1", 2, (s1, s2)),
+                Version("m3", "m2", 1, (s1, s2))]
+    ops = [OpRecord("A", 0, APPEND, COMMITTED, None, "m0", 1, "m1", rows=((1, "c"),), added_files=frozenset({f[1]})),
+           OpRecord("O1", 1, OVERWRITE, COMMITTED, 1, "m1", 2, "m2", partition="c", rows=((2, "c"),),
+                    read_files=frozenset({f[1]}), removed_files=frozenset({f[1]}), added_files=frozenset({f[2]})),
+           OpRecord("R", 1, ROLLBACK, COMMITTED, 2, "m2", None, "m3", rollback_to=1,
+                    added_files=frozenset({f[1]}), removed_files=frozenset({f[2]}))]
+    head, last = 1, "m3"
+    if with_append_after_rollback:
+        s4 = SnapshotInfo(4, 1, frozenset({f[1], f[4]}))
+        versions.append(Version("m4", "m3", 4, (s1, s2, s4)))
+        ops.append(OpRecord("P", 3, APPEND, COMMITTED, 1, "m3", 4, "m4", rows=((4, "c"),),
+                            added_files=frozenset({f[4]})))
+        head, last = 4, "m4"
+    kept = {f[4]} if with_append_after_rollback else set()
+    s3 = SnapshotInfo(3, head, frozenset({f[3]} | kept))
+    versions.append(Version("m5", last, 3, tuple(versions[-1].snapshots) + (s3,)))
+    ops.append(OpRecord("O2", 2, OVERWRITE, COMMITTED, 1, "m1", 3, "m5", partition="c", rows=((3, "c"),),
+                        read_files=frozenset({f[1]}), removed_files=frozenset({f[1]}), added_files=frozenset({f[3]})))
+    rows = {f[n]: ((n, "c"),) for n in range(1, 5)}
+    return Evidence(tuple(versions), "m5", tuple(ops), file_rows=rows)
+
+
+def test_judge_places_a_read_at_the_rollback_that_restored_it():
+    """Goal: no false alarm when a rollback restores the very state a writer started from
+    (A, B, A again), and still an alarm for a write after that return that the writer missed.
+    Method: hand-written evidence, judged with and without an unseen append after the rollback."""
+    clean = judge(_rollback_story(False))
+    assert clean.valid is True, clean.render()
+    missed = judge(_rollback_story(True))
+    assert missed.valid is False
+    assert "G-single" in missed.names(), missed.render()
