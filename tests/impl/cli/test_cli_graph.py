@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from icefloe.impl.catalog.sql import SqlCatalog
+from icefloe.impl.cli import main as cli_main
 from icefloe.impl.io.local import LocalStore
 from icefloe.impl.table.lineage_graph import lineage_graph, to_dot
 from icefloe.impl.table.table import Table
@@ -20,13 +21,15 @@ def icefloe(tmp_path, *args):
                           capture_output=True, text=True)
 
 
-def _branched_table(tmp_path) -> Table:
-    """Three appends on main, a tag on the first, a branch off the second with one commit
-    of its own, then main rolled back to the second: a DAG with a fork."""
+def _branched_table(tmp_path, monkeypatch) -> Table:
+    """Three appends on main (through the CLI's main, in process), a tag on the first, a
+    branch off the second with one commit of its own, then main rolled back to the
+    second: a DAG with a fork."""
+    monkeypatch.chdir(tmp_path)
     pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), tmp_path / "rows.parquet")
-    assert icefloe(tmp_path, "create", "db.t", "--schema-from", "rows.parquet").returncode == 0
+    assert cli_main(["create", "db.t", "--schema-from", "rows.parquet"]) == 0
     for _ in range(3):
-        assert icefloe(tmp_path, "append", "db.t", "rows.parquet").returncode == 0
+        assert cli_main(["append", "db.t", "rows.parquet"]) == 0
     catalog = SqlCatalog(f"sqlite:///{tmp_path / 'icefloe.db'}")
     table = Table(catalog, "db.t", LocalStore())
     first, second, _third = (s.snapshot_id for s in table.history())
@@ -37,11 +40,11 @@ def _branched_table(tmp_path) -> Table:
     return table
 
 
-def test_graph_has_every_snapshot_parent_link_ref_and_the_current_mark(tmp_path):
+def test_graph_has_every_snapshot_parent_link_ref_and_the_current_mark(tmp_path, monkeypatch):
     """Goal: the graph drawn is the table's snapshot DAG. Method: build a table with a tag,
     a branch commit and a rollback; check the DiGraph's nodes, edges, refs and marks
     against the metadata, then that the CLI writes a real PNG and matching DOT."""
-    table = _branched_table(tmp_path)
+    table = _branched_table(tmp_path, monkeypatch)
     m = table.metadata
     graph = lineage_graph(m)
     first, second, third = (s.snapshot_id for s in sorted(m.snapshots, key=lambda s: s.sequence_number)[:3])
@@ -69,11 +72,12 @@ def test_graph_has_every_snapshot_parent_link_ref_and_the_current_mark(tmp_path)
     assert "tag:v1" in dot and "* current" in dot
 
 
-def test_graph_of_a_table_without_snapshots_and_a_bad_name(tmp_path):
+def test_graph_of_a_table_without_snapshots_and_a_bad_name(tmp_path, monkeypatch):
     """Goal: an empty table still draws; a graph name that is neither .png nor .dot is a
     usage error. Method: create only, draw a PNG, then ask for OUT.jpg."""
+    monkeypatch.chdir(tmp_path)
     pq.write_table(pa.table({"id": pa.array([1], pa.int64())}), tmp_path / "rows.parquet")
-    assert icefloe(tmp_path, "create", "db.t", "--schema-from", "rows.parquet").returncode == 0
+    assert cli_main(["create", "db.t", "--schema-from", "rows.parquet"]) == 0
     res = icefloe(tmp_path, "history", "db.t", "--graph", "empty.png")
     assert res.returncode == 0, res.stderr
     assert (tmp_path / "empty.png").read_bytes()[:8] == PNG_SIGNATURE
