@@ -35,6 +35,10 @@ class FlawedTable(I.IcefloeTable):
 
     commit_class = C.PendingCommit
 
+    def __init__(self, engine: "FlawedEngine", ctx: A.TableContext):
+        self.capabilities = engine.capabilities
+        super().__init__(engine, ctx)
+
     def flawed_operation(self, operation, op: A.OpSpec):
         return operation
 
@@ -48,6 +52,8 @@ class FlawedTable(I.IcefloeTable):
         return self.commit_class(catalog, self.table.identifier, store, operation, self.env, self.retry)
 
     def begin(self, writer: int, op: A.OpSpec):
+        if op.kind not in self.capabilities.operations:
+            raise A.EngineSpecError(f"this control does not support {op.kind!r} (its capabilities)")
         store, catalog = self.parts(writer)
         operation = self.operation(op)
         if getattr(operation, "produces_snapshot", False):
@@ -101,6 +107,23 @@ class ListingTable(FlawedTable):
     """The table on the listing catalog: LIST finds the version, a plain PUT commits."""
     listing_options: dict = {}
 
+    def _forget_cached_version(self) -> None:
+        # Version files are overwritten in place here, so a reader cannot cache them by
+        # name as an Iceberg reader may: re-read on every read.
+        self.table.metadata_location = None
+
+    def read_current(self):
+        self._forget_cached_version()
+        return super().read_current()
+
+    def read_at(self, snapshot_id):
+        self._forget_cached_version()
+        return super().read_at(snapshot_id)
+
+    def read_incremental(self, since_snapshot_id):
+        self._forget_cached_version()
+        return super().read_incremental(since_snapshot_id)
+
     def new_pending(self, catalog, store, operation):
         return R.RenameCommit(self.shared_catalog, catalog, self.table.identifier, store, operation,
                               self.env, self.retry)
@@ -120,34 +143,40 @@ def _listing(options: dict) -> type:
 
 _REFERENCE = I.CAPABILITIES
 _MEMORY = {"stores": frozenset({"memory"})} if "stores" in A.Capabilities.__dataclass_fields__ else {}
-_NO_UNKNOWN = frozenset({A.WRITE_FAIL, A.SWAP_FAIL, A.CRASH})
 
 
-def _caps(**changes) -> A.Capabilities:
-    return replace(_REFERENCE, **changes)
+def _caps(operations, faults=(), **changes) -> A.Capabilities:
+    """A control's capabilities: the operations and faults of its model twin's bounds
+    (model/variants.py), so the suite's search spends its examples where the flaw is."""
+    return replace(_REFERENCE, operations=frozenset({A.APPEND, *operations}), faults=frozenset(faults),
+                   **changes)
 
 
+_UNKNOWN = (A.ACK_LOST,)
+_LISTING = dict(swap_over_s3=False, **_MEMORY)
 _SPECS: dict[str, tuple[type, type, A.Capabilities, str]] = {
-    "no-revalidate": (FlawedEngine, NoRevalidateTable, _caps(),
+    "no-revalidate": (FlawedEngine, NoRevalidateTable, _caps((A.DELETE, A.REWRITE)),
                       "a retry re-applies its actions without re-checking its assumptions (iceberg #10312)"),
-    "cleanup-after-unknown": (FlawedEngine, CleanupAfterUnknownTable, _caps(),
+    "cleanup-after-unknown": (FlawedEngine, CleanupAfterUnknownTable, _caps((), _UNKNOWN),
                               "an unknown swap outcome is taken as failure and cleaned up (iceberg #2317, #4666)"),
-    "pointer-status-check": (FlawedEngine, PointerStatusCheckTable, _caps(),
+    "pointer-status-check": (FlawedEngine, PointerStatusCheckTable, _caps((), (A.ACK_LOST, A.SWAP_DELAYED)),
                              "an unknown outcome is settled by comparing the pointer with our file (iceberg #3717)"),
-    "no-lineage-check": (FlawedEngine, NoLineageCheckTable, _caps(),
+    "no-lineage-check": (FlawedEngine, NoLineageCheckTable, _caps((), _UNKNOWN),
                          "an unknown outcome is retried without looking for the attempt in the chain (iceberg #2808)"),
-    "sdk-retry-swap": (FlawedEngine, SdkRetrySwapTable, _caps(),
+    "sdk-retry-swap": (FlawedEngine, SdkRetrySwapTable, _caps((), _UNKNOWN),
                        "a client library re-sends a swap whose answer was lost; its refusal reads as failure "
                        "(iceberg #7151)"),
-    "expire-deleted-entries": (FlawedEngine, ExpireDeletedEntriesTable, _caps(),
+    # Reads: current only. The damage shows there, and the lockstep's readers turn a read of
+    # a snapshot not yet committed into "P8" (a harness error, reported), which the shrinker
+    # would otherwise keep as a one-step counterexample.
+    "expire-deleted-entries": (FlawedEngine, ExpireDeletedEntriesTable,
+                               _caps((A.DELETE, A.ROLLBACK, A.EXPIRE), reads=frozenset({A.READ_CURRENT})),
                                "expiry deletes what expired snapshots removed, ignoring other refs "
                                "(iceberg #17304, #13568)"),
-    "rename-commit": (ListingEngine, _listing({"check": "list"}), _caps(faults=_NO_UNKNOWN, swap_over_s3=False,
-                                                                        **_MEMORY),
+    "rename-commit": (ListingEngine, _listing({"check": "list"}), _caps((), (), **_LISTING),
                       "file-system table: LIST for the next version, then a plain PUT over it "
                       "(iceberg #970, #1014)"),
-    "blind-put-commit": (ListingEngine, _listing({"check": "none"}), _caps(faults=_NO_UNKNOWN, swap_over_s3=False,
-                                                                           **_MEMORY),
+    "blind-put-commit": (ListingEngine, _listing({"check": "none"}), _caps((), (), **_LISTING),
                          "the next log version written with no put-if-absent at all (delta #1410)"),
 }
 
