@@ -22,6 +22,7 @@ from conftest import BUCKET
 
 ARROW_SCHEMA = pa.schema([pa.field("id", pa.int64())])
 WAIT_S_MAX = 30.0
+TIMEOUT_S = 2  # the writer's read timeout: how long a held swap keeps its client waiting
 POINTER_PUT = dict(operation="ConditionalPutObject", key="*pointer.json")
 
 
@@ -84,13 +85,14 @@ def test_swap_held_past_the_timeout_is_unknown_cleans_nothing_and_lands_once(
         moto_s3, proxy, store_for, prefix):
     """Goal: a swap that may still land is Unknown, never Conflict, and deletes nothing; when it
     lands later the table holds the row once (REGRESSIONS 2-3, spec 3.5). Method: hold the
-    writer's pointer PUT at a gate until its client gives up (1 s read timeout, one attempt,
+    writer's pointer PUT at a gate until its client gives up (its read timeout, one attempt,
     no commit retries): the read-back still shows the base. Then release the PUT, resolve the
     Unknown from a fresh pointer read (9.6), and let a second writer append on top."""
-    catalog_store = store_for(proxy.endpoint_url, client="w", attempts_max=1, read_timeout_s=1)
+    catalog_store = store_for(proxy.endpoint_url, client="w", attempts_max=1, read_timeout_s=TIMEOUT_S)
     writer, reader_catalog, files = setup_table(moto_s3, store_for, prefix, catalog_store,
                                                 **{"commit.retry.num-retries": "0"})
-    assert isinstance(writer.append(rows([1])), Committed)
+    # The first row through a client without the short timeout: only the gated swap may time out.
+    assert isinstance(Table(reader_catalog, "db.t", files).append(rows([1])), Committed)
     gate = proxy.add_gate(Match(client="w", **POINTER_PUT))
     results: list = []
     thread = threading.Thread(target=lambda: results.append(writer.append(rows([2]))))
@@ -117,10 +119,11 @@ def test_swap_overtaken_while_held_is_unknown_then_resolves_to_conflict(moto_s3,
     can never land (If-Match on an etag that never returns, spec 3.4 a); resolving it later says
     Conflict and the rival's rows are intact. Method: as above, but a rival commits while the
     writer's PUT is held; then release it (S3 refuses it with 412) and resolve."""
-    catalog_store = store_for(proxy.endpoint_url, client="w", attempts_max=1, read_timeout_s=1)
+    catalog_store = store_for(proxy.endpoint_url, client="w", attempts_max=1, read_timeout_s=TIMEOUT_S)
     writer, reader_catalog, files = setup_table(moto_s3, store_for, prefix, catalog_store,
                                                 **{"commit.retry.num-retries": "0"})
-    assert isinstance(writer.append(rows([1])), Committed)
+    # The first row through a client without the short timeout: only the gated swap may time out.
+    assert isinstance(Table(reader_catalog, "db.t", files).append(rows([1])), Committed)
     gate = proxy.add_gate(Match(client="w", **POINTER_PUT))
     results: list = []
     thread = threading.Thread(target=lambda: results.append(writer.append(rows([2]))))
