@@ -1,0 +1,126 @@
+"""Failed tasks, retried / duplicate attempts, conflicts and unknown outcomes: which files
+of a Spark job end up in the table, and which are deleted (impl/spark/job.py rules)."""
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from pyspark.sql.functions import udf
+from pyspark.sql.types import LongType
+
+from icefloe.impl.outcomes import CommitConflictError
+from icefloe.impl.spark.job import JobFiles, abort_job
+from icefloe.impl.spark.source import IcefloeDataSource, spark_schema
+from conftest import TABLE
+from spark_helpers import batches_of, data_files_on_disk, live_paths, make_table, open_table, rows
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+
+def _writer(opts, overwrite=False, **extra):
+    source = IcefloeDataSource({**opts, "path": TABLE, **extra})
+    table = open_table(opts)
+    return source.writer(spark_schema(table.metadata.schema()), overwrite)
+
+
+def test_failing_task_aborts_the_job_and_leaves_no_file(spark, opts):
+    """Goal: a task that fails after other tasks wrote files fails the job, commits nothing and
+    leaves no data file. Method: a UDF raises on one row of one of 4 partitions; files are
+    flushed per batch so the other tasks have written some; then list the data folder."""
+    make_table(opts)
+    open_table(opts).append(rows(range(4)))
+    before, files_before = open_table(opts).metadata_location, data_files_on_disk(opts)
+
+    @udf(LongType())
+    def explode_on_777(x):
+        if x == 777:
+            raise ValueError("task failure injected at id 777")
+        return x
+
+    df = spark.range(0, 1000, numPartitions=4).selectExpr("id", "cast(id % 4 as string) as cat",
+                                                         "cast(id as double) as v")
+    df = df.withColumn("id", explode_on_777("id"))
+    with pytest.raises(Exception, match="task failure injected"):
+        df.write.format("icefloe").mode("append").options(**opts) \
+            .option("target-file-size-bytes", "1").save(TABLE)
+    assert open_table(opts).metadata_location == before, "nothing was committed"
+    assert data_files_on_disk(opts) == files_before, "the aborted job's files are gone"
+
+
+def test_writer_run_twice_for_one_partition_commits_one_copy(opts):
+    """Goal: a duplicate task attempt (retry or speculation) never puts its rows in the table twice
+    and its files are removed. Method: run write() twice for partition 0 (two attempts, as
+    Spark does), commit the message of one, read back; then Spark's abort after a committed
+    outcome deletes nothing the table references."""
+    make_table(opts)
+    writer = _writer(opts)
+    data = rows(range(100))
+    first_attempt = writer.write(iter(batches_of(data)))
+    second_attempt = writer.write(iter(batches_of(data)))
+    assert first_attempt.files and second_attempt.files
+    writer.commit([second_attempt])
+    table = open_table(opts)
+    got = table.scan()
+    assert got.num_rows == 100 and sorted(got.column("id").to_pylist()) == list(range(100))
+    live = live_paths(table)
+    assert live == {f.file_path for f in second_attempt.files}
+    on_disk = {f"file://{p}" for p in data_files_on_disk(opts)}
+    assert on_disk == live, "the duplicate attempt's files were removed after the commit"
+    writer.abort([second_attempt])  # Spark aborts if something fails after commit()
+    assert {f"file://{p}" for p in data_files_on_disk(opts)} == live
+
+
+def test_abort_deletes_this_jobs_files_only(opts):
+    """Goal: abort removes every file of this job (the failed task's slot is None, so its files
+    are found by the job prefix) and no file of another job. Method: two writers; one
+    commits, the other writes twice (one attempt 'failed') and aborts with [message, None]."""
+    make_table(opts)
+    committed = _writer(opts)
+    committed.commit([committed.write(iter(batches_of(rows(range(50)))))])
+    kept = set(data_files_on_disk(opts))
+    aborted = _writer(opts)
+    ok = aborted.write(iter(batches_of(rows(range(50, 80)))))
+    aborted.write(iter(batches_of(rows(range(80, 90)))))  # the attempt whose slot is None
+    assert len(data_files_on_disk(opts)) > len(kept)
+    aborted.abort([ok, None])
+    assert set(data_files_on_disk(opts)) == kept
+    assert open_table(opts).scan().num_rows == 50
+
+
+def test_after_an_unknown_outcome_abort_deletes_nothing(opts):
+    """Goal: when a commit may have landed (outcome unknown, or the commit worker died after it
+    began), abort keeps every file. Method: write the job's markers as commit() does at
+    those points, then abort."""
+    make_table(opts)
+    for marker in ("started-only", "unknown"):
+        writer = _writer(opts)
+        writer.write(iter(batches_of(rows(range(10)))))
+        table = open_table(opts)
+        job = JobFiles(table.io, table.location, writer.job_id)
+        job.mark("started", {"job-id": writer.job_id})
+        if marker == "unknown":
+            job.mark("outcome", {"outcome": "unknown", "added-files": []})
+        files = job.data_files()
+        assert files and abort_job(job) == [] and job.data_files() == files
+
+
+def test_serializable_overwrite_conflicts_with_a_concurrent_append(opts):
+    """Goal: an overwrite by filter that started before a concurrent append of matching rows
+    fails under serializable isolation (validation on retry), deletes its own files, and
+    succeeds under snapshot isolation. Method: create the writer, append 'a' rows through
+    icefloe, then write and commit."""
+    table = make_table(opts)
+    table.append(rows(range(8)))
+    writer = _writer(opts, overwrite=True, **{"overwrite-filter": "cat = 'a'"})
+    open_table(opts).append(rows([100, 104]))  # 'a' rows committed while the job runs
+    message = writer.write(iter(batches_of(rows([200, 204]))))
+    with pytest.raises(CommitConflictError, match="NoConflictingData"):
+        writer.commit([message])
+    assert not any("spark-" + writer.job_id in p for p in data_files_on_disk(opts))
+    snapshot = _writer(opts, overwrite=True, **{"overwrite-filter": "cat = 'a'", "isolation-level": "snapshot"})
+    open_table(opts).append(rows([108, 112]))  # again while the job runs
+    snapshot.commit([snapshot.write(iter(batches_of(rows([300, 304]))))])
+    ids = sorted(open_table(opts).scan(row_filter="cat = 'a'").column("id").to_pylist())
+    assert ids == [108, 112, 300, 304]  # what the job saw is replaced; what came after it stays
+
+
+_ = pa
