@@ -105,7 +105,7 @@ def _choose(rng: random.Random, mix: dict) -> str:
     return rng.choices(kinds, [mix[k] for k in kinds])[0]
 
 
-def _build(kind: str, table, rng: random.Random, ids: list):
+def _build(kind: str, table, rng: random.Random, ids: list, isolation: str = SERIALIZABLE):
     """The operation object, and what the writer knows of it before committing."""
     from icefloe.impl.format.metadata import MAIN_BRANCH
     from icefloe.impl.table import operations as O, producer as P
@@ -121,7 +121,8 @@ def _build(kind: str, table, rng: random.Random, ids: list):
     if kind == APPEND:
         return P.FastAppend(_rows(ids, cat)), dict(kind=APPEND, rows=rows)
     if kind == OVERWRITE:
-        return P.DeleteWhere(f"cat = '{cat}'", _rows(ids, cat)), dict(partition=cat, rows=rows)
+        return (P.DeleteWhere(f"cat = '{cat}'", _rows(ids, cat), isolation=isolation),
+                dict(partition=cat, rows=rows))
     return P.RewriteFiles(None, files_min=2), {}
 
 
@@ -161,7 +162,7 @@ def run_writer(job: dict, ready=None) -> dict:
                                 reason=f"refresh: {e}", started_s=started, ended_s=time.time()))
             continue
         observed.append(table.metadata_location)
-        operation, known = _build(kind, table, rng, ids)
+        operation, known = _build(kind, table, rng, ids, job["isolation"])
         kind = known.pop("kind", kind if "rollback_to" not in known else ROLLBACK)
         commit = table.new_commit(operation)
         try:
@@ -246,7 +247,8 @@ class CampaignResult:
         rerun = (f"python -m icefloe.conformance.campaign --processes {self.processes} "
                  f"--commits {self.commits} --seed {self.seed}"
                  + ("" if self.faults_enabled else " --no-faults")
-                 + ("" if self.catalog == "s3" else f" --catalog {self.catalog}"))
+                 + ("" if self.catalog == "s3" else f" --catalog {self.catalog}")
+                 + ("" if self.isolation == SERIALIZABLE else f" --isolation {self.isolation}"))
         lines = [
             f"campaign {state}: {self.processes} processes x {self.commits} operations, seed {self.seed}, "
             f"catalog {self.catalog}, faults {'on' if self.faults_enabled else 'off'}, {self.isolation}",
@@ -303,7 +305,7 @@ def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults
                 proxy.add_rule(rule)
         jobs = [dict(process=p, seed=seed * 1000 + p, commits=commits, mix=mix, endpoint=proxy.endpoint_url,
                      client=f"writer-{p}", read_timeout_s=READ_TIMEOUT_S, warehouse=warehouse,
-                     catalog_uri=catalog_uri) for p in range(processes)]
+                     catalog_uri=catalog_uri, isolation=isolation) for p in range(processes)]
         results, elapsed = _race(jobs)
         exchanges = proxy.history()
         proxy.clear()  # heal: every later request goes through untouched

@@ -222,7 +222,7 @@ def judge(ev: Evidence, isolation: str = SERIALIZABLE) -> Judgement:
             anomalies.append(Anomaly("unknown resolved inconsistently", (o.op_id,),
                                      f"{o.op_id} was resolved {resolved} after healing, but its commit "
                                      f"is {'' if o.op_id in landed else 'not '}in the lineage"))
-    checked = _check_rows(ev, line, {v.location: v for v in ev.versions}, landed, anomalies)
+    checked = _check_rows(ev, line, {v.location: v for v in ev.versions}, landed, anomalies, isolation)
     return Judgement(verdict, anomalies, checked)
 
 
@@ -244,8 +244,11 @@ def _landed(history: History, line: list, by_loc: dict) -> dict:
     return out
 
 
-def _check_rows(ev: Evidence, line: list, by_loc: dict, landed: dict, anomalies: list) -> int:
-    """Replay the landed operations along the lineage; compare with the files' rows."""
+def _check_rows(ev: Evidence, line: list, by_loc: dict, landed: dict, anomalies: list,
+                isolation: str = SERIALIZABLE) -> int:
+    """Replay the landed operations along the lineage; compare with the files' rows. An
+    overwrite replaces its partition's rows under serializable (nothing may have entered it
+    since its start); under snapshot isolation it replaces the rows of the files it read."""
     ops = {o.op_id: o for o in ev.ops}
     at_index: dict[int, list] = {}
     for op_id, i in landed.items():
@@ -270,8 +273,11 @@ def _check_rows(ev: Evidence, line: list, by_loc: dict, landed: dict, anomalies:
             continue  # the state before is already unexplained (reported once, where it started)
         if o.kind == APPEND:
             after = base + Counter(o.rows)
-        elif o.kind == OVERWRITE:
+        elif o.kind == OVERWRITE and isolation == SERIALIZABLE:
             after = Counter({r: n for r, n in base.items() if r[1] != o.partition}) + Counter(o.rows)
+        elif o.kind == OVERWRITE:
+            gone = Counter(r for f in o.removed_files for r in ev.file_rows.get(f, ()))
+            after = base - gone + Counter(o.rows)
         elif o.kind == REWRITE:
             after = Counter(base)
         else:
