@@ -8,6 +8,7 @@ rules below touch nothing but the pointer."""
 from __future__ import annotations
 
 import threading
+from collections import Counter
 
 import pyarrow as pa
 
@@ -138,3 +139,33 @@ def test_swap_overtaken_while_held_is_unknown_then_resolves_to_conflict(moto_s3,
     assert held_put_status(proxy, "w") == 412
     assert isinstance(resolve_unknown(reader_catalog, writer.identifier, files, outcome), Conflict)
     assert_correct(reader_catalog, files, [1, 3])
+
+
+def test_append_requests_do_not_grow_and_never_list(moto_s3, store_for, prefix):
+    """Goal: the request economy of spec 4.2.5 and docs/benchmarks.md, kept as a regression
+    check: an append on a kept handle is 1 GET (the pointer) and 5 conditional PUTs (data file,
+    manifest, manifest list, metadata JSON, the If-Match swap) at any table size, and no request
+    of an append or a read is a LIST. Method: count every request the server sees from the
+    writer (the atomic middleware's counters) at the 1st, 2nd and 20th append."""
+    client = "economy"  # the server counts by access key id; counts are compared as deltas
+    store = store_for(moto_s3.endpoint_url, client=client)
+    warehouse = f"s3://{BUCKET}/{prefix}/catalog"
+    create_table(S3Catalog(store, warehouse), "db.t", schema_from_arrow(ARROW_SCHEMA),
+                 location=f"s3://{BUCKET}/{prefix}/t", io=store)
+    table = Table(S3Catalog(store, warehouse), "db.t", store)
+
+    def seen() -> Counter:
+        return Counter({op: n for (_, op, c), n in moto_s3.middleware.counts().items() if c == client})
+
+    per_append = {}
+    for i in range(1, 21):
+        before = seen()
+        assert isinstance(table.append(rows([i])), Committed)
+        per_append[i] = seen() - before
+    wanted = Counter({"GetObject": 1, "ConditionalPutObject": 5})
+    assert per_append[1] == per_append[2] == per_append[20] == wanted, per_append
+    before = seen()
+    assert sorted(Table(S3Catalog(store, warehouse), "db.t", store).scan().column("id").to_pylist()) == list(range(1, 21))
+    read = seen() - before
+    assert set(read) == {"GetObject"}, read  # pointer, metadata, list, manifests, data files
+    assert not any(op.startswith("List") for op in seen()), seen()
