@@ -701,15 +701,39 @@ def read_manifest_list(data: bytes, location: str = "<manifest list>") -> list[M
     rec = _Record(schema, location, "manifest_file")
     own_seq = metadata.get("sequence-number")
     v1 = not rec.has(515)
+    summary_rec = None
+    if rec.has(507):  # resolved once per list, not per record
+        summary_rec = _Record(_branch(rec.field(507, "partitions")["type"])["items"], location, "field_summary")
     out = []
     for i, r in enumerate(records):
         with _record_errors(location, i):
-            out.append(_read_manifest_file(r, rec, own_seq, v1, location))
+            out.append(_read_manifest_file(r, rec, own_seq, v1, location, summary_rec))
+    return out
+
+
+def listed_manifests(manifests: Iterable[ManifestFile], snapshot_id: int,
+                     sequence_number: int) -> list[ManifestFile]:
+    """The entries of the list `write_manifest_list(manifests, snapshot_id, _,
+    sequence_number)` writes, as `read_manifest_list` reads them back (unassigned numbers
+    and snapshot ids filled in), without encoding and decoding the list."""
+    out = []
+    for m in manifests:
+        seq = sequence_number if m.sequence_number is None else m.sequence_number
+        changes = {}
+        if m.sequence_number is None:
+            changes["sequence_number"] = seq
+        if m.min_sequence_number is None:
+            changes["min_sequence_number"] = seq
+        if m.added_snapshot_id is None:
+            changes["added_snapshot_id"] = snapshot_id
+        if m.partitions is not None and not isinstance(m.partitions, tuple):
+            changes["partitions"] = tuple(m.partitions)
+        out.append(replace(m, **changes) if changes else m)
     return out
 
 
 def _read_manifest_file(r: dict, rec: _Record, own_seq: str | None, v1: bool,
-                        location: str) -> ManifestFile:
+                        location: str, summary_rec: "_Record | None" = None) -> ManifestFile:
     seq = rec.get(r, 515, "sequence_number", False)
     if seq is None or seq == -1:
         seq = 0 if v1 else _int(own_seq, location)
@@ -718,8 +742,8 @@ def _read_manifest_file(r: dict, rec: _Record, own_seq: str | None, v1: bool,
         min_seq = seq
     summaries = rec.get(r, 507, "partitions", False)
     if summaries is not None:
-        summary_type = _branch(rec.field(507, "partitions")["type"])["items"]
-        s = _Record(summary_type, location, "field_summary")
+        s = summary_rec or _Record(_branch(rec.field(507, "partitions")["type"])["items"], location,
+                                   "field_summary")
         summaries = tuple(FieldSummary(
             contains_null=s.get(x, 509, "contains_null"),
             contains_nan=s.get(x, 518, "contains_nan", False),

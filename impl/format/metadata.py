@@ -65,6 +65,30 @@ class FrozenMap(Mapping):
     def __len__(self) -> int:
         return len(self._items)
 
+    # The dict's own views and lookups (the Mapping mixins go through __iter__/__getitem__
+    # per key, which made checking every snapshot's summary the cost of a commit).
+    def items(self):
+        return self._items.items()
+
+    def keys(self):
+        return self._items.keys()
+
+    def values(self):
+        return self._items.values()
+
+    def get(self, key, default=None):
+        return self._items.get(key, default)
+
+    def __contains__(self, key) -> bool:
+        return key in self._items
+
+    def __eq__(self, other):
+        if isinstance(other, FrozenMap):
+            return self._items == other._items
+        if isinstance(other, Mapping):
+            return self._items == dict(other.items())
+        return NotImplemented
+
     def __hash__(self) -> int:
         return hash(frozenset(self._items.items()))
 
@@ -164,12 +188,14 @@ class TableMetadata:
             object.__setattr__(self, name, tuple(getattr(self, name)))
         for name in ("properties", "refs", "extras"):
             object.__setattr__(self, name, _frozen_map(getattr(self, name)))
+        # An index, not a field: lookups by id are constant time (ancestry walks, commits).
+        object.__setattr__(self, "_snapshots_by_id", {s.snapshot_id: s for s in self.snapshots})
         _check_invariants(self)
 
     # -- lookups ---------------------------------------------------------------------------
 
     def snapshot_by_id(self, snapshot_id: int | None) -> Snapshot | None:
-        return next((s for s in self.snapshots if s.snapshot_id == snapshot_id), None)
+        return self._snapshots_by_id.get(snapshot_id)
 
     def current_snapshot(self) -> Snapshot | None:
         return self.snapshot_by_id(self.current_snapshot_id)
@@ -220,17 +246,38 @@ def _check_unique(ids: list, path: str) -> None:
         raise _invalid(path, f"duplicate ids {sorted(i for i in set(ids) if ids.count(i) > 1)}")
 
 
+def _check_no_parent_cycle(snapshots, by_id: dict) -> None:
+    """Parent links form no cycle, in linear time: each walk up from a snapshot stops at a
+    snapshot already known to lead to no cycle, so every snapshot is walked over once."""
+    acyclic: set[int] = set()
+    for i, s in enumerate(snapshots):
+        path, node = [], s.snapshot_id
+        on_path: set[int] = set()
+        while node in by_id and node not in acyclic:  # at most len(by_id) steps: new nodes only
+            if node in on_path:
+                raise _invalid(f"snapshots[{i}].parent-snapshot-id", "parent snapshots form a cycle")
+            on_path.add(node)
+            path.append(node)
+            node = by_id[node].parent_snapshot_id
+        acyclic.update(path)
+
+
 def _check_invariants(m: TableMetadata) -> None:
     """What every valid table satisfies (spec "Table Metadata Fields", "Snapshot References")."""
     if m.format_version not in SUPPORTED_FORMAT_VERSIONS:
         raise _invalid("format-version", f"unsupported format version {m.format_version}")
     if m.table_uuid is None and m.format_version > 1:
         raise _invalid("table-uuid", "required in format v2")
+    # A snapshot (and its FrozenMap summary) is immutable, so its summary is checked once,
+    # in the first metadata that holds it, not again in every later version.
+    unchecked = [(i, s) for i, s in enumerate(m.snapshots) if not s.__dict__.get("_summary_checked")]
     for name, mapping in [("properties", m.properties)] + [
-            (f"snapshots[{i}].summary", s.summary) for i, s in enumerate(m.snapshots)]:
+            (f"snapshots[{i}].summary", s.summary) for i, s in unchecked]:
         for k, v in mapping.items():
             if not isinstance(k, str) or not isinstance(v, str):
                 raise _invalid(f"{name}.{k}", "keys and values must be strings")
+    for _, s in unchecked:
+        object.__setattr__(s, "_summary_checked", True)
     _check_unique([s.schema_id for s in m.schemas], "schemas")
     if m.schema_by_id(m.current_schema_id) is None:
         raise _invalid("current-schema-id", f"no schema with id {m.current_schema_id}")
@@ -258,12 +305,7 @@ def _check_invariants(m: TableMetadata) -> None:
                            f"{s.sequence_number} is above last-sequence-number {m.last_sequence_number}")
         if m.format_version > 1 and s.operation is None:
             raise _invalid(f"snapshots[{i}].summary", "missing operation")
-        seen, parent = {s.snapshot_id}, s.parent_snapshot_id
-        while parent in by_id:  # at most len(by_id) steps: each step visits a new snapshot
-            if parent in seen:
-                raise _invalid(f"snapshots[{i}].parent-snapshot-id", "parent snapshots form a cycle")
-            seen.add(parent)
-            parent = by_id[parent].parent_snapshot_id
+    _check_no_parent_cycle(m.snapshots, by_id)
     if m.current_snapshot_id is not None and m.current_snapshot_id not in by_id:
         raise _invalid("current-snapshot-id", f"no snapshot with id {m.current_snapshot_id}")
     for name, ref in m.refs.items():

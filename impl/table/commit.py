@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from icefloe.impl.catalog.base import Catalog, CatalogError, TableIdentifier
-from icefloe.impl.format.manifest import ManifestFile, write_manifest_list
+from icefloe.impl.format.manifest import ManifestFile, listed_manifests, write_manifest_list
 from icefloe.impl.format.metadata import (
     MetadataError, Snapshot, TableMetadata, from_json, to_json,
 )
@@ -239,11 +239,13 @@ class PendingCommit:
                 self._draw_snapshot_id()
             head = self.head()
             location = manifest_list_location(self.base.location, self.snapshot_id, self.attempt, self.env.uuid())
-            data = write_manifest_list(self.operation.manifests(self), self.snapshot_id,
-                                       None if head is None else head.snapshot_id,
-                                       self.base.last_sequence_number + 1)
+            manifests = self.operation.manifests(self)
+            sequence_number = self.base.last_sequence_number + 1
+            data = write_manifest_list(manifests, self.snapshot_id, None if head is None else head.snapshot_id,
+                                       sequence_number)
             self.write(location, data)
-            self.tree.remember_manifest_list(location, data)  # the next commit's base list
+            # the next commit's base list, as a reader of `data` would see it
+            self.tree.remember_manifest_list(location, listed_manifests(manifests, self.snapshot_id, sequence_number))
             self.manifest_list_location = location
         self.phase = METADATA
 

@@ -69,11 +69,11 @@ class TreeReader:
                 self._lists[location] = cached
         return cached
 
-    def remember_manifest_list(self, location: str, data: bytes) -> None:
-        """Cache a manifest list this process wrote, parsed from the bytes it wrote."""
-        parsed = read_manifest_list(data, location)
+    def remember_manifest_list(self, location: str, manifests: list[ManifestFile]) -> None:
+        """Cache a manifest list this process wrote: `manifests` as `read_manifest_list`
+        would read them back (`manifest.listed_manifests`), so no decoding is needed."""
         with self._lock:
-            self._lists[location] = parsed
+            self._lists[location] = list(manifests)
 
     def entries(self, manifest: ManifestFile) -> list[ManifestEntry]:
         location = manifest.manifest_path
