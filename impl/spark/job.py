@@ -160,7 +160,8 @@ def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile]
                 table.io.delete(obj)
             except StoreError:
                 pass
-    result = JobResult(outcome, job.job_id, kind, [f.file_path for f in added], list(removed),
+    removed = list(removed) or list(getattr(operation, "removed", {}) or ())  # an overwrite's, as planned
+    result = JobResult(outcome, job.job_id, kind, [f.file_path for f in added], removed,
                        starting_snapshot_id=pending.starting_snapshot_id,
                        records=sum(f.record_count for f in added))
     result.commit_ms = (time.monotonic() - started) * 1000
