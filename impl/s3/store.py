@@ -59,7 +59,8 @@ from typing import Any, Callable, Iterator, Mapping
 import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
-from botocore.exceptions import BotoCoreError, HTTPClientError
+from botocore.exceptions import BotoCoreError, HTTPClientError, NoCredentialsError
+from botocore.exceptions import PartialCredentialsError
 
 from icefloe.impl.io.base import (
     AlreadyExists, CountingMixin, NotFound, ObjectInfo, PreconditionFailed, StoreError,
@@ -190,7 +191,9 @@ class S3Store(CountingMixin):
         """A store configured like pyiceberg's S3 FileIO: `s3.endpoint`, `s3.access-key-id`,
         `s3.secret-access-key`, `s3.region`, each falling back to the environment
         (`ICEFLOE_S3_ENDPOINT`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
-        ...); no endpoint means AWS. Missing keys are left to boto3's credential chain."""
+        ...); no endpoint means AWS. The keys are required: boto3's wider credential chain
+        (profiles, the instance-metadata address) is never probed, so a missing key is a
+        ValueError here rather than a network request to an address no test owns."""
         environ = os.environ if environ is None else environ
 
         def setting(name: str) -> str | None:
@@ -198,8 +201,11 @@ class S3Store(CountingMixin):
                 return properties[name]
             return next((environ[v] for v in PROPERTY_ENV[name] if environ.get(v)), None)
 
-        return cls.from_config(setting("s3.endpoint"), setting("s3.access-key-id"),  # type: ignore[arg-type]
-                               setting("s3.secret-access-key"),  # type: ignore[arg-type]
+        access_key, secret_key = setting("s3.access-key-id"), setting("s3.secret-access-key")
+        if not access_key or not secret_key:
+            raise ValueError("no S3 credentials: set s3.access-key-id and s3.secret-access-key, "
+                             "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
+        return cls.from_config(setting("s3.endpoint"), access_key, secret_key,
                                setting("s3.region") or REGION_DEFAULT)
 
     # -- the request primitive -----------------------------------------------------
@@ -220,6 +226,10 @@ class S3Store(CountingMixin):
                            retryable=status in RETRYABLE_4XX) from exc
         except BotoConnectionError as exc:
             raise _Failure(False, None, type(exc).__name__, str(exc)) from exc
+        except (NoCredentialsError, PartialCredentialsError) as exc:  # refused before sending
+            raise _Failure(False, None, type(exc).__name__, f"{exc} (set AWS_ACCESS_KEY_ID and "
+                           "AWS_SECRET_ACCESS_KEY, or s3.access-key-id and s3.secret-access-key)",
+                           retryable=False) from exc
         except HTTPClientError as exc:
             raise _Failure(None, None, type(exc).__name__, str(exc)) from exc
 

@@ -108,3 +108,16 @@ def test_cli_refuses_an_unknown_warehouse_scheme(tmp_path, capsys):
     code, _, err = run(capsys, "--catalog", f"sqlite:///{tmp_path}/cat.db", "--warehouse", "gopher://h/w",
                        "create", "db.t", "--schema-from", str(tmp_path / "rows.parquet"))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "gopher" in err
+
+
+def test_cli_without_credentials_gets_one_line(moto_s3, monkeypatch, capsys):
+    """Goal: no S3 keys is a one-line error before any request, not a traceback and not a probe
+    of boto3's wider credential chain. Method: clear the key variables, scan an S3 catalog."""
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("ICEFLOE_S3_ENDPOINT", moto_s3.endpoint_url)
+    before = moto_s3.middleware.counts()
+    code, _, err = run(capsys, "--catalog", f"s3://{BUCKET}/nocreds", "scan", "db.t")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "no S3 credentials" in err and "AWS_ACCESS_KEY_ID" in err
+    assert moto_s3.middleware.counts() == before  # refused before sending anything
