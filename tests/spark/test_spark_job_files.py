@@ -124,3 +124,37 @@ def test_serializable_overwrite_conflicts_with_a_concurrent_append(opts):
 
 
 _ = pa
+
+
+def test_a_commit_with_an_unknown_outcome_keeps_every_file_and_can_still_land(tmp_path):
+    """Goal: when the swap's outcome is unknown, neither commit nor abort deletes any file of
+    the job, so the commit can still land without dangling references (apache/iceberg #2317).
+    Method: a catalog that parks the swap (SwapUnknown), one retry-free commit of a job with a
+    duplicate attempt; then abort; then the parked swap is delivered and the table read."""
+    from icefloe.impl.catalog.memory import MemoryCatalog
+    from icefloe.impl.format import types as T
+    from icefloe.impl.format.parquet import write_data_file
+    from icefloe.impl.io.local import LocalStore
+    from icefloe.impl.outcomes import Unknown
+    from icefloe.impl.spark.job import commit_job, job_prefix
+    from icefloe.impl.spark.producers import AppendFiles
+    from icefloe.impl.table.commit import RetryPolicy
+    from icefloe.impl.table.table import Table, create_table
+    from spark_helpers import SCHEMA
+    catalog, io = MemoryCatalog(), LocalStore()
+    create_table(catalog, "db.t", T.schema_from_arrow(SCHEMA), location=(tmp_path / "t").as_uri(), io=io)
+    table = Table(catalog, "db.t", io, retry=RetryPolicy(num_retries=0))
+    job = JobFiles(io, table.location, "unknown-outcome")
+    written = []
+    for attempt in (0, 1):  # attempt 0 'failed' after writing; attempt 1 is committed
+        location = f"{job_prefix(table.location, job.job_id)}00000-{attempt}-0000.parquet"
+        data, data_file = write_data_file(rows(range(10)), table.metadata.schema(), location)
+        io.put_if_absent(location, data)
+        written.append(data_file)
+    catalog.delay_swaps(1)
+    result = commit_job(table, job, AppendFiles([written[1]], job.job_id), "append", [written[1]])
+    assert isinstance(result.outcome, Unknown) and result.deleted == []
+    assert len(job.data_files()) == 2 and abort_job(job) == [] and len(job.data_files()) == 2
+    catalog.deliver(catalog.pending[0])  # the parked request lands after all
+    landed = Table(catalog, "db.t", io)
+    assert landed.scan().num_rows == 10 and landed.current_snapshot().snapshot_id == result.outcome.snapshot_id
