@@ -83,6 +83,12 @@ keeps, with its default properties; fast append for both). Requests are storage 
 per commit (see `bench/peers.py` for how each side is counted: icefloe's instrumented
 store; a counting PyArrowFileIO subclass for pyiceberg); catalog SQL calls are not counted.
 Both sides write the data file, one manifest, the manifest list and the metadata JSON.
+icefloe reads nothing from storage per commit: it reads the pointer (an SQL query), finds
+that it still names the metadata its handle committed last, and reuses that metadata and
+the manifest list it wrote (immutable objects, cached on the handle); a pointer that moved
+would cost one metadata GET and one manifest-list GET. pyiceberg re-reads the metadata in
+`commit_table` and stats files around its writes. icefloe fsyncs every object it writes
+(and its directory); pyiceberg's local FileIO does not.
 
 | writer | ms/commit, commits 1-{size} | ms/commit, commits {late_label} | growth | requests/commit, 1-{size} | requests/commit, {late_label} |
 |---|---|---|---|---|---|
