@@ -104,22 +104,27 @@ class Run:
     reads: dict = field(default_factory=dict)       # reader -> list of (snapshot id, rows)
     incremental: dict = field(default_factory=dict)  # reader -> (last snapshot id, rows seen)
     committed_order: list = field(default_factory=list)  # snapshot ids in commit order
+    store: object = None          # default: a MemoryStore
+    catalog: object = None        # default: a MemoryCatalog (its fault hooks need it)
+    location: str = LOCATION
 
     def __post_init__(self):
         assert self.variant is None or self.variant in VARIANTS, self.variant
-        self.store = MemoryStore()
+        self.store = self.store if self.store is not None else MemoryStore()
         self.plan = _WritePlan()
         self.io = FaultInjectingStore(self.store, self.plan)
-        self.memory_catalog = MemoryCatalog()
-        self.catalog = self.memory_catalog
+        self.memory_catalog = MemoryCatalog() if self.catalog is None else None
+        self.catalog = self.catalog if self.catalog is not None else self.memory_catalog
         self.listing = None
         if self.variant in LISTING:
-            self.listing = self.catalog = R.ListingCatalog(self.io, **LISTING[self.variant])
+            # A store with a plain PUT (S3) is used as it is; otherwise through the fault plan.
+            io = self.store if hasattr(self.store, "put") else self.io
+            self.listing = self.catalog = R.ListingCatalog(io, **LISTING[self.variant])
         elif self.variant == "sdk-retry-swap":
-            self.catalog = F.SdkRetryCatalog(self.memory_catalog)
+            self.catalog = F.SdkRetryCatalog(self.catalog)
         self.env = Env.seeded(self.seed, sleep_ms=lambda ms: None)
         self.retry = RetryPolicy(self.attempts_max - 1, 0, 0)
-        create_table(self.catalog, "db.t", SCHEMA, location=LOCATION, io=self.io, env=self.env)
+        create_table(self.catalog, "db.t", SCHEMA, location=self.location, io=self.io, env=self.env)
         self.table = Table(self.catalog, "db.t", self.io, self.env, self.retry)
         self.writers: dict[int, OpRecord] = {}
         self.parked = []
