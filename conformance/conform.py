@@ -108,10 +108,24 @@ def replay_history(engine, failure, profile, backends):
                 lock.apply(tuple(label))
         except (L.Violation, AssertionError, ValueError, KeyError):
             pass
-        h = lock.history()
+        try:
+            h = lock.history()
+        except Exception:  # noqa: BLE001 - the flaw may have destroyed the chain (P8)
+            return None, None
         return h, H.check_history(h, engine.capabilities.isolation)
     finally:
         lock.close()
+
+
+def name_anomalies(failure, verdict) -> None:
+    """Add the properties the history checker finds broken at the failure to those the
+    failing step named (an A0 divergence is often a P2 lost commit, say, underneath)."""
+    from icefloe.conformance.lockstep import AGREEMENT, ANOMALY_PROPERTY
+    if verdict is None or not verdict.anomalies:
+        return
+    v = failure.violation
+    v.properties = set(getattr(v, "properties", {v.prop})) | {
+        ANOMALY_PROPERTY.get(a.name, AGREEMENT) for a in verdict.anomalies}
 
 
 def main(argv=None) -> int:
@@ -150,6 +164,7 @@ def run(engine, args) -> int:
         history = verdict = None
         if failure is not None:
             history, verdict = replay_history(engine, failure, profile, backends)
+            name_anomalies(failure, verdict)
         elif "history" in sink.extra:
             history, verdict = sink.extra["history"]
     except A.EngineSpecError as e:

@@ -544,11 +544,20 @@ class Lockstep:
             main_line.add(sid)
             sid = snaps[sid].parent_id if sid in snaps else None
         for (w, k), rec in sorted(self.ops.items()):
-            if rec.result in (None, NOOP):
+            out = rec.outcome
+            if rec.result is None:
+                # Not ended for the model; if the engine ended it (a divergence), judge
+                # what the engine claims, so the checker can name what it breaks.
+                commit = rec.commit
+                if commit is None or not hasattr(commit, "step") or not commit.done:
+                    continue
+                out = commit.outcome
+                if out is not None and out.snapshot_id is not None:
+                    self.snapshot_id.setdefault((w, k), out.snapshot_id)
+            if rec.result == NOOP or out is None and rec.result != CRASHED:
                 continue
             if rec.result == CRASHED and self.snapshot_id.get((w, k)) not in snaps:
                 continue                 # crashed before any attempt of it landed
-            out = rec.outcome
             outcome = {A.Committed: "committed", A.Conflict: "conflict", A.Unknown: "unknown"}.get(
                 type(out), "unknown")
             sid = self.snapshot_id.get((w, k)) if rec.spec.kind not in (A.ROLLBACK, A.EXPIRE) else None
@@ -571,7 +580,11 @@ class Lockstep:
         return H.History(versions, current, tuple(operations), tuple(self.reads), {}, tuple(observed))
 
     def judge_history(self) -> H.Verdict:
-        self.last_history = self.history()
+        try:
+            self.last_history = self.history()
+        except Exception as e:  # noqa: BLE001 - a chain the engine cannot read back
+            raise Violation("P8 NoDanglingRefs", f"the engine's history cannot be read: {type(e).__name__}: {e}",
+                            "a readable metadata chain", repr(e)) from e
         verdict = self.last_history_verdict = H.check_history(self.last_history, self.caps.isolation)
         if verdict.anomalies:
             names = sorted({ANOMALY_PROPERTY.get(a.name, AGREEMENT) for a in verdict.anomalies})

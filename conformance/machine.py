@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from icefloe.model.state import OP_KINDS
 
 MEMORY, S3 = "memory", "s3"
 SHRINK_REPLAYS_MAX = 400
+SHRINK_SECONDS_MAX = 90.0
 
 
 @dataclass(frozen=True)
@@ -238,7 +240,11 @@ def machine_class(engine, backends: Backends, store: str, profile: Profile, seed
             try:
                 if not self.failed:
                     self.lock.converge()
-                    self.lock.judge_history()
+                    try:
+                        self.lock.judge_history()
+                    except Violation as v:
+                        v.step_index, v.label = len(self.lock.program) - 1, ("History", 0)
+                        raise
                     h = self.lock.last_history
                     kept = sink.extra.get("history")
                     if kept is None or _interest(h) > _interest(kept[0]):
@@ -318,10 +324,10 @@ def _fails(engine, program, failure: Failure, profile, backends) -> Violation | 
 
 
 def shrink(engine, failure: Failure, profile: Profile, backends: Backends,
-           replays_max: int = SHRINK_REPLAYS_MAX) -> Failure:
+           replays_max: int = SHRINK_REPLAYS_MAX, seconds_max: float = SHRINK_SECONDS_MAX) -> Failure:
     """Delta debugging over the program's steps: cut after the failing step, then drop
     chunks (halves, quarters, ... single steps) while the same property still fails.
-    Bounded by `replays_max` replays; the result replays deterministically."""
+    Bounded by `replays_max` replays and `seconds_max`; the result replays as it is."""
     program = list(failure.program)
     if failure.violation.step_index is not None:
         program = program[: failure.violation.step_index + 1]
@@ -333,10 +339,17 @@ def shrink(engine, failure: Failure, profile: Profile, backends: Backends,
         replays += 1
         if best is None:
             return failure                # not reproducible outside Hypothesis: report as found
+    deadline = time.monotonic() + seconds_max
+    quiet = [lab for lab in program if lab[0] not in READ_LABELS]
+    if quiet != program:                  # readers first: usually not needed, cheap to drop
+        found = _fails(engine, quiet, failure, profile, backends)
+        replays += 1
+        if found is not None:
+            program, best = quiet, found
     chunk = max(1, len(program) // 2)
-    while chunk >= 1 and replays < replays_max:
+    while chunk >= 1 and replays < replays_max and time.monotonic() < deadline:
         i, progressed = 0, False
-        while i < len(program) and replays < replays_max:
+        while i < len(program) and replays < replays_max and time.monotonic() < deadline:
             candidate = program[:i] + program[i + chunk:]
             found = _fails(engine, candidate, failure, profile, backends) if candidate else None
             replays += 1
@@ -368,7 +381,11 @@ def replay(engine, program, *, profile: Profile | None = None, store: str = MEMO
             lock.apply(tuple(label))
         if converge:
             lock.converge()
-            lock.judge_history()
+            try:
+                lock.judge_history()
+            except Violation as v:
+                v.step_index, v.label = len(lock.program) - 1, ("History", 0)
+                raise
         return lock
     except Violation as v:
         v.program = list(lock.program) if lock is not None else list(program)

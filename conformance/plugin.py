@@ -12,6 +12,8 @@ counterexample report.
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from icefloe.conformance import adapter as A
@@ -24,8 +26,10 @@ def pytest_addoption(parser):
     group.addoption("--engine", default=None, metavar="MODULE:FACTORY",
                     help="run the icefloe conformance suite against this engine "
                          f"(shortcuts: {', '.join(sorted(A.ENGINE_SHORTCUTS))})")
-    group.addoption("--conform-profile", default="ci", choices=("ci", "deep"),
-                    help="the conformance suite's profile (default ci)")
+    default = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+    group.addoption("--conform-profile", default=default if default in ("ci", "deep") else "ci",
+                    choices=("ci", "deep"),
+                    help="the conformance suite's profile (default: $HYPOTHESIS_PROFILE if ci/deep, else ci)")
     group.addoption("--conform-seed", type=int, default=0, help="the conformance suite's seed")
 
 
@@ -53,6 +57,7 @@ def run_suite(engine, spec: str, profile_name: str = "ci", seed: int = 0, profil
         history = verdict = None
         if failure is not None:
             history, verdict = conform.replay_history(engine, failure, profile, backends)
+            conform.name_anomalies(failure, verdict)
         elif "history" in sink.extra:
             history, verdict = sink.extra["history"]
     finally:

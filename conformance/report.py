@@ -182,11 +182,16 @@ def report_text(r: RunResult) -> str:
         out.append(f"## Shrunk program ({len(f.program)} steps, {f.store} store)")
         out += ["PROGRAM = ["] + program_lines(f.program) + ["]"]
         out.append("")
-        out.append("## First divergence")
-        out.append(f"step {v.step_index}: {v.label!r}")
-        out.append(f"  model observed:  {v.model!r}")
-        out.append(f"  engine observed: {v.engine!r}")
-        out.append(f"  {v.message}")
+        if v.label == ("History", 0):
+            out.append("## First divergence")
+            out.append(f"none step by step: the history checker, after step {v.step_index}, found:")
+            out.append(f"  {v.message}")
+        else:
+            out.append("## First divergence")
+            out.append(f"step {v.step_index}: {v.label!r}")
+            out.append(f"  model observed:  {v.model!r}")
+            out.append(f"  engine observed: {v.engine!r}")
+            out.append(f"  {v.message}")
         out.append("")
     out.append("## Summary")
     out += summary_lines(r)
