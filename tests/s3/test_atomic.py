@@ -102,15 +102,19 @@ def prepare(endpoint_url: str, key: str, condition: str) -> dict:
 @pytest.mark.parametrize("condition", CONDITIONS)
 def test_bare_moto_lets_two_conditional_puts_win(bare_moto, monkeypatch, prefix, condition):
     """Goal: show moto's conditional PUT is check-then-write, not atomic. Method: 8 racers,
-    widened window (latch of 2 between check and write); expect two or more 200s."""
+    widened window (latch of 2 between check and write); expect two or more racers past the
+    check, each of which wrote, and the rest refused with 412."""
     key = f"{prefix}/k"
     condition_args = prepare(bare_moto.endpoint_url, key, condition)
     latch = Latch(2)
     reached = widen_window(monkeypatch, key, lambda: latch.arrive_and_wait(WINDOW_HOLD_S_MAX))
     statuses = race_puts(bare_moto.endpoint_url, key, condition_args)
-    assert statuses.count(200) >= 2, statuses
-    assert statuses.count(200) + statuses.count(412) == RACERS, statuses
-    assert len(reached) == statuses.count(200)
+    # Every racer that passed the check wrote (`reached`): two or more, the race itself. A
+    # writer whose key was replaced while moto still built its answer can get a 500 (moto
+    # closes the replaced key's buffer, then reads its etag): it wrote all the same.
+    assert len(reached) >= 2, (reached, statuses)
+    assert statuses.count(412) == RACERS - len(reached), statuses
+    assert statuses.count(200) >= 1 and statuses.count(200) + statuses.count(500) == len(reached), statuses
 
 
 @pytest.mark.parametrize("condition", CONDITIONS)
