@@ -15,7 +15,7 @@ from regression_programs import Run, violations
 
 BOOT = (("append", 0, ("a",)), ("finish", 0))
 
-# name -> (REGRESSIONS.md row, program, flawed variant, attempts_max, properties it breaks)
+# name -> (REGRESSIONS.md row or 0, program, flawed variant, attempts_max, properties it breaks)
 PROGRAMS = {
     "glue_sdk_retry_7151": (1, BOOT + (
         ("append", 1, ("b",)), ("to", 1, "swap"), ("lose_ack",), ("finish", 1), ("read", "r")),
@@ -54,6 +54,10 @@ PROGRAMS = {
     "expire_after_rollback_13568": (9, BOOT + (
         ("delete", 1, ("a",)), ("finish", 1), ("rollback", 1), ("expire", 2), ("finish", 2)),
         "expire-deleted-entries", 2, {"P8 NoDanglingRefs"}),
+    # Not a REGRESSIONS.md row (0): the model's orphans-no-threshold control.
+    "orphans_while_writing": (0, BOOT + (
+        ("append", 1, ("b",)), ("to", 1, "metadata"), ("orphans",), ("finish", 1)),
+        "orphans-no-threshold", 2, {"P8 NoDanglingRefs"}),
     "log_version_overwritten_delta1410": (10, BOOT + (
         ("append", 1, ("b",)), ("append", 2, ("c",)), ("finish", 1), ("finish", 2)),
         "blind-put-commit", 2, {"P2 NoLostCommit"}),
