@@ -83,3 +83,24 @@ def test_graph_of_a_table_without_snapshots_and_a_bad_name(tmp_path, monkeypatch
     assert (tmp_path / "empty.png").read_bytes()[:8] == PNG_SIGNATURE
     res = icefloe(tmp_path, "history", "db.t", "--graph", "out.jpg")
     assert res.returncode == 2 and "Traceback" not in res.stderr and ".png or .dot" in res.stderr
+
+
+def test_expired_parent_is_marked_and_has_no_edge():
+    """Goal: a snapshot whose parent was expired is drawn without a dangling edge and says
+    so. Method: three appends on memory stores, expire the first by id, build the graph."""
+    from icefloe.impl.catalog.memory import MemoryCatalog
+    from icefloe.impl.format.types import schema_from_arrow
+    from icefloe.impl.io.memory import MemoryStore
+    from icefloe.impl.table.table import create_table
+
+    rows = pa.table({"id": pa.array([1], pa.int64())})
+    table = create_table(MemoryCatalog(), "db.t", schema_from_arrow(rows.schema), location="memory://w/db/t",
+                         io=MemoryStore())
+    for _ in range(3):
+        table.append(rows)
+    first, second, third = (s.snapshot_id for s in table.history())
+    table.expire_snapshots(snapshot_ids=[first])
+    graph = lineage_graph(table.metadata)
+    assert set(graph.nodes) == {second, third} and set(graph.edges) == {(second, third)}
+    assert graph.nodes[second]["parent_expired"] and not graph.nodes[third]["parent_expired"]
+    assert "(parent expired)" in to_dot(graph)
