@@ -42,7 +42,7 @@ from icefloe.impl.io.locations import scheme_of
 from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import Committed, IcefloeError
-from icefloe.impl.table import lineage_graph, scan as S
+from icefloe.impl.table import scan as S
 from icefloe.impl.table.table import Table, create_table
 
 EXIT_OK, EXIT_NOT_COMMITTED, EXIT_USAGE = 0, 1, 2
@@ -201,6 +201,7 @@ def cmd_history(args) -> int:
             print(f"{mark} {r['snapshot_id']:>20}  parent {str(r['parent_snapshot_id']):>20}  "
                   f"seq {r['sequence_number']:>4}  {r['operation']}")
     if args.graph is not None:
+        from icefloe.impl.table import lineage_graph  # networkx + matplotlib: only when drawing
         graph = lineage_graph.write_graph(metadata, args.graph, title=args.table)
         print(f"wrote {args.graph}: {graph.number_of_nodes()} snapshot(s), {graph.number_of_edges()} parent link(s)",
               file=sys.stderr if args.json else sys.stdout)
