@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 
 from icefloe.impl.outcomes import Committed, Conflict
 from icefloe.impl.table.env import Env
