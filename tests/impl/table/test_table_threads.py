@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 
-
 from icefloe.impl.outcomes import Committed, Conflict
 from icefloe.impl.table.env import Env
 from icefloe.impl.table.table import Table
