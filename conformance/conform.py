@@ -110,7 +110,10 @@ def replay_history(engine, failure, profile, backends):
             pass
         try:
             h = lock.history()
-        except Exception:  # noqa: BLE001 - the flaw may have destroyed the chain (P8)
+        except Exception as e:  # noqa: BLE001 - the flaw destroyed the chain: P8 as well
+            v = failure.violation
+            v.properties = set(getattr(v, "properties", {v.prop})) | {"P8 NoDanglingRefs"}
+            v.message += f" (and the engine's metadata chain cannot be read: {type(e).__name__})"
             return None, None
         return h, H.check_history(h, engine.capabilities.isolation)
     finally:
