@@ -11,16 +11,12 @@ import pytest
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 
-TABLE = "icefloe.db.t"
-
-
 @pytest.fixture(scope="session")
 def spark():
     from icefloe.impl.spark.session import local_session
     session = local_session("icefloe-tests", cores=2)
     yield session
     session.stop()
-
 
 @pytest.fixture
 def opts(tmp_path: Path) -> dict:

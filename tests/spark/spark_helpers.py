@@ -9,6 +9,7 @@ from icefloe.impl.format.transforms import parse_partition_spec
 from icefloe.impl.io.local import LocalStore
 from icefloe.impl.table.table import Table, create_table
 
+TABLE = "icefloe.db.t"  # catalog "icefloe" (the SQL catalog's default name), namespace db, table t
 SCHEMA = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("cat", pa.string()),
                     pa.field("v", pa.float64())])
 

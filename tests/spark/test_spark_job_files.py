@@ -10,8 +10,7 @@ from pyspark.sql.types import LongType
 from icefloe.impl.outcomes import CommitConflictError
 from icefloe.impl.spark.job import JobFiles, abort_job
 from icefloe.impl.spark.source import IcefloeDataSource, spark_schema
-from conftest import TABLE
-from spark_helpers import batches_of, data_files_on_disk, live_paths, make_table, open_table, rows
+from spark_helpers import TABLE, batches_of, data_files_on_disk, live_paths, make_table, open_table, rows
 
 pytestmark = pytest.mark.xdist_group("spark")
 

@@ -16,8 +16,7 @@ from icefloe.impl.spark.reader import FilesPartition, ManifestsPartition
 from icefloe.impl.spark.source import IcefloeDataSource
 from icefloe.impl.outcomes import Committed, Conflict
 from icefloe.impl.table.scan import plan_files
-from conftest import TABLE
-from spark_helpers import data_files_on_disk, make_table, open_table, rows
+from spark_helpers import TABLE, data_files_on_disk, make_table, open_table, rows
 
 pytestmark = pytest.mark.xdist_group("spark")
 

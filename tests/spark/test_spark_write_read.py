@@ -8,8 +8,7 @@ import pytest
 
 from icefloe.impl.format.manifest import ManifestContent
 from icefloe.impl.spark.options import SparkOptionError, table_ref
-from conftest import TABLE
-from spark_helpers import make_table, open_table
+from spark_helpers import TABLE, make_table, open_table
 
 pytestmark = pytest.mark.xdist_group("spark")
 
