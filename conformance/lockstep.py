@@ -4,7 +4,8 @@ the model is icefloe.model.iceberg, whose action labels are the program's words)
 A program is a list of labels. Model actions are the model's own labels (`("Begin", 1,
 "append")`, `("WriteData", 1)`, `("Swap", 2)`, `("AckLost", 1)`, `("Deliver", 1, 2, 1)`,
 `("Heal", 0)`, `("RemoveOrphans", 0)`, ...); readers add `("ReadCurrent", 0)`, `("ReadAt",
-0, (w, k))` and `("ReadIncremental", 0, (w, k))` (model snapshot ids). `Lockstep.apply`
+0, (w, k))` and `("ReadIncremental", 0, (w, k))` (model snapshot ids); a program may open
+with `("Faults", 0, kinds)`, the fault kinds it injects (a swarm choice). `Lockstep.apply`
 applies a label to the model and the same step to the engine, then compares what each
 observed; any disagreement raises `Violation` naming the property it breaks ("A0
 ModelAgreement" when the engine simply did something else than the model). `converge`
