@@ -2,6 +2,7 @@
 loses to a rival commit, icefloe vs pyiceberg, on one warehouse and one SQLite catalog."""
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections import Counter
@@ -88,6 +89,7 @@ class Case:
 
 def run(quick: bool) -> str:
     trials = 2 if quick else TRIALS
+    logging.getLogger("pyiceberg").setLevel(logging.ERROR)  # one warning per retry otherwise
     peers.CountingPeerSqlCatalog.reset()
     lines, written_lines = [], []
     started = time.perf_counter()
