@@ -210,7 +210,15 @@ def machine_class(engine, backends: Backends, store: str, profile: Profile, seed
             stats.examples += 1
             stats.backends[store] += 1
             stats.writers = max(stats.writers, profile.writers)
-            self.lock = new_lockstep(engine, backends, store, profile, seed, stats)
+            try:
+                self.lock = new_lockstep(engine, backends, store, profile, seed, stats)
+            except A.EngineSpecError:
+                raise                     # a setup error, not a finding
+            except Violation as v:        # the engine could not even set up the table
+                v.step_index, v.label = -1, ("Bootstrap", 0)
+                sink.failures_seen += 1
+                sink.failure = Failure(store, [], v, seed)
+                raise
             if sink.on_example is not None:
                 sink.on_example(stats)
 
