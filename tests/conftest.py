@@ -45,7 +45,7 @@ SUITE_BUDGETS_S = {
     "stateful": 240,
     "conformance": 300,
     "interop": 120,
-    "s3": 180,
+    "s3": 240,  # +60: every proxy fault kind and gate also against pyiceberg; table-level S3 tests
     "postgres": 120,
     "spark": 300,
 }
