@@ -217,6 +217,7 @@ class CampaignResult:
     commits: int
     seed: int
     faults_enabled: bool
+    fault_rate: float
     catalog: str
     isolation: str
     elapsed_s: float
@@ -247,6 +248,7 @@ class CampaignResult:
         rerun = (f"python -m icefloe.conformance.campaign --processes {self.processes} "
                  f"--commits {self.commits} --seed {self.seed}"
                  + ("" if self.faults_enabled else " --no-faults")
+                 + ("" if self.fault_rate == 1.0 or not self.faults_enabled else f" --fault-rate {self.fault_rate:g}")
                  + ("" if self.catalog == "s3" else f" --catalog {self.catalog}")
                  + ("" if self.isolation == SERIALIZABLE else f" --isolation {self.isolation}"))
         lines = [
@@ -266,7 +268,7 @@ class CampaignResult:
 
     def to_json(self) -> dict:
         return {"processes": self.processes, "commits": self.commits, "seed": self.seed,
-                "faults_enabled": self.faults_enabled, "catalog": self.catalog,
+                "faults_enabled": self.faults_enabled, "fault_rate": self.fault_rate, "catalog": self.catalog,
                 "isolation": self.isolation, "valid": "unknown" if self.valid is None else self.valid,
                 "elapsed_s": self.elapsed_s, "commits_per_s": self.commits_per_s,
                 "outcomes": self.outcomes, "kinds": self.kinds, "retries": self.retries,
@@ -313,8 +315,8 @@ def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults
             direct_catalog.close()
             _, direct_catalog = _open(dict(endpoint=moto.endpoint_url, client="judge", read_timeout_s=30,
                                            warehouse=warehouse, catalog_uri=catalog_uri))
-        return _assemble(processes, commits, seed, faults, catalog, isolation, elapsed, results, exchanges,
-                         direct_store, direct_catalog)
+        return _assemble(processes, commits, seed, (faults, fault_rate), catalog, isolation, elapsed, results,
+                         exchanges, direct_store, direct_catalog)
 
 
 def _create(store, catalog, warehouse: str) -> None:
@@ -383,7 +385,7 @@ def _assemble(processes, commits, seed, faults, catalog, isolation, elapsed, res
             if label and label != "gate":
                 fault_counts[label] += 1
     return CampaignResult(
-        processes, commits, seed, faults, catalog, isolation, elapsed,
+        processes, commits, seed, faults[0], faults[1], catalog, isolation, elapsed,
         outcomes=dict(Counter(o.outcome for o in ops)), kinds=dict(Counter(o.kind for o in ops)),
         retries=sum(max(0, o.attempts - 1) for o in ops), faults=dict(fault_counts),
         requests=len(exchanges), unknown_resolved=dict(Counter(v[0] for v in resolutions.values())),
