@@ -180,13 +180,22 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
     for i in range(1, len(line)):
         pre, post = by_loc[line[i - 1]], by_loc[line[i]]
         old = _snapshots(pre)
-        for sid, snap in _snapshots(post).items():
-            if sid not in old:
-                introduced_at[sid].append(i)
-                if snap.parent_id != pre.main:
-                    anomalies.append(Anomaly("forked history", (str(sid),),
-                                             f"snapshot {sid} in {line[i]} has parent {snap.parent_id}, "
-                                             f"but main's head in {line[i - 1]} was {pre.main}"))
+        new = {sid: snap for sid, snap in _snapshots(post).items() if sid not in old}
+        # One version may add several snapshots (e.g. an overwrite committed as a delete
+        # snapshot and an append snapshot on top of it); they must form one chain that
+        # starts at main's previous head.
+        siblings = defaultdict(list)
+        for sid, snap in sorted(new.items()):
+            introduced_at[sid].append(i)
+            siblings[snap.parent_id].append(sid)
+            if snap.parent_id != pre.main and snap.parent_id not in new:
+                anomalies.append(Anomaly("forked history", (str(sid),),
+                                         f"snapshot {sid} in {line[i]} has parent {snap.parent_id}, "
+                                         f"but main's head in {line[i - 1]} was {pre.main}"))
+        for parent, kids in sorted(siblings.items(), key=lambda kv: str(kv[0])):
+            if len(kids) > 1:
+                anomalies.append(Anomaly("forked history", tuple(str(k) for k in kids),
+                                         f"snapshots {kids} in {line[i]} were all built on {parent}"))
     committed = []
     for o in h.operations:
         times = introduced_at.get(o.snapshot_id, []) if o.snapshot_id is not None else []

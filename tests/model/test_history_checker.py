@@ -150,3 +150,21 @@ def test_unknown_outcomes_are_counted_both_ways():
     assert verdict.valid is True
     assert verdict.counts["unknown resolved committed"] == 1
     assert verdict.counts["unknown resolved not committed"] == 1
+
+
+def test_one_version_may_add_a_chain_of_snapshots_but_not_siblings():
+    """Goal: an overwrite committed as two snapshots in one swap (a delete snapshot, then an
+    append on top of it, as pyiceberg 0.12 writes it) is linear; two new snapshots in one
+    version built on the same parent are a fork. Method: the same base and swap, once with
+    a chain 1 <- 2 and once with siblings 1, 2 both on 0."""
+    chain = History(versions=(V0, v("m1", "m0", 2, S0, snap(1, 0), snap(2, 1, "y"))), current="m1",
+                    operations=(op("T1", "overwrite", 2, 0, loc="m1", read=ALL, read_files={"a"},
+                                   added={"y"}, removed={"a"}),),
+                    file_partitions=PARTS)
+    verdict = check_history(chain)
+    assert verdict.valid is True, render(verdict)
+    siblings = History(versions=(V0, v("m1", "m0", 2, S0, snap(1, 0, "a", "b"), snap(2, 0, "a", "y"))),
+                       current="m1", operations=(op("T1", "append", 2, 0, loc="m1", added={"y"}),),
+                       file_partitions=PARTS)
+    forks = [a for a in check_history(siblings).anomalies if a.name == "forked history"]
+    assert forks and forks[0].ops == ("1", "2"), render(check_history(siblings))
