@@ -25,6 +25,7 @@ from icefloe.impl.spark.options import SparkOptionError, TableRef, io_of, open_t
 
 LOCAL, DISTRIBUTED, AUTO = "local", "distributed", "auto"
 BATCH_ROWS_MAX = 1 << 16
+READ_PARTITIONS_MIN_DEFAULT = 8
 
 
 @dataclass
@@ -105,6 +106,7 @@ class IcefloeReader(DataSourceReader):
         self.distributed_min = _int_option(ref, "distributed-planning-manifests-min",
                                            PL.DISTRIBUTED_MANIFESTS_MIN_DEFAULT)
         self.groups_max = _int_option(ref, "planning-tasks-max", 64)
+        self.partitions_min = _int_option(ref, "read-partitions-min", READ_PARTITIONS_MIN_DEFAULT)
 
     @property
     def table_schema(self) -> T.Schema:
@@ -130,7 +132,11 @@ class IcefloeReader(DataSourceReader):
             groups = PL.manifest_groups(tree, metadata, snapshot, self.row_filter, schema, self.groups_max)
             return [ManifestsPartition(g) for g in groups] or [FilesPartition([])]
         tasks = S.plan_files(tree, metadata, snapshot, self.row_filter)
-        return [FilesPartition(t) for t in PL.split_tasks(tasks, self.split_size_bytes)] or [FilesPartition([])]
+        # Small tables still get `read-partitions-min` splits (one per file at most), so
+        # every core reads: the source cannot ask Spark for its parallelism.
+        total = sum(t.data_file.file_size_in_bytes for t in tasks)
+        split = max(1, min(self.split_size_bytes, -(-total // max(1, self.partitions_min))))
+        return [FilesPartition(t) for t in PL.split_tasks(tasks, split)] or [FilesPartition([])]
 
     def partitions(self):
         return self.plan()
