@@ -28,7 +28,7 @@ from typing import Any, Iterable
 
 import fastavro
 
-from icefloe.impl.format import conversions, types as T
+from icefloe.impl.format import avro_decode, conversions, types as T
 from icefloe.impl.format.transforms import PartitionSpec, partition_spec_to_json, partition_type
 from icefloe.impl.outcomes import IcefloeError
 
@@ -542,16 +542,22 @@ def _expand_names(schema: Any) -> Any:
     return visit(schema, "")
 
 
+def _header(data: bytes, location: str) -> tuple[dict, dict[str, str], int]:
+    """(the container header as fastavro reads it, its key-value metadata as text, the
+    position of the first block)."""
+    fo = io.BytesIO(data)
+    header = fastavro.schemaless_reader(fo, _HEADER_SCHEMA, None)
+    if header["magic"] != _MAGIC:
+        raise ManifestError("not an Avro container file (bad magic)", location)
+    return header, {k: v.decode("utf-8") for k, v in header["meta"].items()}, fo.tell()
+
+
 def _open(data: bytes, location: str) -> tuple[Any, dict[str, str], list[dict]]:
     """(writer schema with its logical types and named references expanded, key-value
     metadata, raw records)."""
     try:
-        fo = io.BytesIO(data)
-        header = fastavro.schemaless_reader(fo, _HEADER_SCHEMA, None)
-        if header["magic"] != _MAGIC:
-            raise ManifestError("not an Avro container file (bad magic)", location)
-        body = data[fo.tell():]
-        metadata = {k: v.decode("utf-8") for k, v in header["meta"].items()}
+        header, metadata, start = _header(data, location)
+        body = data[start:]
         schema = json.loads(metadata["avro.schema"])
         raw_meta = dict(header["meta"], **{"avro.schema": json.dumps(_strip_logical(schema)).encode()})
         out = io.BytesIO()
@@ -564,6 +570,32 @@ def _open(data: bytes, location: str) -> tuple[Any, dict[str, str], list[dict]]:
         raise ManifestError(f"not a readable Avro file ({type(e).__name__}: {e})", location) from None
 
 
+# data_file fields a plan without column predicates never looks at (ids 108..128, 137)
+COLUMN_STATS_IDS = frozenset({108, 109, 110, 137, 125, 128})
+
+
+def _open_without_stats(data: bytes, location: str) -> tuple[Any, list[dict]] | None:
+    """(expanded writer schema, raw records without the column statistics maps of
+    data_file), decoded by avro_decode; None when its codec is not one it reads."""
+    try:
+        header, metadata, start = _header(data, location)
+        codec = metadata.get("avro.codec", "null")
+        if codec not in avro_decode.CODECS:
+            return None
+        schema = _expand_names(json.loads(metadata["avro.schema"]))  # logical types are not applied
+        entry = _Record(schema, location, "manifest_entry")
+        data_file = _branch(entry.field(2, "data_file")["type"])
+        if not isinstance(data_file, dict):
+            raise ManifestError("data_file is not an Avro record", location, "2 data_file")
+        stats = [f for f in data_file.get("fields", []) if f.get("field-id") in COLUMN_STATS_IDS]
+        read = avro_decode.compile_reader(schema, lambda f: any(f is x for x in stats))
+        return schema, avro_decode.decode_blocks(data, start, header["sync"], codec, read)
+    except ManifestError:
+        raise
+    except Exception as e:  # malformed input: bad lengths, truncation, broken codec data
+        raise ManifestError(f"not a readable Avro file ({type(e).__name__}: {e})", location) from None
+
+
 def read_manifest_metadata(data: bytes, location: str = "<manifest>") -> dict[str, str]:
     """The key-value metadata in a manifest's (or manifest list's) Avro header."""
     _, metadata, _ = _open(data, location)
@@ -571,13 +603,19 @@ def read_manifest_metadata(data: bytes, location: str = "<manifest>") -> dict[st
 
 
 def read_manifest(data: bytes, manifest_file: ManifestFile | None = None,
-                  location: str | None = None) -> list[ManifestEntry]:
+                  location: str | None = None, *, column_stats: bool = True) -> list[ManifestEntry]:
     """Entries of a manifest, with snapshot ids and sequence numbers inherited from
     `manifest_file` (its list entry) where null and the entry is ADDED. A v1 manifest
-    (sequence number 0 in its list entry) inherits for every entry."""
+    (sequence number 0 in its list entry) inherits for every entry. Without
+    `column_stats` the data files carry no column statistics maps (COLUMN_STATS_IDS are
+    None): what a scan plan with no column predicate needs, decoded without building them."""
     location = location or (manifest_file.manifest_path if manifest_file else "<manifest>")
-    schema, _, records = _open(data, location)
-    reader = _EntryReader(schema, location)
+    opened = None if column_stats else _open_without_stats(data, location)
+    if opened is None:
+        schema, _, records = _open(data, location)
+    else:
+        schema, records = opened
+    reader = _EntryReader(schema, location, column_stats)
     entries: list[ManifestEntry] = []
     try:  # one handler for the loop: a context manager per record costs more than the record
         for r in records:
@@ -621,7 +659,7 @@ class _EntryReader:
     resolved once (names of the ids, missing required ids refused up front); each record
     is then a few dict lookups, so planning a scan costs little beyond Avro decoding."""
 
-    def __init__(self, schema: Any, location: str):
+    def __init__(self, schema: Any, location: str, column_stats: bool = True):
         entry = _Record(schema, location, "manifest_entry")
         file_ = _Record(entry.field(2, "data_file")["type"], location, "data_file")
         part = _Record(file_.field(102, "partition")["type"], location, "partition")
@@ -638,6 +676,8 @@ class _EntryReader:
         self.content = file_.fields[134]["name"] if 134 in file_.fields else None
         self.file_fields = []
         for fid, label, attr, required, kind in _FILE_FIELDS:
+            if not column_stats and fid in COLUMN_STATS_IDS:
+                continue
             if fid in file_.fields:
                 self.file_fields.append((file_.fields[fid]["name"], fid, label, attr, required, kind))
             elif required:

@@ -55,6 +55,7 @@ class TreeReader:
         self.io = io
         self._lists: dict[str, list[ManifestFile]] = {}
         self._manifests: dict[str, list[ManifestEntry]] = {}
+        self._without_stats: dict[str, list[ManifestEntry]] = {}
         self._lock = threading.Lock()
 
     def manifests(self, snapshot: Snapshot | None) -> list[ManifestFile]:
@@ -75,16 +76,21 @@ class TreeReader:
         with self._lock:
             self._lists[location] = list(manifests)
 
-    def entries(self, manifest: ManifestFile) -> list[ManifestEntry]:
+    def entries(self, manifest: ManifestFile, column_stats: bool = True) -> list[ManifestEntry]:
+        """The manifest's entries; without `column_stats` their data files may lack the
+        column statistics maps (read_manifest), which a scan plan with no column
+        predicate never looks at. Full entries, once read, serve both."""
         location = manifest.manifest_path
         with self._lock:
             cached = self._manifests.get(location)
+            if cached is None and not column_stats:
+                cached = self._without_stats.get(location)
         if cached is None:
             data = self.io.get(location)
             with gc_paused():
-                cached = read_manifest(data, manifest, location)
+                cached = read_manifest(data, manifest, location, column_stats=column_stats)
             with self._lock:
-                self._manifests[location] = cached
+                (self._manifests if column_stats else self._without_stats)[location] = cached
         return cached
 
     def live_entries(self, snapshot: Snapshot | None, content: ManifestContent | None = None

@@ -79,20 +79,27 @@ def _plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot,
                                    E.PartitionEvaluator(expr, spec, schema))
         return evaluators[spec_id]
 
+    # Without a predicate no data file's column metrics are looked at: skip decoding them.
+    # Delete files keep theirs (their bounds decide which data files they apply to).
+    unfiltered = isinstance(expr, E.AlwaysTrue)
     tasks: list[FileScanTask] = []
     deletes: list[tuple[int, int, DataFile, bool]] = []
     for m in tree.manifests(snapshot):
         spec, manifest_eval, partition_eval = for_spec(m.partition_spec_id)
         if m.content == ManifestContent.DATA and not manifest_eval.might_match(m):
             continue
-        for e in tree.entries(m):
+        data = m.content == ManifestContent.DATA
+        for e in tree.entries(m, column_stats=not (data and unfiltered)):
             if e.status not in (0, 1):  # EXISTING, ADDED
                 continue
             f = e.data_file
             if m.content == ManifestContent.DELETES:
                 deletes.append((e.sequence_number, m.partition_spec_id, f, spec.is_unpartitioned))
                 continue
-            if not partition_eval.might_match(f.partition) or not metrics.might_match(f):
+            if unfiltered:
+                if f.record_count == 0:  # what the metrics evaluator says of an empty file
+                    continue
+            elif not partition_eval.might_match(f.partition) or not metrics.might_match(f):
                 continue
             tasks.append(FileScanTask(f, m.partition_spec_id, e.sequence_number))
     for task in tasks:

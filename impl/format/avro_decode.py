@@ -1,0 +1,356 @@
+"""A projecting Avro decoder for manifests (Avro spec "Binary Encoding", "Object
+Container Files"; Iceberg spec "Scan Planning").
+
+Planning a scan needs few of a manifest entry's fields: with no column referenced by
+the filter, none of the column statistics maps. fastavro builds every value, and its
+schema resolution (a reader schema that leaves fields out) resolves the schemas again
+for every value, which costs more than it saves (measured by `make bench`, scan). This
+decoder is compiled once per writer schema into one function per type; fields named in
+`skip` are stepped over without building values (runs of int/long varints by one regex
+match). It reads the raw form `manifest._open` reads (no logical types applied), and
+only the `null` and `deflate` codecs: the caller uses fastavro for anything else.
+Malformed input raises ValueError (or IndexError, struct.error); the caller turns
+those into its typed error.
+"""
+from __future__ import annotations
+
+import re
+import struct
+import zlib
+from typing import Any, Callable
+
+__all__ = ["compile_reader", "decode_blocks", "CODECS", "SCHEMA_DEPTH_MAX"]
+
+CODECS = ("null", "deflate")
+SCHEMA_DEPTH_MAX = 64      # nesting bound: a recursive schema is refused
+SYNC_SIZE = 16
+Reader = Callable[[bytes, int], tuple[Any, int]]
+
+_DOUBLE = struct.Struct("<d").unpack_from
+_FLOAT = struct.Struct("<f").unpack_from
+_VARINT_RUNS: dict[int, re.Pattern] = {}
+
+
+def _varint_run(count: int) -> re.Pattern:
+    """A pattern matching `count` consecutive varints (each 1 to 10 bytes)."""
+    pattern = _VARINT_RUNS.get(count)
+    if pattern is None:
+        pattern = re.compile(rb"(?:[\x80-\xff]{0,9}[\x00-\x7f]){%d}" % count, re.S)
+        if len(_VARINT_RUNS) < 256:
+            _VARINT_RUNS[count] = pattern
+    return pattern
+
+
+def read_long(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint (int and long alike)."""
+    b = buf[pos]
+    pos += 1
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos
+    n, shift = b & 0x7F, 7
+    while True:
+        b = buf[pos]
+        pos += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (n >> 1) ^ -(n & 1), pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint longer than 10 bytes")
+
+
+def _length(buf: bytes, pos: int) -> tuple[int, int]:
+    n, pos = read_long(buf, pos)
+    if n < 0 or pos + n > len(buf):
+        raise ValueError(f"length {n} outside the data")
+    return pos + n, pos
+
+
+def _bytes(buf, pos):
+    end, pos = _length(buf, pos)
+    return buf[pos:end], end
+
+
+def _string(buf, pos):
+    end, pos = _length(buf, pos)
+    return buf[pos:end].decode("utf-8"), end
+
+
+def _skip_bytes(buf, pos):
+    return None, _length(buf, pos)[0]
+
+
+def _null(buf, pos):
+    return None, pos
+
+
+def _boolean(buf, pos):
+    b = buf[pos]
+    if b > 1:
+        raise ValueError(f"boolean byte {b}")
+    return b == 1, pos + 1
+
+
+def _double(buf, pos):
+    return _DOUBLE(buf, pos)[0], pos + 8
+
+
+def _float(buf, pos):
+    return _FLOAT(buf, pos)[0], pos + 4
+
+
+def _skip_varint(buf, pos):
+    start = pos
+    while buf[pos] >= 0x80:
+        pos += 1
+        if pos - start > 9:
+            raise ValueError("varint longer than 10 bytes")
+    return None, pos + 1
+
+
+def _skip_varints(buf: bytes, pos: int, count: int) -> int:
+    match = _varint_run(count).match(buf, pos)
+    if match is None:
+        raise ValueError("truncated varints")
+    return match.end()
+
+
+_READ = {"null": _null, "boolean": _boolean, "int": read_long, "long": read_long, "float": _float,
+         "double": _double, "bytes": _bytes, "string": _string}
+_SKIP = {"null": _null, "boolean": _boolean, "int": _skip_varint, "long": _skip_varint, "float": _float,
+         "double": _double, "bytes": _skip_bytes, "string": _skip_bytes}
+
+
+def _varint_count(t: Any, depth: int = 0) -> int | None:
+    """How many varints (and nothing else) a value of `t` is, if that is fixed."""
+    if depth > SCHEMA_DEPTH_MAX:
+        raise ValueError("schema nested too deeply (recursive?)")
+    if t in ("int", "long"):
+        return 1
+    if isinstance(t, dict):
+        kind = t.get("type")
+        if isinstance(kind, (dict, list)) or kind in ("int", "long"):
+            return _varint_count(kind, depth + 1)
+        if kind == "record":
+            counts = [_varint_count(f.get("type"), depth + 1) for f in t.get("fields", [])]
+            return sum(counts) if counts and None not in counts else None
+    return None
+
+
+def _flat_ops(t: Any, depth: int = 0) -> str | None:
+    """A value of `t` as a fixed sequence of varints ("v") and length-prefixed bytes
+    ("b"), if it is one: stepped over in one loop instead of one call per field."""
+    if depth > SCHEMA_DEPTH_MAX:
+        raise ValueError("schema nested too deeply (recursive?)")
+    if t in ("int", "long"):
+        return "v"
+    if t in ("bytes", "string"):
+        return "b"
+    if isinstance(t, dict):
+        kind = t.get("type")
+        if isinstance(kind, (dict, list)) or kind in ("int", "long", "bytes", "string"):
+            return _flat_ops(kind, depth + 1)
+        if kind == "record":
+            ops = [_flat_ops(f.get("type"), depth + 1) for f in t.get("fields", [])]
+            return "".join(ops) if ops and None not in ops else None
+    return None
+
+
+def _skip_ops(buf: bytes, pos: int, ops: str, times: int) -> int:
+    end = len(buf)
+    for _ in range(times):
+        for op in ops:
+            start = pos
+            while buf[pos] >= 0x80:
+                pos += 1
+            pos += 1
+            if pos - start > 10:
+                raise ValueError("varint longer than 10 bytes")
+            if op == "b":
+                n, _ = read_long(buf, start)
+                if n < 0 or pos + n > end:
+                    raise ValueError(f"length {n} outside the data")
+                pos += n
+    return pos
+
+
+def compile_reader(schema: Any, skip: Callable[[dict], bool] = lambda field: False, *,
+                   skipping: bool = False, depth: int = 0) -> Reader:
+    """A reader of values of `schema` (named references already expanded). A record
+    field for which `skip(field)` holds is stepped over and left out of the dict."""
+    if depth > SCHEMA_DEPTH_MAX:
+        raise ValueError("schema nested too deeply (recursive?)")
+    table = _SKIP if skipping else _READ
+    if isinstance(schema, str):
+        if schema not in table:
+            raise ValueError(f"unknown Avro type {schema!r}")
+        return table[schema]
+    if isinstance(schema, list):
+        return _union([compile_reader(b, skip, skipping=skipping, depth=depth + 1) for b in schema])
+    if not isinstance(schema, dict):
+        raise ValueError(f"not an Avro schema: {schema!r}")
+    kind = schema.get("type")
+    if isinstance(kind, (dict, list)):
+        return compile_reader(kind, skip, skipping=skipping, depth=depth + 1)
+    if kind in ("record", "error"):
+        return _record(schema, skip, skipping, depth)
+    if kind == "array":
+        return _blocks(schema.get("items"), skip, skipping, depth, keyed=False)
+    if kind == "map":
+        return _blocks(schema.get("values"), skip, skipping, depth, keyed=True)
+    if kind == "fixed":
+        return _fixed(schema["size"])
+    if kind == "enum":
+        return _enum(list(schema["symbols"]))
+    return compile_reader(kind, skip, skipping=skipping, depth=depth + 1)
+
+
+def _union(branches: list[Reader]) -> Reader:
+    count = len(branches)
+    if count == 2:
+        first, second = branches
+
+        def union2(buf, pos):
+            b = buf[pos]
+            if b == 0:
+                return first(buf, pos + 1)
+            if b == 2:
+                return second(buf, pos + 1)
+            raise ValueError(f"union branch byte {b} of 2 branches")
+        return union2
+
+    def union(buf, pos):
+        i, pos = read_long(buf, pos)
+        if not 0 <= i < count:
+            raise ValueError(f"union branch {i} of {count}")
+        return branches[i](buf, pos)
+    return union
+
+
+def _record(schema: dict, skip, skipping: bool, depth: int) -> Reader:
+    fields = []
+    for f in schema.get("fields", []):
+        leave_out = skipping or skip(f)
+        fields.append((f["name"], compile_reader(f.get("type"), skip, skipping=leave_out, depth=depth + 1),
+                       leave_out))
+    if skipping or (fields and all(out for _, _, out in fields)):
+        steps = [fn for _, fn, _ in fields]
+
+        def skip_record(buf, pos):
+            for fn in steps:
+                pos = fn(buf, pos)[1]
+            return None, pos
+        return skip_record
+    if not any(out for _, _, out in fields):
+        kept = [(name, fn) for name, fn, _ in fields]
+
+        def record(buf, pos):
+            out = {}
+            for name, fn in kept:
+                out[name], pos = fn(buf, pos)
+            return out, pos
+        return record
+
+    def projected(buf, pos):
+        out = {}
+        for name, fn, leave_out in fields:
+            value, pos = fn(buf, pos)
+            if not leave_out:
+                out[name] = value
+        return out, pos
+    return projected
+
+
+def _blocks(item_schema: Any, skip, skipping: bool, depth: int, keyed: bool) -> Reader:
+    item = compile_reader(item_schema, skip, skipping=skipping, depth=depth + 1)
+    varints = _varint_count(item_schema, depth + 1) if skipping and not keyed else None
+    ops = _flat_ops(item_schema, depth + 1) if skipping and not keyed and not varints else None
+
+    def blocks(buf, pos):
+        out = None if skipping else ({} if keyed else [])
+        while True:
+            n = buf[pos]
+            if n < 0x80:  # the usual one-byte count
+                n, pos = (n >> 1) ^ -(n & 1), pos + 1
+            else:
+                n, pos = read_long(buf, pos)
+            if n == 0:
+                return out, pos
+            if n < 0:  # a block with its byte size: skippable in one step
+                n = -n
+                size, pos = read_long(buf, pos)
+                if skipping and 0 <= size <= len(buf) - pos:
+                    pos += size
+                    continue
+            if n > len(buf) - pos:
+                raise ValueError(f"block of {n} items exceeds the data")
+            if varints:
+                pos = _skip_varints(buf, pos, n * varints)
+            elif ops:
+                pos = _skip_ops(buf, pos, ops, n)
+            elif keyed:
+                for _ in range(n):
+                    end, pos = _length(buf, pos)
+                    key = buf[pos:end].decode("utf-8")
+                    value, pos = item(buf, end)
+                    if out is not None:
+                        out[key] = value
+            elif out is None:
+                for _ in range(n):
+                    pos = item(buf, pos)[1]
+            else:
+                for _ in range(n):
+                    value, pos = item(buf, pos)
+                    out.append(value)
+    return blocks
+
+
+def _fixed(size: int) -> Reader:
+    if not isinstance(size, int) or size < 0:
+        raise ValueError(f"fixed size {size!r}")
+
+    def fixed(buf, pos):
+        end = pos + size
+        if end > len(buf):
+            raise ValueError("fixed value past the end of the data")
+        return buf[pos:end], end
+    return fixed
+
+
+def _enum(symbols: list[str]) -> Reader:
+    def enum(buf, pos):
+        i, pos = read_long(buf, pos)
+        if not 0 <= i < len(symbols):
+            raise ValueError(f"enum index {i} of {len(symbols)}")
+        return symbols[i], pos
+    return enum
+
+
+def decode_blocks(data: bytes, pos: int, sync: bytes, codec: str, read: Reader) -> list:
+    """Every record of an object container file's blocks, from `pos` (just after the
+    header) to the end."""
+    if codec not in CODECS:
+        raise ValueError(f"codec {codec!r}")
+    out: list = []
+    end = len(data)
+    while pos < end:
+        count, pos = read_long(data, pos)
+        size, pos = read_long(data, pos)
+        if count < 0 or size < 0 or pos + size + SYNC_SIZE > end:
+            raise ValueError(f"block of {count} records, {size} bytes, outside the file")
+        block = data[pos:pos + size]
+        pos += size
+        if data[pos:pos + SYNC_SIZE] != sync:
+            raise ValueError("sync marker does not match the header")
+        pos += SYNC_SIZE
+        if codec == "deflate":
+            block = zlib.decompress(block, -15)
+        if count > len(block):  # a manifest entry is never empty (its status is required)
+            raise ValueError(f"block of {count} records in {len(block)} bytes")
+        p = 0
+        for _ in range(count):
+            value, p = read(block, p)
+            out.append(value)
+        if p != len(block):
+            raise ValueError(f"block has {len(block) - p} bytes after its {count} records")
+    return out
