@@ -118,7 +118,7 @@ def summary_lines(r: RunResult) -> list:
               ("commits", s.commits), ("conflicts", s.conflicts), ("retries after conflicts", s.retries),
               ("unknown outcomes resolved committed", s.unknown_resolved_committed),
               ("unknown outcomes resolved not committed", s.unknown_resolved_not_committed),
-              ("no-ops", s.noops), ("reads", s.reads),
+              ("no-ops", s.noops), ("early aborts (the model aborts too)", s.early_aborts), ("reads", s.reads),
               ("backends", ", ".join(f"{k} {n}" for k, n in sorted(s.backends.items())) or "-")]
     counts += [(f"faults: {k}", n) for k, n in sorted(s.faults.items())]
     out += [""] + table(counts, ("count", "value"))

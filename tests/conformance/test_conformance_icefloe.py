@@ -133,3 +133,16 @@ def test_incremental_read_takes_an_overwrite_that_removed_nothing():
     lock = M.replay(_icefloe(), program)          # raises a P10 Violation if the rows differ
     assert lock.stats.reads >= 1 and lock.kind_of[(1, 3)] == "overwrite"
     assert lock.last_history_verdict.valid is True
+
+
+def test_engine_may_abort_sooner_than_the_model_when_the_model_aborts_too():
+    """Goal: an overwrite whose manifests a concurrent expiry deleted fails at once, and the
+    suite accepts it because the model's writer, alone, aborts as well (found by the deep
+    profile). Method: replay that program with the deep profile's three writers."""
+    program = [("Begin", 3, "rewrite"), ("WriteData", 3), ("Begin", 2, "delete"), ("WriteManifest", 3),
+               ("WriteList", 3), ("WriteFails", 2), ("WriteMeta", 3), ("Begin", 2, "overwrite"), ("Swap", 3),
+               ("Begin", 3, "expire"), ("WriteMeta", 3), ("Heal", 0), ("Swap", 3), ("WriteData", 2),
+               ("WriteManifest", 2)]
+    lock = M.replay(_icefloe(), program, profile=M.PROFILES["deep"])
+    assert lock.stats.early_aborts == 1
+    assert isinstance(lock.ops[(2, 2)].outcome, A.Conflict)
