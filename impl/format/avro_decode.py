@@ -227,12 +227,69 @@ def _union(branches: list[Reader]) -> Reader:
     return union
 
 
+def _optional_array_shape(t: Any, depth: int) -> tuple[int, str] | None:
+    """(branch number of the array, its items' flat ops) for an optional array of flat
+    items, the shape of the column statistics maps (arrays of key/value records)."""
+    if not (isinstance(t, list) and len(t) == 2 and "null" in t):
+        return None
+    branch = 1 - t.index("null")
+    array = t[branch]
+    if not (isinstance(array, dict) and array.get("type") == "array"):
+        return None
+    ops = _flat_ops(array.get("items"), depth + 1)
+    return (branch, ops) if ops else None
+
+
+def _skip_run(shapes: list[tuple[int, str]]) -> Reader:
+    """One step over consecutive optional arrays of flat items (the statistics maps),
+    instead of several calls per field."""
+    shapes = [(branch * 2, ops, len(ops) if set(ops) == {"v"} else 0) for branch, ops in shapes]
+
+    def skip_run(buf, pos):
+        for array_byte, ops, varints in shapes:
+            b = buf[pos]
+            pos += 1
+            if b != array_byte:
+                if b == 2 - array_byte:  # the null branch
+                    continue
+                raise ValueError(f"union branch byte {b} of 2 branches")
+            while True:
+                n = buf[pos]
+                if n < 0x80:
+                    n, pos = (n >> 1) ^ -(n & 1), pos + 1
+                else:
+                    n, pos = read_long(buf, pos)
+                if n == 0:
+                    break
+                if n < 0:
+                    n = -n
+                    size, pos = read_long(buf, pos)
+                    if 0 <= size <= len(buf) - pos:
+                        pos += size
+                        continue
+                if n > len(buf) - pos:
+                    raise ValueError(f"block of {n} items exceeds the data")
+                pos = _skip_varints(buf, pos, n * varints) if varints else _skip_ops(buf, pos, ops, n)
+        return None, pos
+    return skip_run
+
+
 def _record(schema: dict, skip, skipping: bool, depth: int) -> Reader:
     fields = []
+    run: list[tuple[int, str]] = []
     for f in schema.get("fields", []):
         leave_out = skipping or skip(f)
+        shape = _optional_array_shape(f.get("type"), depth) if leave_out else None
+        if shape is not None:
+            run.append(shape)
+            continue
+        if run:
+            fields.append((None, _skip_run(run), True))
+            run = []
         fields.append((f["name"], compile_reader(f.get("type"), skip, skipping=leave_out, depth=depth + 1),
                        leave_out))
+    if run:
+        fields.append((None, _skip_run(run), True))
     if skipping or (fields and all(out for _, _, out in fields)):
         steps = [fn for _, fn, _ in fields]
 
@@ -326,9 +383,11 @@ def _enum(symbols: list[str]) -> Reader:
     return enum
 
 
-def decode_blocks(data: bytes, pos: int, sync: bytes, codec: str, read: Reader) -> list:
+def decode_blocks(data: bytes, pos: int, sync: bytes, codec: str, read: Reader,
+                  positions: list | None = None) -> list:
     """Every record of an object container file's blocks, from `pos` (just after the
-    header) to the end."""
+    header) to the end. With `positions`, (decoded block, offset) of each record is
+    appended to it, so that a record can be decoded again with another reader."""
     if codec not in CODECS:
         raise ValueError(f"codec {codec!r}")
     out: list = []
@@ -349,6 +408,8 @@ def decode_blocks(data: bytes, pos: int, sync: bytes, codec: str, read: Reader) 
             raise ValueError(f"block of {count} records in {len(block)} bytes")
         p = 0
         for _ in range(count):
+            if positions is not None:
+                positions.append((block, p))
             value, p = read(block, p)
             out.append(value)
         if p != len(block):

@@ -36,7 +36,7 @@ __all__ = [
     "ManifestError", "ManifestEntryStatus", "DataFileContent", "ManifestContent", "DataFile",
     "ManifestEntry", "FieldSummary", "ManifestFile", "write_manifest", "read_manifest",
     "read_manifest_metadata", "manifest_file_of", "summarize_partitions",
-    "write_manifest_list", "read_manifest_list",
+    "write_manifest_list", "read_manifest_list", "LazyManifest", "read_manifest_lazy",
 ]
 
 FORMAT_VERSION = 2
@@ -574,9 +574,11 @@ def _open(data: bytes, location: str) -> tuple[Any, dict[str, str], list[dict]]:
 COLUMN_STATS_IDS = frozenset({108, 109, 110, 137, 125, 128})
 
 
-def _open_without_stats(data: bytes, location: str) -> tuple[Any, list[dict]] | None:
+def _open_without_stats(data: bytes, location: str, positions: list | None = None
+                        ) -> tuple[Any, list[dict]] | None:
     """(expanded writer schema, raw records without the column statistics maps of
-    data_file), decoded by avro_decode; None when its codec is not one it reads."""
+    data_file), decoded by avro_decode; None when its codec is not one it reads.
+    `positions`: see avro_decode.decode_blocks."""
     try:
         header, metadata, start = _header(data, location)
         codec = metadata.get("avro.codec", "null")
@@ -589,7 +591,7 @@ def _open_without_stats(data: bytes, location: str) -> tuple[Any, list[dict]] | 
             raise ManifestError("data_file is not an Avro record", location, "2 data_file")
         stats = [f for f in data_file.get("fields", []) if f.get("field-id") in COLUMN_STATS_IDS]
         read = avro_decode.compile_reader(schema, lambda f: any(f is x for x in stats))
-        return schema, avro_decode.decode_blocks(data, start, header["sync"], codec, read)
+        return schema, avro_decode.decode_blocks(data, start, header["sync"], codec, read, positions)
     except ManifestError:
         raise
     except Exception as e:  # malformed input: bad lengths, truncation, broken codec data
@@ -615,7 +617,11 @@ def read_manifest(data: bytes, manifest_file: ManifestFile | None = None,
         schema, _, records = _open(data, location)
     else:
         schema, records = opened
-    reader = _EntryReader(schema, location, column_stats)
+    return _entries(_EntryReader(schema, location, column_stats), records, manifest_file, location)
+
+
+def _entries(reader: "_EntryReader", records: list[dict], manifest_file: ManifestFile | None,
+             location: str) -> list[ManifestEntry]:
     entries: list[ManifestEntry] = []
     try:  # one handler for the loop: a context manager per record costs more than the record
         for r in records:
@@ -625,6 +631,51 @@ def read_manifest(data: bytes, manifest_file: ManifestFile | None = None,
     except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
         raise ManifestError(f"record {len(entries)}: {type(e).__name__}: {e}", location) from None
     return entries
+
+
+class LazyManifest:
+    """A manifest's entries without their column statistics (`entries`), and any one entry
+    in full on demand (`full(i)`): a plan prunes by partition first and decodes the
+    statistics of the entries that survive only."""
+
+    def __init__(self, entries: list[ManifestEntry], full):
+        self.entries = entries
+        self._full = full
+        self._done: dict[int, ManifestEntry] = {}
+
+    def full(self, index: int) -> ManifestEntry:
+        entry = self._done.get(index)
+        if entry is None:
+            entry = self._done[index] = self._full(index)
+        return entry
+
+
+def read_manifest_lazy(data: bytes, manifest_file: ManifestFile | None = None,
+                       location: str | None = None) -> LazyManifest:
+    """read_manifest(..., column_stats=False), keeping what it takes to read any entry
+    in full later. Files avro_decode does not read are read in full at once."""
+    location = location or (manifest_file.manifest_path if manifest_file else "<manifest>")
+    positions: list = []
+    opened = _open_without_stats(data, location, positions)
+    if opened is None:
+        full = read_manifest(data, manifest_file, location)
+        return LazyManifest(full, full.__getitem__)
+    schema, records = opened
+    entries = _entries(_EntryReader(schema, location, False), records, manifest_file, location)
+    try:
+        read_record = avro_decode.compile_reader(schema)
+    except ValueError as e:
+        raise ManifestError(f"not a readable Avro file (ValueError: {e})", location) from None
+    full_reader = _EntryReader(schema, location)
+
+    def full_entry(index: int) -> ManifestEntry:
+        block, pos = positions[index]
+        try:
+            record = read_record(block, pos)[0]
+        except Exception as e:  # malformed statistics, as in _open_without_stats
+            raise ManifestError(f"record {index}: not readable ({type(e).__name__}: {e})", location) from None
+        return _entries(full_reader, [record], manifest_file, location)[0]
+    return LazyManifest(entries, full_entry)
 
 
 @contextmanager

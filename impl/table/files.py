@@ -12,8 +12,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from icefloe.impl.format.manifest import (
-    DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
-    read_manifest, read_manifest_list,
+    DataFileContent, LazyManifest, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
+    read_manifest, read_manifest_lazy, read_manifest_list,
 )
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
 from icefloe.impl.io.base import ObjectStore
@@ -56,6 +56,7 @@ class TreeReader:
         self._lists: dict[str, list[ManifestFile]] = {}
         self._manifests: dict[str, list[ManifestEntry]] = {}
         self._without_stats: dict[str, list[ManifestEntry]] = {}
+        self._lazy: dict[str, LazyManifest] = {}
         self._lock = threading.Lock()
 
     def manifests(self, snapshot: Snapshot | None) -> list[ManifestFile]:
@@ -91,6 +92,23 @@ class TreeReader:
                 cached = read_manifest(data, manifest, location, column_stats=column_stats)
             with self._lock:
                 (self._manifests if column_stats else self._without_stats)[location] = cached
+        return cached
+
+    def lazy_entries(self, manifest: ManifestFile) -> LazyManifest:
+        """The manifest's entries without column statistics, each in full on demand
+        (read_manifest_lazy); full entries already read serve as they are."""
+        location = manifest.manifest_path
+        with self._lock:
+            full = self._manifests.get(location)
+            cached = self._lazy.get(location)
+        if full is not None:
+            return LazyManifest(full, full.__getitem__)
+        if cached is None:
+            data = self.io.get(location)
+            with gc_paused():
+                cached = read_manifest_lazy(data, manifest, location)
+            with self._lock:
+                self._lazy[location] = cached
         return cached
 
     def live_entries(self, snapshot: Snapshot | None, content: ManifestContent | None = None

@@ -79,29 +79,34 @@ def _plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot,
                                    E.PartitionEvaluator(expr, spec, schema))
         return evaluators[spec_id]
 
-    # Without a predicate no data file's column metrics are looked at: skip decoding them.
-    # Delete files keep theirs (their bounds decide which data files they apply to).
+    # Data files' column metrics are decoded only for the entries that survive the
+    # partition filter, and not at all without a filter (impl/format/avro_decode.py).
+    # Delete files keep theirs: their bounds decide which data files they apply to.
     unfiltered = isinstance(expr, E.AlwaysTrue)
     tasks: list[FileScanTask] = []
     deletes: list[tuple[int, int, DataFile, bool]] = []
     for m in tree.manifests(snapshot):
         spec, manifest_eval, partition_eval = for_spec(m.partition_spec_id)
-        if m.content == ManifestContent.DATA and not manifest_eval.might_match(m):
+        if m.content == ManifestContent.DELETES:
+            for e in tree.entries(m):
+                if e.status in (0, 1):  # EXISTING, ADDED
+                    deletes.append((e.sequence_number, m.partition_spec_id, e.data_file, spec.is_unpartitioned))
             continue
-        data = m.content == ManifestContent.DATA
-        for e in tree.entries(m, column_stats=not (data and unfiltered)):
-            if e.status not in (0, 1):  # EXISTING, ADDED
+        if not manifest_eval.might_match(m):
+            continue
+        if unfiltered:
+            for e in tree.entries(m, column_stats=False):
+                # record_count 0: what the metrics evaluator says of an empty file
+                if e.status in (0, 1) and e.data_file.record_count != 0:
+                    tasks.append(FileScanTask(e.data_file, m.partition_spec_id, e.sequence_number))
+            continue
+        lazy = tree.lazy_entries(m)
+        for i, e in enumerate(lazy.entries):
+            if e.status not in (0, 1) or not partition_eval.might_match(e.data_file.partition):
                 continue
-            f = e.data_file
-            if m.content == ManifestContent.DELETES:
-                deletes.append((e.sequence_number, m.partition_spec_id, f, spec.is_unpartitioned))
-                continue
-            if unfiltered:
-                if f.record_count == 0:  # what the metrics evaluator says of an empty file
-                    continue
-            elif not partition_eval.might_match(f.partition) or not metrics.might_match(f):
-                continue
-            tasks.append(FileScanTask(f, m.partition_spec_id, e.sequence_number))
+            e = lazy.full(i)
+            if metrics.might_match(e.data_file):
+                tasks.append(FileScanTask(e.data_file, m.partition_spec_id, e.sequence_number))
     for task in tasks:
         for seq, spec_id, d, unpartitioned in deletes:
             args = (seq, spec_id, d, task.data_sequence_number, task.spec_id, task.data_file, unpartitioned)

@@ -19,7 +19,7 @@ from hypothesis import given, strategies as st
 from icefloe.impl.format import conversions, types as T
 from icefloe.impl.format.manifest import (
     DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus,
-    ManifestError, ManifestFile, manifest_file_of, read_manifest, read_manifest_list,
+    ManifestError, ManifestFile, manifest_file_of, read_manifest, read_manifest_lazy, read_manifest_list,
     read_manifest_metadata, summarize_partitions, write_manifest, write_manifest_list,
 )
 from icefloe.impl.format.transforms import (
@@ -129,6 +129,9 @@ def test_manifest_round_trip(entries):
     data = write_manifest(entries, SCHEMA, SPEC)
     assert read_manifest(data) == entries
     assert read_manifest(data, column_stats=False) == [without_stats(e) for e in entries]
+    lazy = read_manifest_lazy(data)
+    assert lazy.entries == [without_stats(e) for e in entries]
+    assert [lazy.full(i) for i in reversed(range(len(entries)))] == entries[::-1]
 
 
 @given(st.lists(manifest_entries(), max_size=4), st.integers(0, 100))
@@ -411,6 +414,11 @@ def test_truncated_or_corrupt_files_raise_manifest_error(cut, junk):
             # Some cuts land exactly after a complete block; what is read must then be valid.
             assert all(e == (entry if column_stats else without_stats(entry)) for e in result)
     try:
+        lazy = read_manifest_lazy(broken)
+        assert all(lazy.full(i) == entry for i in range(len(lazy.entries)))
+    except ManifestError:
+        pass
+    try:
         read_manifest_list(broken)
     except ManifestError:
         pass
@@ -430,7 +438,11 @@ def test_corrupted_bytes_raise_manifest_error_or_read_validly(position, xor, lis
                                                      manifest_length=len(data), added_snapshot_id=1)], 1, None, 1)
     broken = bytearray(data)
     broken[position % len(data)] ^= xor
-    readers = [read_manifest_list] if list_file else [read_manifest, partial(read_manifest, column_stats=False)]
+    def lazy_in_full(data):
+        lazy = read_manifest_lazy(data)
+        return [lazy.full(i) for i in range(len(lazy.entries))]
+    readers = [read_manifest_list] if list_file else [read_manifest, partial(read_manifest, column_stats=False),
+                                                      lazy_in_full]
     for read in readers:
         try:
             result = read(bytes(broken))
@@ -491,10 +503,10 @@ def test_named_type_references_read_like_definitions():
 
 @pytest.mark.parametrize("codec", ["null", "deflate", "bzip2"])
 def test_manifest_without_column_stats_reads_every_codec(codec):
-    """Goal: the projected read (column_stats=False) agrees with the full read whatever the
-    container's codec (its own decoder reads null and deflate, fastavro the rest), on a
-    partitioned and an unpartitioned manifest. Method: re-encode written manifests with
-    `codec`, read them both ways, compare."""
+    """Goal: the projected read (column_stats=False) and the lazy read agree with the full
+    read whatever the container's codec (its own decoder reads null and deflate, fastavro
+    the rest, in full), on a partitioned and an unpartitioned manifest. Method: re-encode
+    written manifests with `codec`, read them every way, compare."""
     stats = {1: 5, 2: 0}
     entry = ManifestEntry(ManifestEntryStatus.ADDED, replace(
         simple_file("f", partition_of("ab", 3)), value_counts=stats, null_value_counts=stats,
@@ -509,3 +521,6 @@ def test_manifest_without_column_stats_reads_every_codec(codec):
         data = out.getvalue()
         assert read_manifest(data) == [e] * 3
         assert read_manifest(data, column_stats=False) == [without_stats(e)] * 3
+        lazy = read_manifest_lazy(data)
+        assert lazy.entries == [without_stats(e) if codec != "bzip2" else e] * 3
+        assert [lazy.full(i) for i in range(3)] == [e] * 3
