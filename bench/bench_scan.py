@@ -149,8 +149,8 @@ On a fresh handle both must decode every manifest. For reference, fastavro alone
 {floor_ms:.0f} ms of CPU to decode these {commits} manifests into dicts, in this run. icefloe's
 unfiltered plan does not build those dicts: it needs no column statistics, so it decodes the
 manifests with its own projecting decoder (`impl/format/avro_decode.py`), which steps over the
-six statistics maps of every entry without building them; a plan with a filter needs the
-statistics and decodes them with fastavro.
+six statistics maps of every entry without building them; a plan with a filter decodes the
+statistics only of the entries its partition filter keeps.
 Target (issue 3): icefloe's full-scan plan at most 0.3x pyiceberg's (about 1.1 s), for both
 the fresh handle and planning again on the same handle.
 """
