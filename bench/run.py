@@ -16,6 +16,7 @@ markers, so running one benchmark rewrites only its own section.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import importlib.util
 import os
 import platform
@@ -60,6 +61,15 @@ def replace_section(doc: str, name: str, body: str) -> str:
     return doc.rstrip() + "\n\n" + block + "\n"
 
 
+def write_section(path: Path, name: str, section: str) -> None:
+    """Re-read the document under a lock and replace only this section, so benchmarks
+    run at the same time (or by several people) never drop each other's sections."""
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        doc = path.read_text() if path.exists() else HEADER
+        path.write_text(replace_section(doc, name, section))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
@@ -75,7 +85,6 @@ def main(argv=None) -> int:
     if unknown:
         print(f"bench: unknown benchmark(s) {', '.join(unknown)}; have {', '.join(found)}", file=sys.stderr)
         return 2
-    doc = args.doc.read_text() if args.doc.exists() else HEADER
     failed = []
     for name in args.names or list(found):
         module = load(name, found[name])
@@ -92,8 +101,7 @@ def main(argv=None) -> int:
                  f"the benchmark took {took:.0f} s{' (--quick: smoke sizes)' if args.quick else ''}._")
         section = f"## {module.TITLE}\n\n{stamp}\n\n{body.strip()}\n"
         print(section, flush=True)
-        doc = replace_section(doc, name, section)
-        args.doc.write_text(doc)
+        write_section(args.doc, name, section)
     print(f"wrote {args.doc}")
     return 1 if failed else 0
 
