@@ -42,7 +42,7 @@ READ_LABELS = ("ReadCurrent", "ReadAt", "ReadIncremental")
 # The history checker's anomalies, by the property of spec/PROPERTIES.md each breaks.
 ANOMALY_PROPERTY = {
     "forked history": "P1 LinearHistory", "lost commit": "P2 NoLostCommit",
-    "failed commit landed": "P2 NoLostCommit", "duplicate commit": "P3 NoDuplicateCommit",
+    "failed commit landed": "P4 ReadersSeeCommitted", "duplicate commit": "P3 NoDuplicateCommit",
     "dirty read": "P4 ReadersSeeCommitted", "lost update": "P6 Isolation", "G0": "P6 Isolation",
     "G1c": "P6 Isolation", "G-single": "P6 Isolation", "G2": "P6 Isolation",
 }

@@ -177,6 +177,12 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
                                      f"versions {sorted(set(kids))} were each current, all built on {parent}"))
     # Per transition on the lineage: which snapshots it introduced (and their parents).
     introduced_at: dict = defaultdict(list)
+    if line:
+        # The first version on the lineage: its snapshots were introduced at or before it
+        # (the history may start after the table's creation, or the chain before it may
+        # be unreadable; a broken chain is P8's to report, not a lost commit).
+        for sid in _snapshots(by_loc[line[0]]):
+            introduced_at[sid].append(0)
     for i in range(1, len(line)):
         pre, post = by_loc[line[i - 1]], by_loc[line[i]]
         old = _snapshots(pre)
@@ -199,7 +205,11 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
     committed = []
     for o in h.operations:
         times = introduced_at.get(o.snapshot_id, []) if o.snapshot_id is not None else []
-        landed = bool(times) or (o.committed_location in pos)
+        # An operation with a snapshot landed only if the lineage holds its snapshot: a
+        # version file overwritten in place (a non-atomic commit) keeps the location the
+        # writer was told about while dropping its snapshot. Metadata-only operations
+        # (rollback, expiry) have no snapshot and land by location.
+        landed = bool(times) if o.snapshot_id is not None else (o.committed_location in pos)
         if len(times) > 1:
             anomalies.append(Anomaly("duplicate commit", (o.op_id,),
                                      f"snapshot {o.snapshot_id} of {o.op_id} was committed {len(times)} times"))

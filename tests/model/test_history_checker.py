@@ -168,3 +168,21 @@ def test_one_version_may_add_a_chain_of_snapshots_but_not_siblings():
                        file_partitions=PARTS)
     forks = [a for a in check_history(siblings).anomalies if a.name == "forked history"]
     assert forks and forks[0].ops == ("1", "2"), render(check_history(siblings))
+
+
+def test_a_commit_whose_version_file_was_overwritten_in_place_is_lost():
+    """Goal: the location an engine acknowledged is not proof of a commit. Method: T1 is
+    told it committed m1, but a rival overwrote m1 in place (a blind PUT, no conditional
+    write) with a version that holds only its own snapshot: T1 is a lost commit even though
+    its location is on the lineage; a rollback (no snapshot) still lands by location."""
+    h = History(versions=(V0, v("m1", "m0", 2, S0, snap(2, 0, "a", "y")),
+                          v("m2", "m1", 0, S0, snap(2, 0, "a", "y"))),
+                current="m2",
+                operations=(op("T1", "append", 1, 0, loc="m1", added={"b"}),
+                            op("T2", "append", 2, 0, loc="m1", added={"y"}),
+                            op("R", "rollback", None, 2, loc="m2")),
+                file_partitions=PARTS)
+    verdict = check_history(h)
+    lost = [a.ops for a in verdict.anomalies if a.name == "lost commit"]
+    assert lost == [("T1",)], render(verdict)
+    assert verdict.counts["committed"] == 2      # T2 and the rollback
