@@ -16,12 +16,11 @@ from dataclasses import dataclass, field
 
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format import types as T
-from icefloe.impl.format.manifest import DataFile, DataFileContent, ManifestContent, ManifestFile
+from icefloe.impl.format.manifest import DataFile, ManifestContent, ManifestFile
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
 from icefloe.impl.format.transforms import PartitionSpec
-from icefloe.impl.table.deletes import equality_delete_applies, position_delete_applies
 from icefloe.impl.table.files import TreeReader
-from icefloe.impl.table.scan import FileScanTask
+from icefloe.impl.table.scan import FileScanTask, attach_deletes
 
 SPLIT_SIZE_BYTES_DEFAULT = 128 << 20
 DISTRIBUTED_MANIFESTS_MIN_DEFAULT = 64
@@ -79,17 +78,6 @@ def plan_manifest(tree: TreeReader, manifest: ManifestFile, spec: PartitionSpec,
         if partition_eval.might_match(f.partition) and metrics.might_match(f):
             out.append(FileScanTask(f, manifest.partition_spec_id, e.sequence_number))
     return out
-
-
-def attach_deletes(tasks: list[FileScanTask], deletes: list[DeleteRef]) -> list[FileScanTask]:
-    for task in tasks:
-        for seq, spec_id, d, unpartitioned in deletes:
-            args = (seq, spec_id, d, task.data_sequence_number, task.spec_id, task.data_file, unpartitioned)
-            if d.content == DataFileContent.POSITION_DELETES and position_delete_applies(*args):
-                task.position_deletes.append(d)
-            elif d.content == DataFileContent.EQUALITY_DELETES and equality_delete_applies(*args):
-                task.equality_deletes.append(d)
-    return tasks
 
 
 def plan_group(tree: TreeReader, group: ManifestGroup, schema: T.Schema, expr: E.Expression) -> list[FileScanTask]:

@@ -107,6 +107,11 @@ def _plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot,
             e = lazy.full(i)
             if metrics.might_match(e.data_file):
                 tasks.append(FileScanTask(e.data_file, m.partition_spec_id, e.sequence_number))
+    return attach_deletes(tasks, deletes)
+
+
+def attach_deletes(tasks: list[FileScanTask], deletes) -> list[FileScanTask]:
+    """Give each data file task the delete files that apply to it (sequence-number rules)."""
     for task in tasks:
         for seq, spec_id, d, unpartitioned in deletes:
             args = (seq, spec_id, d, task.data_sequence_number, task.spec_id, task.data_file, unpartitioned)
