@@ -342,6 +342,35 @@ class TableHistory:
     snapshots: dict                   # snapshot id -> SnapshotRecord
 
 
+HISTORY_VERSIONS_MAX = 10_000
+
+
+def history_from_metadata_log(location: str, metadata, read_metadata, snapshot_record) -> TableHistory:
+    """A TableHistory from the current metadata back through its metadata-log, for any
+    engine whose metadata objects have the spec's fields (`metadata_log[].metadata_file`,
+    `current_snapshot_id`, `snapshots[].snapshot_id`): `read_metadata(location)` reads an
+    older version, `snapshot_record(snapshot)` makes its SnapshotRecord. A trimmed or
+    deleted old version ends the walk (the checker judges what is readable)."""
+    chain = [(location, metadata)]
+    for entry in reversed(metadata.metadata_log):
+        if len(chain) >= HISTORY_VERSIONS_MAX:
+            break
+        try:
+            chain.append((entry.metadata_file, read_metadata(entry.metadata_file)))
+        except Exception:  # noqa: BLE001 - a trimmed or deleted old version ends the walk
+            break
+    chain.reverse()
+    versions, snapshots = [], {}
+    for loc, m in chain:
+        previous = m.metadata_log[-1].metadata_file if m.metadata_log else None
+        versions.append(VersionRecord(loc, previous, m.current_snapshot_id,
+                                      tuple(s.snapshot_id for s in m.snapshots)))
+        for s in m.snapshots:
+            if s.snapshot_id not in snapshots:
+                snapshots[s.snapshot_id] = snapshot_record(s)
+    return TableHistory(tuple(versions), snapshots)
+
+
 # -- the protocol ------------------------------------------------------------------------------------
 
 @runtime_checkable

@@ -32,7 +32,6 @@ ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False)])
 CAPABILITIES = A.Capabilities(
     operations=frozenset(A.OPERATIONS), mode=A.STEPPING, faults=frozenset(A.FAULT_KINDS),
     swap_over_s3=True, reads=frozenset(A.READS), isolation=A.SERIALIZABLE)
-HISTORY_VERSIONS_MAX = 10_000
 
 
 def rows_table(rows) -> pa.Table:
@@ -249,25 +248,8 @@ class IcefloeTable:
     def history(self) -> A.TableHistory:
         io = self.io[0]
         location = self.table.catalog.load(self.table.identifier)
-        metadata = read_metadata(io, location)
-        chain = [(location, metadata)]
-        for entry in reversed(metadata.metadata_log):
-            if len(chain) >= HISTORY_VERSIONS_MAX:
-                break
-            try:
-                chain.append((entry.metadata_file, read_metadata(io, entry.metadata_file)))
-            except Exception:  # noqa: BLE001 - a trimmed or deleted old version ends the walk
-                break
-        chain.reverse()
-        versions, snapshots = [], {}
-        for loc, m in chain:
-            previous = m.metadata_log[-1].metadata_file if m.metadata_log else None
-            versions.append(A.VersionRecord(loc, previous, m.current_snapshot_id,
-                                            tuple(s.snapshot_id for s in m.snapshots)))
-            for s in m.snapshots:
-                if s.snapshot_id not in snapshots:
-                    snapshots[s.snapshot_id] = self._record(s)
-        return A.TableHistory(tuple(versions), snapshots)
+        return A.history_from_metadata_log(location, read_metadata(io, location),
+                                           lambda loc: read_metadata(io, loc), self._record)
 
     def _record(self, s) -> A.SnapshotRecord:
         """The snapshot's record, computed while its tree is readable and kept: once a

@@ -47,7 +47,6 @@ CAPABILITIES = A.Capabilities(
     faults=frozenset(), swap_over_s3=False, reads=frozenset({A.READ_CURRENT, A.READ_AT}),
     isolation=A.SERIALIZABLE, stores=frozenset({"s3"}))
 ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False)])
-HISTORY_VERSIONS_MAX = 10_000
 # Longer than the proxy holds a gated request (GATE_HOLD_S_MAX, 60 s): with the AWS SDK's
 # default of 3 s, pyarrow gives up on a held metadata PUT and sends it again, and the
 # second request passes the spent gate: the writer would escape the interleaving.
@@ -231,24 +230,10 @@ class PyicebergTable:
         from pyiceberg.serializers import FromInputFile
         table = self._table()
         io = table.io
-        chain = [(table.metadata_location, table.metadata)]
-        for entry in reversed(table.metadata.metadata_log):
-            if len(chain) >= HISTORY_VERSIONS_MAX:
-                break
-            try:
-                chain.append((entry.metadata_file, FromInputFile.table_metadata(io.new_input(entry.metadata_file))))
-            except Exception:  # noqa: BLE001 - a trimmed or deleted old version ends the walk
-                break
-        chain.reverse()
-        versions, snapshots = [], {}
-        for location, m in chain:
-            previous = m.metadata_log[-1].metadata_file if m.metadata_log else None
-            versions.append(A.VersionRecord(location, previous, m.current_snapshot_id,
-                                            tuple(s.snapshot_id for s in m.snapshots)))
-            for s in m.snapshots:
-                if s.snapshot_id not in snapshots:
-                    snapshots[s.snapshot_id] = self._snapshot_record(io, s)
-        return A.TableHistory(tuple(versions), snapshots)
+        return A.history_from_metadata_log(
+            table.metadata_location, table.metadata,
+            lambda loc: FromInputFile.table_metadata(io.new_input(loc)),
+            lambda snapshot: self._snapshot_record(io, snapshot))
 
     @staticmethod
     def _snapshot_record(io, s) -> A.SnapshotRecord:
