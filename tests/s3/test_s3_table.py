@@ -82,13 +82,10 @@ def test_lost_acknowledgement_of_the_pointer_swap_commits_once(moto_s3, proxy, s
     assert table.metadata_location == outcome.metadata_location
 
 
-def test_swap_held_past_the_timeout_is_unknown_cleans_nothing_and_lands_once(
-        moto_s3, proxy, store_for, prefix):
-    """Goal: a swap that may still land is Unknown, never Conflict, and deletes nothing; when it
-    lands later the table holds the row once (REGRESSIONS 2-3, spec 3.5). Method: hold the
-    writer's pointer PUT at a gate until its client gives up (its read timeout, one attempt,
-    no commit retries): the read-back still shows the base. Then release the PUT, resolve the
-    Unknown from a fresh pointer read (9.6), and let a second writer append on top."""
+def hold_swap_until_unknown(moto_s3, proxy, store_for, prefix):
+    """A table with row 1, and writer "w" appending row 2 with its pointer PUT held at a gate
+    until its client gives up (its read timeout, one attempt, no commit retries): returns
+    (writer, reader_catalog, files, gate still holding the PUT, the append's Unknown)."""
     catalog_store = store_for(proxy.endpoint_url, client="w", attempts_max=1, read_timeout_s=TIMEOUT_S)
     writer, reader_catalog, files = setup_table(moto_s3, store_for, prefix, catalog_store,
                                                 **{"commit.retry.num-retries": "0"})
@@ -103,6 +100,17 @@ def test_swap_held_past_the_timeout_is_unknown_cleans_nothing_and_lands_once(
     assert not thread.is_alive()
     [outcome] = results
     assert isinstance(outcome, Unknown), outcome
+    return writer, reader_catalog, files, gate, outcome
+
+
+def test_swap_held_past_the_timeout_is_unknown_cleans_nothing_and_lands_once(
+        moto_s3, proxy, store_for, prefix):
+    """Goal: a swap that may still land is Unknown, never Conflict, and deletes nothing; when it
+    lands later the table holds the row once (REGRESSIONS 2-3, spec 3.5). Method: hold the
+    writer's pointer PUT at a gate until its client gives up (its read timeout, one attempt,
+    no commit retries): the read-back still shows the base. Then release the PUT, resolve the
+    Unknown from a fresh pointer read (9.6), and let a second writer append on top."""
+    writer, reader_catalog, files, gate, outcome = hold_swap_until_unknown(moto_s3, proxy, store_for, prefix)
     [attempt] = outcome.attempted_locations
     files.stat(attempt)  # nothing cleaned up while the outcome is unknown
     assert_correct(reader_catalog, files, [1])
@@ -120,19 +128,7 @@ def test_swap_overtaken_while_held_is_unknown_then_resolves_to_conflict(moto_s3,
     can never land (If-Match on an etag that never returns, spec 3.4 a); resolving it later says
     Conflict and the rival's rows are intact. Method: as above, but a rival commits while the
     writer's PUT is held; then release it (S3 refuses it with 412) and resolve."""
-    catalog_store = store_for(proxy.endpoint_url, client="w", attempts_max=1, read_timeout_s=TIMEOUT_S)
-    writer, reader_catalog, files = setup_table(moto_s3, store_for, prefix, catalog_store,
-                                                **{"commit.retry.num-retries": "0"})
-    # The first row through a client without the short timeout: only the gated swap may time out.
-    assert isinstance(Table(reader_catalog, "db.t", files).append(rows([1])), Committed)
-    gate = proxy.add_gate(Match(client="w", **POINTER_PUT))
-    results: list = []
-    thread = threading.Thread(target=lambda: results.append(writer.append(rows([2]))))
-    thread.start()
-    assert gate.wait_arrived(WAIT_S_MAX)
-    thread.join(WAIT_S_MAX)
-    [outcome] = results
-    assert isinstance(outcome, Unknown), outcome
+    writer, reader_catalog, files, gate, outcome = hold_swap_until_unknown(moto_s3, proxy, store_for, prefix)
     rival = Table(reader_catalog, "db.t", files)
     assert isinstance(rival.append(rows([3])), Committed)
     gate.release()
