@@ -13,7 +13,7 @@ from pyiceberg.catalog.sql import SqlCatalog as PeerSqlCatalog
 from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.format.types import schema_from_arrow
 from icefloe.impl.outcomes import Committed
-from icefloe.impl.s3.moto_server import DEFAULT_REGION, MotoS3Server
+from icefloe.conformance.testing.moto_server import DEFAULT_REGION, MotoS3Server
 from icefloe.impl.s3.store import S3Store
 from icefloe.impl.table.table import Table, create_table
 

@@ -60,7 +60,7 @@ def fault_plan(seed: int, rate: float = 1.0) -> list:
     """Seeded proxy rules, one per fault kind; `rate` scales every probability (0 = none).
     Survivable faults only: the store retries each request up to 4 times, so most are
     absorbed there; lost responses and late swaps are what reach the commit loop."""
-    from icefloe.impl.s3.proxy import Delay, LoseResponse, Match, Reject, Reset, Rule
+    from icefloe.conformance.testing.proxy import Delay, LoseResponse, Match, Reject, Reset, Rule
     if rate <= 0:
         return []
     rng = random.Random(f"faults-{seed}")
@@ -283,8 +283,8 @@ def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults
                  mix: dict | None = None) -> CampaignResult:
     """Start moto (atomic) and the proxy, create the table, race `processes` writers of
     `commits` operations each, heal, gather the evidence and judge it."""
-    from icefloe.impl.s3.moto_server import MotoS3Server
-    from icefloe.impl.s3.proxy import FaultProxy
+    from icefloe.conformance.testing.moto_server import MotoS3Server
+    from icefloe.conformance.testing.proxy import FaultProxy
     if processes < 1 or commits < 1:
         raise ValueError("processes and commits must be at least 1")
     if catalog not in ("s3", "sqlite"):

@@ -395,7 +395,7 @@ class Lockstep:
     def _start_black_box(self, w: int, rec: OpRecord) -> None:
         """Run the commit in a worker thread, held at its metadata write (the model is in
         META); a no-op for the model must end without reaching the gate."""
-        from icefloe.impl.s3.proxy import Match
+        from icefloe.conformance.testing.proxy import Match
         gate = None
         if self.proxy is not None:
             gate = self.proxy.add_gate(Match(operation=frozenset({"PutObject", "ConditionalPutObject"}),

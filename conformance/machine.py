@@ -129,13 +129,13 @@ class Backends:
 
     def s3(self):
         if self.moto is None:
-            from icefloe.impl.s3.moto_server import MotoS3Server
+            from icefloe.conformance.testing.moto_server import MotoS3Server
             self.moto = MotoS3Server().start()
         return self.moto
 
     def fault_proxy(self):
         if self.proxy is None:
-            from icefloe.impl.s3.proxy import FaultProxy
+            from icefloe.conformance.testing.proxy import FaultProxy
             self.proxy = FaultProxy(self.s3().endpoint_url).start()
         return self.proxy
 
@@ -150,7 +150,7 @@ class Backends:
             return A.TableContext(warehouse="memory://warehouse", catalog_uri=catalog, faults=hooks,
                                   commit_attempts_max=attempts_max, seed=seed + n, workdir=str(workdir),
                                   access_keys=keys)
-        from icefloe.impl.s3.moto_server import DEFAULT_SECRET_KEY
+        from icefloe.conformance.testing.moto_server import DEFAULT_SECRET_KEY
         black_box = engine.capabilities.mode == A.BLACK_BOX
         endpoint = self.fault_proxy().endpoint_url if black_box else self.s3().endpoint_url
         if not black_box and n % 2:

@@ -37,7 +37,7 @@ import pyarrow as pa
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
 from icefloe.conformance import adapter as A
-from icefloe.impl.s3.peer_clients import pyiceberg_s3_properties
+from icefloe.conformance.testing.peer_clients import pyiceberg_s3_properties
 
 NAMESPACE = "db"
 CATALOG_NAME = "conform"   # the same for every writer: SqlCatalog rows are per catalog name

@@ -4,5 +4,4 @@
 - `locations`: the one parser of location strings (`file:/x`, `file:///x`, `/x`, schemes);
 - `local.LocalStore`, `memory.MemoryStore`: stores with atomic put_if_absent and CAS;
 - `router.StoreRouter`: picks the store by scheme; `router.register_scheme` is open;
-- `faults.FaultInjectingStore`: seeded or rule-driven survivable faults, with a history.
 """

@@ -1,11 +1,9 @@
-"""icefloe.impl.s3: S3-like storage as real parts.
+"""icefloe.impl.s3: S3-like storage.
 
-- `store.S3Store`: the ObjectStore over the S3 API (conditional PUTs, own retries);
-- `moto_server.MotoS3Server`: moto on 127.0.0.1, wrapped by `atomic.AtomicKeysMiddleware`
-  so its conditional writes are atomic per key, as on S3;
-- `proxy.FaultProxy`: a fault-injecting S3 proxy (reject, reset, lost response,
-  delay, gates) that records every request;
-- `ops`: how a raw HTTP request is named (operation, bucket, key, client).
+- `store.S3Store`: the ObjectStore over the S3 API (conditional PUTs, own bounded retries,
+  a read-back that settles lost answers).
 
-Needs boto3 (a core dependency) and, for moto_server, the `s3` extra (moto[server]).
+Needs boto3 (a core dependency). The moto server, its atomic middleware and the
+fault-injecting S3 proxy the tests and the conformance suite use are test infrastructure:
+`icefloe.conformance.testing`.
 """

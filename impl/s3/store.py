@@ -65,7 +65,10 @@ from botocore.exceptions import PartialCredentialsError
 from icefloe.impl.io.base import (
     AlreadyExists, CountingMixin, NotFound, ObjectInfo, PreconditionFailed, StoreError,
     StoreOutcomeUnknown, StoreUnavailable)
-from icefloe.impl.s3.ops import CLIENT_HEADER
+
+# The request header naming the client (a writer) on every request this store sends,
+# so a server-side observer (a test proxy, a request log) can tell writers apart.
+CLIENT_HEADER = "x-icefloe-client"
 
 SCHEMES = ("s3://", "s3a://")
 # Property names (pyiceberg's FileIO names, so one property map configures both) and the

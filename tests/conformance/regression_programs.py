@@ -36,12 +36,13 @@ import pyarrow as pa
 
 from icefloe.conformance.engines import flawed_commit as F
 from icefloe.conformance.engines import flawed_rename as R
+from icefloe.conformance.testing.faulty_catalog import FaultInjectingCatalog
 from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format.metadata import MetadataError
 from icefloe.impl.format.types import NestedField, Schema, StringType
 from icefloe.impl.io.base import AlreadyExists, StoreError, StoreUnavailable
-from icefloe.impl.io.faults import FaultInjectingStore
+from icefloe.conformance.testing.faulty_store import FaultInjectingStore
 from icefloe.impl.io.memory import MemoryStore
 from icefloe.impl.outcomes import Committed, Conflict, Unknown
 from icefloe.impl.table import operations as ops
@@ -105,7 +106,7 @@ class Run:
     incremental: dict = field(default_factory=dict)  # reader -> (last snapshot id, rows seen)
     committed_order: list = field(default_factory=list)  # snapshot ids in commit order
     store: object = None          # default: a MemoryStore
-    catalog: object = None        # default: a MemoryCatalog (its fault hooks need it)
+    catalog: object = None        # default: a MemoryCatalog wrapped in FaultInjectingCatalog (its hooks)
     location: str = LOCATION
 
     def __post_init__(self):
@@ -113,7 +114,7 @@ class Run:
         self.store = self.store if self.store is not None else MemoryStore()
         self.plan = _WritePlan()
         self.io = FaultInjectingStore(self.store, self.plan)
-        self.memory_catalog = MemoryCatalog() if self.catalog is None else None
+        self.memory_catalog = FaultInjectingCatalog(MemoryCatalog()) if self.catalog is None else None
         self.catalog = self.catalog if self.catalog is not None else self.memory_catalog
         self.listing = None
         if self.variant in LISTING:

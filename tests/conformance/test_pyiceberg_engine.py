@@ -14,8 +14,8 @@ from icefloe.conformance.engines.pyiceberg_engine import CAPABILITIES, Unsupport
 
 @pytest.fixture(scope="module")
 def s3():
-    from icefloe.impl.s3.moto_server import MotoS3Server
-    from icefloe.impl.s3.proxy import FaultProxy
+    from icefloe.conformance.testing.moto_server import MotoS3Server
+    from icefloe.conformance.testing.proxy import FaultProxy
     with MotoS3Server() as moto, FaultProxy(moto.endpoint_url) as proxy:
         yield moto, proxy
 
@@ -45,7 +45,7 @@ def test_held_writer_retries_on_the_base_a_rival_committed(table):
     """Goal: the proxy decides the interleaving. Method: hold writer 1 at its metadata-JSON
     PutObject, let writer 2 commit, release: writer 1's SQL swap fails once and its retry
     lands on writer 2's commit; both rows are read once."""
-    from icefloe.impl.s3.proxy import Match
+    from icefloe.conformance.testing.proxy import Match
     handle, proxy, ctx = table
     gate = proxy.add_gate(Match(operation="PutObject", key="*.metadata.json", client=ctx.access_key(1)))
     box = {}

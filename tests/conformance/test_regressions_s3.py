@@ -19,8 +19,8 @@ import pytest
 from icefloe.conformance.engines.flawed_commit import PlainPutS3Store, SdkRetryS3Store
 from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.outcomes import Committed, Conflict
-from icefloe.impl.s3.moto_server import DEFAULT_REGION, MotoS3Server
-from icefloe.impl.s3.proxy import FaultProxy, LoseResponse, Match, Rule
+from icefloe.conformance.testing.moto_server import DEFAULT_REGION, MotoS3Server
+from icefloe.conformance.testing.proxy import FaultProxy, LoseResponse, Match, Rule
 from icefloe.impl.s3.store import S3Store
 from regression_programs import Run, violations
 from test_regressions import BOOT, PROGRAMS

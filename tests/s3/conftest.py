@@ -12,8 +12,8 @@ from typing import Iterator
 import pytest
 from pyarrow import fs
 
-from icefloe.impl.s3.moto_server import DEFAULT_BUCKET, DEFAULT_REGION, MotoS3Server
-from icefloe.impl.s3.proxy import FaultProxy
+from icefloe.conformance.testing.moto_server import DEFAULT_BUCKET, DEFAULT_REGION, MotoS3Server
+from icefloe.conformance.testing.proxy import FaultProxy
 from icefloe.impl.s3.store import S3Store
 
 BUCKET = DEFAULT_BUCKET

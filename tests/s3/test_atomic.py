@@ -20,7 +20,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.s3.models import S3Backend
 
-from icefloe.impl.s3.moto_server import MotoS3Server, make_client
+from icefloe.conformance.testing.moto_server import MotoS3Server, make_client
 
 BUCKET = "icefloe"
 RACERS = 8

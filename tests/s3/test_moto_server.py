@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from icefloe.impl.s3.moto_server import DEFAULT_BUCKET, DEFAULT_REGION, MotoS3Server
+from icefloe.conformance.testing.moto_server import DEFAULT_BUCKET, DEFAULT_REGION, MotoS3Server
 from icefloe.impl.s3.store import S3Store
 
 STARTUP_S_MAX = 60
@@ -41,9 +41,9 @@ def test_an_invalid_bucket_name_is_refused_before_starting(bucket):
 
 
 def test_command_line_prints_the_endpoint_and_stops_on_sigterm(prefix):
-    """Goal: `python -m icefloe.impl.s3.moto_server` serves until SIGTERM. Method: start it, read
+    """Goal: `python -m icefloe.conformance.testing.moto_server` serves until SIGTERM. Method: start it, read
     the endpoint it prints, write and read an object there, send SIGTERM; it exits 0."""
-    server = subprocess.Popen([sys.executable, "-m", "icefloe.impl.s3.moto_server", "--bucket", "cli-bucket"],
+    server = subprocess.Popen([sys.executable, "-m", "icefloe.conformance.testing.moto_server", "--bucket", "cli-bucket"],
                               stdout=subprocess.PIPE, text=True)
     try:
         endpoint = server.stdout.readline().strip()

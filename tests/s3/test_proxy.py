@@ -17,9 +17,9 @@ import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
 from icefloe.impl.io.base import AlreadyExists
-from icefloe.impl.s3.peer_clients import pyiceberg_s3_properties
-from icefloe.impl.s3.moto_server import make_client
-from icefloe.impl.s3.proxy import (
+from icefloe.conformance.testing.peer_clients import pyiceberg_s3_properties
+from icefloe.conformance.testing.moto_server import make_client
+from icefloe.conformance.testing.proxy import (
     Delay, Exchange, FaultProxy, LoseResponse, Match, Reject, Reset, Rule)
 
 BUCKET = "icefloe"
@@ -61,7 +61,7 @@ class ArrowClient:
 
 class PyIcebergClient:
     """pyiceberg's S3 FileIO (PyArrowFileIO), one attempt per request
-    (`icefloe.impl.s3.peer_clients`); a write is `OutputFile.create`, a multipart upload."""
+    (`icefloe.conformance.testing.peer_clients`); a write is `OutputFile.create`, a multipart upload."""
     write_operation = "CompleteMultipartUpload"
     errors = (OSError,)
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 from pyiceberg.io.pyarrow import PyArrowFileIO
 
-from icefloe.impl.s3.proxy import LoseResponse, Match, Rule
+from icefloe.conformance.testing.proxy import LoseResponse, Match, Rule
 
 BUCKET = "icefloe"
 HOLD_S_MAX = 30  # safety net for waits on gates and threads; events decide the order
@@ -109,8 +109,8 @@ def _peers(proxy, tmp_path, prefix):
 
     from icefloe.impl.catalog.sql import SqlCatalog
     from icefloe.impl.format.types import schema_from_arrow
-    from icefloe.impl.s3.moto_server import DEFAULT_REGION
-    from icefloe.impl.s3.peer_clients import pyiceberg_s3_properties
+    from icefloe.conformance.testing.moto_server import DEFAULT_REGION
+    from icefloe.conformance.testing.peer_clients import pyiceberg_s3_properties
     from icefloe.impl.s3.store import S3Store
     from icefloe.impl.table.table import create_table
 

@@ -17,7 +17,7 @@ import pytest
 from icefloe.impl.catalog.base import TableIdentifier
 from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.outcomes import SwapRejected, Swapped, SwapUnknown
-from icefloe.impl.s3.proxy import LoseResponse, Match, Reject, Reset, Rule
+from icefloe.conformance.testing.proxy import LoseResponse, Match, Reject, Reset, Rule
 
 from conftest import BUCKET
 

@@ -11,7 +11,7 @@ import pytest
 from icefloe.impl import cli
 from icefloe.impl.io.base import NotFound
 from icefloe.impl.io.router import StoreRouter
-from icefloe.impl.s3.moto_server import DEFAULT_REGION
+from icefloe.conformance.testing.moto_server import DEFAULT_REGION
 from icefloe.impl.s3.store import S3Store
 
 from conftest import BUCKET

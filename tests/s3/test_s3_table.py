@@ -15,7 +15,7 @@ import pyarrow as pa
 from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.format.types import schema_from_arrow
 from icefloe.impl.outcomes import Committed, Conflict, Unknown
-from icefloe.impl.s3.proxy import LoseResponse, Match, Rule
+from icefloe.conformance.testing.proxy import LoseResponse, Match, Rule
 from icefloe.impl.table.commit import resolve_unknown
 from icefloe.impl.table.table import Table, create_table
 

@@ -2,7 +2,7 @@
 
 moto verifies SigV4 only once its "initial no-auth action count" is used up, and that
 setting is process-global; so this runs moto in its own process, started through the
-`python -m icefloe.impl.s3.moto_server` entry point, with INITIAL_NO_AUTH_ACTION_COUNT=3
+`python -m icefloe.conformance.testing.moto_server` entry point, with INITIAL_NO_AUTH_ACTION_COUNT=3
 (create an IAM user, its access key and its policy), after which every request must
 carry a valid signature.
 """
@@ -18,8 +18,8 @@ import pytest
 from botocore.exceptions import ClientError
 from pyarrow import fs
 
-from icefloe.impl.s3.moto_server import make_client
-from icefloe.impl.s3.proxy import FaultProxy
+from icefloe.conformance.testing.moto_server import make_client
+from icefloe.conformance.testing.proxy import FaultProxy
 from icefloe.impl.io.base import StoreUnavailable
 from icefloe.impl.s3.store import S3Store, new_client
 
@@ -32,7 +32,7 @@ def verifying_moto() -> Iterator[tuple[str, str, str]]:
     """(endpoint_url, access_key, secret_key) of a moto that checks every signature."""
     env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT="3")
     process = subprocess.Popen(
-        [sys.executable, "-m", "icefloe.impl.s3.moto_server", "--bucket", ""],
+        [sys.executable, "-m", "icefloe.conformance.testing.moto_server", "--bucket", ""],
         stdout=subprocess.PIPE, text=True, env=env)
     try:
         endpoint = None

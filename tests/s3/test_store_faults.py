@@ -13,8 +13,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from icefloe.impl.io.base import AlreadyExists, StoreOutcomeUnknown, StoreUnavailable
-from icefloe.impl.s3.moto_server import make_client
-from icefloe.impl.s3.proxy import Delay, LoseResponse, Match, Reject, Reset, Rule
+from icefloe.conformance.testing.moto_server import make_client
+from icefloe.conformance.testing.proxy import Delay, LoseResponse, Match, Reject, Reset, Rule
 
 BUCKET = "icefloe"
 COND_PUT = "ConditionalPutObject"

@@ -19,7 +19,7 @@ from hypothesis import event, given, settings, strategies as st
 
 from icefloe.impl.io.base import (
     AlreadyExists, NotFound, PreconditionFailed, StoreOutcomeUnknown, StoreUnavailable)
-from icefloe.impl.s3.proxy import FaultProxy, LoseResponse, Match, Reject, Reset, Rule
+from icefloe.conformance.testing.proxy import FaultProxy, LoseResponse, Match, Reject, Reset, Rule
 from icefloe.impl.s3.store import S3Store
 
 BUCKET = "icefloe"

@@ -130,6 +130,7 @@ def test_a_commit_with_an_unknown_outcome_keeps_every_file_and_can_still_land(tm
     the job, so the commit can still land without dangling references (apache/iceberg #2317).
     Method: a catalog that parks the swap (SwapUnknown), one retry-free commit of a job with a
     duplicate attempt; then abort; then the parked swap is delivered and the table read."""
+    from icefloe.conformance.testing.faulty_catalog import FaultInjectingCatalog
     from icefloe.impl.catalog.memory import MemoryCatalog
     from icefloe.impl.format import types as T
     from icefloe.impl.format.parquet import write_data_file
@@ -140,7 +141,7 @@ def test_a_commit_with_an_unknown_outcome_keeps_every_file_and_can_still_land(tm
     from icefloe.impl.table.commit import RetryPolicy
     from icefloe.impl.table.table import Table, create_table
     from spark_helpers import SCHEMA
-    catalog, io = MemoryCatalog(), LocalStore()
+    catalog, io = FaultInjectingCatalog(MemoryCatalog()), LocalStore()
     create_table(catalog, "db.t", T.schema_from_arrow(SCHEMA), location=(tmp_path / "t").as_uri(), io=io)
     table = Table(catalog, "db.t", io, retry=RetryPolicy(num_retries=0))
     job = JobFiles(io, table.location, "unknown-outcome")

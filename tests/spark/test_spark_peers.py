@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from icefloe.impl.s3.moto_server import MotoS3Server
+from icefloe.conformance.testing.moto_server import MotoS3Server
 from spark_helpers import TABLE
 
 pytestmark = pytest.mark.xdist_group("spark")

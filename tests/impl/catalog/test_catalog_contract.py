@@ -1,7 +1,7 @@
 """The catalog contract, run against every catalog: create, load, list, drop and swap.
 
 Each catalog is one parameter of the `catalog` fixture: memory, SQLite, and the S3
-pointer object on a moto server (atomic conditional writes, `impl/s3/atomic.py`).
+pointer object on a moto server (atomic conditional writes, `conformance/testing/atomic.py`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.catalog.sql import SqlCatalog
 from icefloe.impl.outcomes import SwapRejected, Swapped
-from icefloe.impl.s3.moto_server import DEFAULT_REGION, MotoS3Server
+from icefloe.conformance.testing.moto_server import DEFAULT_REGION, MotoS3Server
 from icefloe.impl.s3.store import S3Store
 
 RACERS = 8

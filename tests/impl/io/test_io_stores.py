@@ -12,7 +12,7 @@ from icefloe.impl.io.base import AlreadyExists, NotFound, PreconditionFailed, co
 from icefloe.impl.io.local import LocalStore
 from icefloe.impl.io.memory import MemoryStore
 from icefloe.impl.io.router import StoreRouter
-from icefloe.impl.s3.moto_server import DEFAULT_REGION, MotoS3Server
+from icefloe.conformance.testing.moto_server import DEFAULT_REGION, MotoS3Server
 from icefloe.impl.s3.store import S3Store
 
 RACERS = 8

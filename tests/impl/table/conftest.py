@@ -2,11 +2,11 @@
 table_helpers.py, which test modules import by that unique name).
 
 - `stack`: LocalStore + SQLite, MemoryStore + MemoryCatalog, and S3Store + S3Catalog on
-  one atomic moto server per xdist worker (`impl/s3/moto_server.py`).
+  one atomic moto server per xdist worker (`conformance/testing/moto_server.py`).
 - `mem`: the interleaving tests' stack, MemoryStore + MemoryCatalog and S3Store +
-  S3Catalog. A test that drives MemoryCatalog's fault hooks (lost acknowledgements,
-  delayed swaps delivered later) runs on the memory stack only: those hooks exist only
-  there. On S3 the same faults are injected at the HTTP level by the FaultProxy
+  S3Catalog. A test that drives catalog fault hooks (lost acknowledgements, delayed
+  swaps delivered later) runs on the memory stack only, whose catalog is wrapped in the
+  test infrastructure's FaultInjectingCatalog. On S3 the same faults are injected at the HTTP level by the FaultProxy
   (tests/s3/test_s3_catalog.py, test_s3_table.py).
 
 moto's state is process-global: each test works under a key prefix named after its node
@@ -20,11 +20,11 @@ from typing import Iterator
 
 import pytest
 
-from icefloe.impl.s3.moto_server import MotoS3Server
+from icefloe.conformance.testing.moto_server import MotoS3Server
 from table_helpers import local_stack, memory_stack, s3_stack
 
 BUCKET = "icefloe-tables"
-# MemoryCatalog-only fault hooks; a test naming one cannot run on another catalog.
+# FaultInjectingCatalog's hooks (wrapped around the memory stack's catalog only); a test naming one cannot run on another catalog.
 MEMORY_HOOKS = re.compile(r"\.catalog\.(lose_acknowledgements|delay_swaps|deliver|pending|drop_pending)\b")
 # Tests that need the memory stack for another reason, with the reason.
 MEMORY_ONLY = {

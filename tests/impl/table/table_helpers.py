@@ -7,6 +7,7 @@ import itertools
 
 import pyarrow as pa
 
+from icefloe.conformance.testing.faulty_catalog import FaultInjectingCatalog
 from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.catalog.sql import SqlCatalog
@@ -15,7 +16,7 @@ from icefloe.impl.format.types import schema_from_arrow
 from icefloe.impl.io.local import LocalStore
 from icefloe.impl.io.memory import MemoryStore
 from icefloe.impl.io.router import StoreRouter
-from icefloe.impl.s3.moto_server import DEFAULT_REGION
+from icefloe.conformance.testing.moto_server import DEFAULT_REGION
 from icefloe.impl.s3.store import S3Store
 from icefloe.impl.table.env import Env
 from icefloe.impl.table.commit import PendingCommit
@@ -60,7 +61,7 @@ def local_stack(tmp_path) -> Stack:
 
 
 def memory_stack() -> Stack:
-    return Stack("memory", MemoryCatalog(), MemoryStore(), "memory://warehouse")
+    return Stack("memory", FaultInjectingCatalog(MemoryCatalog()), MemoryStore(), "memory://warehouse")
 
 
 def s3_stack(endpoint_url: str, bucket: str, prefix: str) -> Stack:

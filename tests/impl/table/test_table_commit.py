@@ -15,7 +15,7 @@ from icefloe.impl.table.env import Env, backoff_wait_ms
 from icefloe.impl.table.operations import SetRef
 from icefloe.impl.table.table import Table
 
-from table_helpers import ids_of, rival, rows, step_to
+from table_helpers import ids_of, memory_stack, rival, rows, step_to
 
 
 class FixedRandom(random.Random):
@@ -104,7 +104,7 @@ def test_overwrite_conflicts_with_a_concurrent_matching_append_only_under_serial
     """7.3: a concurrent append of a row matching the filter fails a serializable delete;
     under snapshot isolation the delete commits and the new row survives."""
     for isolation, expect in [(P.SERIALIZABLE, Conflict), (P.SNAPSHOT, Committed)]:
-        mem = type(mem)("memory", type(mem.catalog)(), type(mem.io)(), mem.root)
+        mem = memory_stack()
         table = mem.create()
         table.append(rows([1, 2], ["a", "b"]))
         commit = table.new_commit(P.DeleteWhere("cat = 'a'", None, isolation=isolation))
@@ -241,7 +241,7 @@ def test_name_collision_is_a_conflict_that_deletes_nothing_of_the_other(mem):
 
 def test_failed_cleanup_after_an_acknowledged_expiry_keeps_the_commit(mem):
     """An expiry whose file deletions fail still ends Committed: the swap was acknowledged."""
-    from icefloe.impl.io.faults import FaultInjectingStore, FaultRule, RulePlan
+    from icefloe.conformance.testing.faulty_store import FaultInjectingStore, FaultRule, RulePlan
     table = mem.create()
     table.append(rows([1]))
     table.overwrite(rows([2]))

@@ -4,7 +4,7 @@ delayed-swap hooks, stepped phase by phase. Each test checks that no snapshot is
 twice and that nothing is deleted while an unknown attempt may still land."""
 from __future__ import annotations
 
-from icefloe.impl.io.faults import FaultInjectingStore, FaultRule, RulePlan
+from icefloe.conformance.testing.faulty_store import FaultInjectingStore, FaultRule, RulePlan
 from icefloe.impl.outcomes import Committed, Conflict, Unknown
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.commit import LIST, PendingCommit, SWAP, UNKNOWN, resolve_unknown

@@ -1,9 +1,10 @@
-"""MemoryCatalog test hooks: lost acknowledgements and delayed swaps."""
+"""FaultInjectingCatalog: lost acknowledgements and delayed swaps around a real catalog."""
 from __future__ import annotations
 
 import pytest
 
 from icefloe.impl.catalog.base import TableIdentifier
+from icefloe.conformance.testing.faulty_catalog import FaultInjectingCatalog
 from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.outcomes import SwapRejected, Swapped, SwapUnknown
 
@@ -13,7 +14,7 @@ U = TableIdentifier(("db",), "u")
 
 def test_lost_acknowledgement_applies_and_answers_unknown():
     """With a lost ack the swap answers SwapUnknown, yet the pointer really moved."""
-    cat = MemoryCatalog()
+    cat = FaultInjectingCatalog(MemoryCatalog())
     cat.create(T, "v0")
     cat.lose_acknowledgements()
     result = cat.swap(T, "v0", "v1")
@@ -25,7 +26,7 @@ def test_lost_acknowledgement_applies_and_answers_unknown():
 
 def test_lost_acknowledgement_of_a_rejection_is_unknown_too():
     """A rejected swap whose answer is lost also reads as SwapUnknown; nothing moved."""
-    cat = MemoryCatalog()
+    cat = FaultInjectingCatalog(MemoryCatalog())
     cat.create(T, "v0")
     cat.lose_acknowledgements()
     assert isinstance(cat.swap(T, "stale", "v1"), SwapUnknown)
@@ -35,7 +36,7 @@ def test_lost_acknowledgement_of_a_rejection_is_unknown_too():
 
 def test_hook_targets_one_table():
     """A hook for one identifier leaves swaps of other tables alone."""
-    cat = MemoryCatalog()
+    cat = FaultInjectingCatalog(MemoryCatalog())
     cat.create(T, "t0")
     cat.create(U, "u0")
     cat.lose_acknowledgements(count=2, identifier=T)
@@ -48,7 +49,7 @@ def test_hook_targets_one_table():
 def test_delayed_swap_is_delivered_later():
     """A delayed swap answers SwapUnknown without moving the pointer; delivering it later
     applies it against the pointer as it is then."""
-    cat = MemoryCatalog()
+    cat = FaultInjectingCatalog(MemoryCatalog())
     cat.create(T, "v0")
     cat.delay_swaps()
     assert isinstance(cat.swap(T, "v0", "v1-late"), SwapUnknown)
@@ -60,7 +61,7 @@ def test_delayed_swap_is_delivered_later():
 
 def test_delayed_swap_after_the_pointer_moved_is_rejected_on_delivery():
     """When another writer moved the pointer first, the late request is rejected on delivery."""
-    cat = MemoryCatalog()
+    cat = FaultInjectingCatalog(MemoryCatalog())
     cat.create(T, "v0")
     cat.delay_swaps()
     cat.swap(T, "v0", "v1-late")
@@ -73,12 +74,20 @@ def test_delayed_swap_after_the_pointer_moved_is_rejected_on_delivery():
 
 def test_dropped_swap_is_never_delivered():
     """A dropped request disappears and cannot be delivered afterwards."""
-    cat = MemoryCatalog()
+    cat = FaultInjectingCatalog(MemoryCatalog())
     cat.create(T, "v0")
     cat.delay_swaps()
     cat.swap(T, "v0", "v1")
     pending = cat.pending[0]
     cat.drop_pending(pending)
     assert cat.load(T) == "v0" and cat.pending == []
-    with pytest.raises(AssertionError):
+    with pytest.raises(KeyError):
         cat.deliver(pending)
+
+
+def test_a_plain_memory_catalog_has_no_fault_hooks():
+    """The implementation's MemoryCatalog is a plain compare-and-swap: the fault hooks
+    exist only on the test infrastructure's wrapper."""
+    plain = MemoryCatalog()
+    for hook in ("lose_acknowledgements", "delay_swaps", "pending", "deliver", "drop_pending", "history"):
+        assert not hasattr(plain, hook), hook

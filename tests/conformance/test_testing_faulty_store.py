@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from icefloe.impl.io.base import AlreadyExists, NotFound, StoreOutcomeUnknown, StoreUnavailable
-from icefloe.impl.io.faults import FaultInjectingStore, FaultRule, RandomPlan, RulePlan, StoreCall
+from icefloe.conformance.testing.faulty_store import FaultInjectingStore, FaultRule, RandomPlan, RulePlan, StoreCall
 from icefloe.impl.io.memory import MemoryStore
 
 

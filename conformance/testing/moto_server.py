@@ -8,7 +8,7 @@ atomic per key, as on real S3) without touching moto's private methods.
 moto keeps its state in process-global backends: every server started in one
 process sees the same buckets.
 
-Run `python -m icefloe.impl.s3.moto_server [--port N] [--bucket NAME]` to print
+Run `python -m icefloe.conformance.testing.moto_server [--port N] [--bucket NAME]` to print
 the endpoint and serve until interrupted.
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import Any
 
 from botocore.config import Config
 
-from icefloe.impl.s3.atomic import AtomicKeysMiddleware
+from icefloe.conformance.testing.atomic import AtomicKeysMiddleware
 from icefloe.impl.s3.store import new_client
 
 DEFAULT_BUCKET = "icefloe"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Mapping
 from urllib.parse import parse_qs, unquote
 
-CLIENT_HEADER = "x-icefloe-client"
+from icefloe.impl.s3.store import CLIENT_HEADER  # the header icefloe's S3 store sets
 
 # Operations that change one key (the atomic middleware serializes them per key).
 KEY_MUTATIONS = frozenset({

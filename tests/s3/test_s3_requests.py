@@ -1,9 +1,9 @@
-"""Naming raw S3 requests (icefloe.impl.s3.ops), as the proxy's rules and the middleware see them."""
+"""Naming raw S3 requests (icefloe.conformance.testing.s3_requests), as the proxy's rules and the middleware see them."""
 from __future__ import annotations
 
 import pytest
 
-from icefloe.impl.s3.ops import describe
+from icefloe.conformance.testing.s3_requests import describe
 
 SIGNED = {"authorization": "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261122/us-east-1/s3/"
                            "aws4_request, SignedHeaders=host, Signature=abc"}

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterable, Iterator
 from urllib.parse import quote
 
-from icefloe.impl.s3.ops import KEY_MUTATIONS, S3Request, describe
+from icefloe.conformance.testing.s3_requests import KEY_MUTATIONS, S3Request, describe
 
 LockKey = tuple[str, str]
 
@@ -151,10 +151,6 @@ class AtomicKeysMiddleware:
         """Requests seen so far, keyed by (method, operation, client)."""
         with self._counts_lock:
             return Counter(self._counts)
-
-    def reset_counts(self) -> None:
-        with self._counts_lock:
-            self._counts.clear()
 
     # -- WSGI ------------------------------------------------------------------------
 

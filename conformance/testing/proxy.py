@@ -53,7 +53,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterable
 from urllib.parse import urlsplit
 
-from icefloe.impl.s3.ops import S3Request, describe
+from icefloe.conformance.testing.s3_requests import S3Request, describe
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-connection", "proxy-authorization",
@@ -126,7 +126,7 @@ Fault = Reject | Reset | LoseResponse | Delay
 @dataclass(frozen=True)
 class Match:
     """Which requests a rule or gate applies to; None matches anything.
-    `operation` is one name or several (see icefloe.impl.s3.ops); `key` and
+    `operation` is one name or several (see icefloe.conformance.testing.s3_requests); `key` and
     `bucket` are globs (fnmatch, case-sensitive)."""
     operation: str | frozenset[str] | None = None
     key: str | None = None
