@@ -112,7 +112,9 @@ FAULT_KINDS = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH)
 READ_CURRENT, READ_AT, READ_INCREMENTAL = "current", "at-snapshot", "incremental"
 READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL)
 
-SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
+from icefloe.impl.outcomes import (  # noqa: E402 - one set of outcome types, impl's
+    SERIALIZABLE, SNAPSHOT, Committed, Conflict, Outcome, Unknown,
+)
 
 # Commit phases of a stepping adapter (spec/PROTOCOL.md 5 "Writer phases").
 PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE = (
@@ -281,30 +283,10 @@ class OpSpec:
 OP_ID_PROPERTY = "icefloe.conformance.op-id"
 
 
-# -- outcomes --------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Committed:
-    snapshot_id: int | None
-    attempts: int
-    metadata_location: str | None = None
-
-
-@dataclass(frozen=True)
-class Conflict:
-    reason: str
-    attempts: int
-    snapshot_id: int | None = None
-
-
-@dataclass(frozen=True)
-class Unknown:
-    reason: str
-    attempts: int
-    snapshot_id: int | None = None
-
-
-Outcome = Committed | Conflict | Unknown
+# -- outcomes ------------------------------------------------------------------------------------
+# Committed(snapshot_id, attempts, metadata_location=None), Conflict(reason, attempts,
+# snapshot_id=None, cause=...), Unknown(reason, attempts, snapshot_id=None, ...): the types
+# of icefloe.impl.outcomes, imported above, so an engine author has one set to return.
 
 
 # -- reads and history -----------------------------------------------------------------------------

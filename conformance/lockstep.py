@@ -14,7 +14,7 @@ history checker (icefloe.model.checks.history) over the engine's recorded histor
 
 Stepping engines are stepped phase by phase. Black-box engines run a commit whole in a
 worker thread: `("Begin", w, kind)` starts it, held at a proxy gate on its metadata write
-(the model then stands in META); a later `("WriteMeta", w)` releases the gate and waits
+(the model then stands in METADATA); a later `("WriteMetadata", w)` releases the gate and waits
 for the commit, while the model runs that writer's remaining non-fault actions.
 """
 from __future__ import annotations
@@ -27,17 +27,17 @@ from icefloe.conformance import adapter as A
 from icefloe.model import checks, iceberg
 from icefloe.model.checks import history as H
 from icefloe.model.state import (
-    ABORTED, APPEND, COMMITTED, CRASHED, DATA, DONE, IDLE, LIST, MANIFEST, META, NOOP, RETRY,
+    CONFLICT, APPEND, COMMITTED, CRASHED, DATA, DONE, PLAN, LIST, MANIFESTS, METADATA, NOOP, RETRY,
     SWAP, UNKNOWN, UNKNOWN_OUTCOME, ancestors, mget, snap_of,
 )
 
 AGREEMENT = "A0 ModelAgreement"
 PROPERTIES = (AGREEMENT, *checks.SAFETY_CHECKS, *checks.TERMINAL_CHECKS)
-PHASES = {DATA: A.DATA, MANIFEST: A.MANIFESTS, LIST: A.LIST, META: A.METADATA, SWAP: A.SWAP,
+PHASES = {DATA: A.DATA, MANIFESTS: A.MANIFESTS, LIST: A.LIST, METADATA: A.METADATA, SWAP: A.SWAP,
           RETRY: A.RETRY, UNKNOWN: A.UNKNOWN}
 FAULT_LABELS = {"WriteFails": A.WRITE_FAIL, "SwapFails": A.SWAP_FAIL, "AckLost": A.ACK_LOST,
                 "SwapDelayed": A.SWAP_DELAYED, "Crash": A.CRASH}
-WRITE_LABELS = ("WriteData", "WriteManifest", "WriteList", "WriteMeta")
+WRITE_LABELS = ("WriteData", "WriteManifests", "WriteManifestList", "WriteMetadata")
 READ_LABELS = ("ReadCurrent", "ReadAt", "ReadIncremental")
 # The history checker's anomalies, by the property of spec/PROPERTIES.md each breaks.
 ANOMALY_PROPERTY = {
@@ -100,8 +100,8 @@ class Stats:
 def rule_of(label) -> str:
     """The rule family a label belongs to (the per-rule step counts)."""
     name = label[0]
-    return {"WriteData": "write", "WriteManifest": "write", "WriteList": "write",
-            "WriteMeta": "write"}.get(name, name)
+    return {"WriteData": "write", "WriteManifests": "write", "WriteManifestList": "write",
+            "WriteMetadata": "write"}.get(name, name)
 
 
 @dataclass
@@ -155,7 +155,7 @@ class Lockstep:
         for label, nxt in iceberg.successors(self.bounds, self.model):
             if label[0] in FAULT_LABELS and FAULT_LABELS[label[0]] not in self.caps.faults:
                 continue
-            if self.black_box and label[0] in ("WriteData", "WriteManifest", "WriteList", "Swap",
+            if self.black_box and label[0] in ("WriteData", "WriteManifests", "WriteManifestList", "Swap",
                                                "Retry", "Resolve"):
                 continue                      # inside a black-box commit
             if self.black_box and label[0] in FAULT_LABELS:
@@ -209,7 +209,7 @@ class Lockstep:
             self.stats.faults[FAULT_LABELS[name]] += 1
         if name == "Begin":
             self._begin(w, label[2], before)
-        elif self.black_box and name == "WriteMeta":
+        elif self.black_box and name == "WriteMetadata":
             self._finish_black_box(w)
         elif name in WRITE_LABELS or name in ("Retry", "Resolve", "Swap"):
             self._engine_step(w)
@@ -331,12 +331,12 @@ class Lockstep:
             if wr.k != k:
                 break
             mine = [nxt for lab, nxt in iceberg.successors(self.bounds, state)
-                    if lab[1] == w and lab[0] in ("WriteData", "WriteManifest", "WriteList", "WriteMeta",
+                    if lab[1] == w and lab[0] in ("WriteData", "WriteManifests", "WriteManifestList", "WriteMetadata",
                                                   "Swap", "Retry", "Resolve")]
             if len(mine) != 1:
                 return False
             state = mine[0]
-        if state.outcomes[w - 1][k - 1].res != ABORTED:
+        if state.outcomes[w - 1][k - 1].res != CONFLICT:
             return False
         self.model = state
         self.stats.early_aborts += 1
@@ -360,9 +360,9 @@ class Lockstep:
                                 f"(phase {None if commit is None else commit.phase})", res, "pending")
             out = commit.outcome
         rec.outcome = out
-        expected = {COMMITTED: A.Committed, ABORTED: A.Conflict, UNKNOWN_OUTCOME: A.Unknown, NOOP: A.Committed}[res]
+        expected = {COMMITTED: A.Committed, CONFLICT: A.Conflict, UNKNOWN_OUTCOME: A.Unknown, NOOP: A.Committed}[res]
         if not isinstance(out, expected):
-            prop = "P5 ValidationSound" if isinstance(out, A.Committed) and res == ABORTED else AGREEMENT
+            prop = "P5 ValidationSound" if isinstance(out, A.Committed) and res == CONFLICT else AGREEMENT
             raise Violation(prop, f"op {row_id((w, k))} ({rec.kind}): the model's outcome is {res}, the engine's "
                             f"{out}", res, out)
         if res == NOOP:
@@ -377,7 +377,7 @@ class Lockstep:
             self.stats.commits += 1
             if out.attempts > 1:
                 self.stats.retries += 1
-        elif res == ABORTED:
+        elif res == CONFLICT:
             self.stats.conflicts += 1
 
     # -- black-box commits ---------------------------------------------------------------
@@ -394,7 +394,7 @@ class Lockstep:
 
     def _start_black_box(self, w: int, rec: OpRecord) -> None:
         """Run the commit in a worker thread, held at its metadata write (the model is in
-        META); a no-op for the model must end without reaching the gate."""
+        METADATA); a no-op for the model must end without reaching the gate."""
         from icefloe.conformance.testing.proxy import Match
         gate = None
         if self.proxy is not None:
@@ -422,8 +422,8 @@ class Lockstep:
             self._join(w, rec)
             raise Violation(AGREEMENT, f"writer {w}: the engine never wrote its metadata "
                             f"(outcome {rec.outcome})", wr.phase, rec.outcome)
-        # The model runs to META: WriteData/WriteManifest/WriteList happen inside the engine.
-        self._model_solo(w, stop_at=(META,))
+        # The model runs to METADATA: WriteData/WriteManifests/WriteManifestList happen inside the engine.
+        self._model_solo(w, stop_at=(METADATA,))
 
     def _join(self, w: int, rec: OpRecord) -> None:
         if rec.gate is not None:
@@ -453,7 +453,7 @@ class Lockstep:
             if wr.k != k or wr.phase in stop_at:
                 return
             mine = [(lab, nxt) for lab, nxt in iceberg.successors(self.bounds, self.model)
-                    if lab[1] == w and lab[0] in ("WriteData", "WriteManifest", "WriteList", "WriteMeta",
+                    if lab[1] == w and lab[0] in ("WriteData", "WriteManifests", "WriteManifestList", "WriteMetadata",
                                                   "Swap", "Retry", "Resolve")]
             assert len(mine) == 1, mine
             self.model = mine[0][1]
@@ -536,7 +536,7 @@ class Lockstep:
         if not self.black_box:
             for w, wr in enumerate(self.model.writers, start=1):
                 rec = self.active.get(w)
-                if wr.phase in (IDLE, DONE) or rec is None or rec.commit is None:
+                if wr.phase in (PLAN, DONE) or rec is None or rec.commit is None:
                     continue
                 if rec.commit.phase != PHASES[wr.phase]:
                     raise Violation(AGREEMENT, f"writer {w}: the model is in {wr.phase}, the engine in "

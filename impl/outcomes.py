@@ -39,20 +39,44 @@ SwapResult = Swapped | SwapRejected | SwapUnknown
 
 # -- the outcome of a whole table operation (all attempts) -------------------------------
 
+# Why a Conflict is definite (`Conflict.cause`), so a caller can tell a failed validation
+# from exhausted retries without parsing the reason's text (spec/PROTOCOL.md 7 and 9.5).
+VALIDATION = "validation"   # an assumption of the operation no longer holds (7.3)
+ATTEMPTS = "attempts"       # commit.retry.num-retries exhausted on definite rejections (6.1)
+TIME = "time"               # commit.retry.total-timeout-ms exhausted (6.1)
+COLLISION = "collision"     # a freshly named object or snapshot id already existed (1.4, 1.5)
+STORE = "store"             # storage or the catalog failed definitely (nothing landed) (9.5)
+CONFLICT_CAUSES = (VALIDATION, ATTEMPTS, TIME, COLLISION, STORE)
+
+# Isolation levels of operations that read what they replace (spec/PROTOCOL.md 7.3; the
+# table properties write.delete/update/merge.isolation-level take these values).
+SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
+ISOLATION_LEVELS = (SERIALIZABLE, SNAPSHOT)
+
+
 @dataclass(frozen=True)
 class Committed:
-    metadata_location: str
+    """Landed. `snapshot_id` is None for operations without a snapshot (rollback, expire,
+    a no-op); `attempts` is 0 for a no-op (5.4); `metadata_location` is the version that
+    landed, when the engine knows it."""
     snapshot_id: int | None
     attempts: int
+    metadata_location: str | None = None
 
 
 @dataclass(frozen=True)
 class Conflict:
     """Definitely not committed: a validation failed, or retries were exhausted on
-    definite swap rejections. Everything the operation wrote has been cleaned up."""
+    definite swap rejections. Everything the operation wrote has been cleaned up.
+    `cause` is one of CONFLICT_CAUSES."""
     reason: str
     attempts: int
     snapshot_id: int | None = None
+    cause: str = VALIDATION
+
+    def __post_init__(self):
+        if self.cause not in CONFLICT_CAUSES:
+            raise ValueError(f"Conflict.cause must be one of {CONFLICT_CAUSES}, not {self.cause!r}")
 
 
 @dataclass(frozen=True)
@@ -61,11 +85,12 @@ class Unknown:
     Resolve later by looking for `snapshot_id` in the table's metadata chain."""
     reason: str
     attempts: int
-    snapshot_id: int | None
+    snapshot_id: int | None = None
     attempted_locations: tuple[str, ...] = ()
 
 
 CommitOutcome = Committed | Conflict | Unknown
+Outcome = CommitOutcome  # the conformance adapter's name for it
 
 
 class IcefloeError(Exception):

@@ -56,7 +56,7 @@ from icefloe.model.spec import ModuleSpec
 
 APPEND, OVERWRITE = "append", "overwrite"
 HIVE_KINDS = (APPEND, OVERWRITE)
-IDLE, WRITE, DELETE, DONE = "idle", "write", "delete", "done"
+PLAN, WRITE, DELETE, DONE = "plan", "write", "delete", "done"
 PENDING, COMMITTED = "pending", "committed"
 BOOTSTRAP_ROW = (0, 1, 1)
 BOOTSTRAP_FILE = (1, 0)
@@ -123,7 +123,7 @@ def initial_state(b: HiveBounds) -> HiveState:
 
 
 def _idle(k: int, ops: int) -> HiveWriter:
-    return HiveWriter(k, "", IDLE if k <= ops else DONE, 0, (), False)
+    return HiveWriter(k, "", PLAN if k <= ops else DONE, 0, (), False)
 
 
 def _set(s: HiveState, w: int, wr: HiveWriter) -> HiveState:
@@ -140,7 +140,7 @@ def _put(d: tuple, name, rows) -> tuple:
 
 def begin(b: HiveBounds, s: HiveState, w: int, kind: str) -> HiveState:
     wr = s.writers[w - 1]
-    assert wr.phase == IDLE and kind in b.kinds, (wr, kind)
+    assert wr.phase == PLAN and kind in b.kinds, (wr, kind)
     lone = all(o.phase == DONE for i, o in enumerate(s.writers) if i != w - 1)
     read = rows_of(s.dir) if kind == OVERWRITE else ()
     phase = DELETE if kind == OVERWRITE else WRITE
@@ -196,7 +196,7 @@ def complete(s: HiveState, w: int) -> HiveState:
 
 def successors(b: HiveBounds, s: HiveState):
     for w, wr in enumerate(s.writers, start=1):
-        if wr.phase == IDLE:
+        if wr.phase == PLAN:
             for kind in b.kinds:
                 yield ("Begin", w, kind), begin(b, s, w, kind)
         elif wr.phase == DELETE:
@@ -224,7 +224,7 @@ def _expected(prev: tuple, c: Completion) -> tuple:
 
 
 def check_no_lost_commit(b, s: HiveState):
-    if any(x.phase not in (IDLE, DONE) for x in s.writers):
+    if any(x.phase not in (PLAN, DONE) for x in s.writers):
         return None
     lost = sorted(s.acked_rows - set(rows_of(s.dir)))
     return f"rows {lost} of completed operations are not in the listing" if lost else None
@@ -325,7 +325,7 @@ class HiveSpec(ModuleSpec):
             yield "operation completed"
         if label[0] == "DeleteOld" and state.dir:
             yield "overwrite deleted files"
-        if label[0] == "Begin" and any(x.phase not in (IDLE, DONE) for x in state.writers):
+        if label[0] == "Begin" and any(x.phase not in (PLAN, DONE) for x in state.writers):
             yield "began while another operation runs"
 
     def describe(self, s: HiveState) -> str:

@@ -68,8 +68,8 @@ HUDI_KINDS = (INSERT, APPEND, UPDATE)
 MONOTONIC, SKEWED = "monotonic", "skewed"
 NONE, OPTIMISTIC, PESSIMISTIC = "none", "optimistic", "pessimistic"
 COW, MOR = "cow", "mor"
-IDLE, WRITE, CHECK, COMPLETE, DONE = "idle", "write", "check", "complete", "done"
-PENDING, COMMITTED, ABORTED = "pending", "committed", "aborted"
+PLAN, WRITE, CHECK, COMPLETE, DONE = "plan", "write", "check", "complete", "done"
+PENDING, COMMITTED, CONFLICT = "pending", "committed", "conflict"
 INFLIGHT, COMPLETED = "inflight", "completed"
 BASE, LOG, COMPACTED = "base", "log", "compacted"
 G1, G2 = (0, 1), (0, 2)
@@ -171,7 +171,7 @@ def initial_state(b: HudiBounds) -> HudiState:
 
 
 def _idle(k: int, ops: int) -> HudiWriter:
-    return HudiWriter(k, "", IDLE if k <= ops else DONE, 0, (), frozenset(), frozenset(), 0, False)
+    return HudiWriter(k, "", PLAN if k <= ops else DONE, 0, (), frozenset(), frozenset(), 0, False)
 
 
 def _set(s: HudiState, w: int, wr: HudiWriter) -> HudiState:
@@ -230,7 +230,7 @@ def instant_choices(b: HudiBounds, s: HudiState) -> list:
 def begin(b: HudiBounds, s: HudiState, w: int, kind: str, t: int) -> HudiState:
     """Take the lock (pessimistic), draw an instant, create t.inflight, look up the index."""
     wr = s.writers[w - 1]
-    assert wr.phase == IDLE and (b.cc != PESSIMISTIC or s.lock == 0)
+    assert wr.phase == PLAN and (b.cc != PESSIMISTIC or s.lock == 0)
     val = (w, wr.k)
     if kind == UPDATE:
         ftype = LOG if b.table_type == MOR else BASE
@@ -309,7 +309,7 @@ def rollback(s: HudiState, w: int) -> HudiState:
     timeline = s.timeline if _get(s.timeline, wr.t) == COMPLETED else \
         tuple((t, st) for t, st in s.timeline if t != wr.t)
     s = s._replace(files=s.files - gone, deleted=s.deleted | gone, timeline=timeline)
-    return finish(s, w, ABORTED)
+    return finish(s, w, CONFLICT)
 
 
 def finish(s: HudiState, w: int, res: str) -> HudiState:
@@ -352,7 +352,7 @@ def compactable(s: HudiState) -> list:
 
 def successors(b: HudiBounds, s: HudiState):
     for w, wr in enumerate(s.writers, start=1):
-        if wr.phase == IDLE:
+        if wr.phase == PLAN:
             if b.cc == PESSIMISTIC and s.lock != 0:
                 continue
             for kind in b.kinds:
@@ -512,7 +512,7 @@ class HudiSpec(ModuleSpec):
     def describe(self, s: HudiState) -> str:
         tl = " ".join(f"{t}{'' if st == COMPLETED else '~'}" for t, st in s.timeline)
         ws = "; ".join(f"w{i}: op {w.k} {w.kind or '-'} {w.phase}"
-                       + (f" t={w.t}" if w.phase not in (IDLE, DONE) else "")
+                       + (f" t={w.t}" if w.phase not in (PLAN, DONE) else "")
                        for i, w in enumerate(s.writers, start=1))
         view = ", ".join(f"{k}={v}" for k, v in snapshot_view(s))
         ro = f" | ro {', '.join(f'{k}={v}' for k, v in read_optimized_view(s))}" \

@@ -11,14 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from icefloe.model.state import (
-    ABORTED, ACK_LOST, APPEND, COMMITTED, CRASH, CRASHED, DATA, DATA_KINDS, DELETE, DONE,
-    EXPIRE, FAULT_KINDS, IDLE, LIST, MANIFEST, META, NO_META, NO_SNAP, NOOP, OP_KINDS,
-    OVERWRITE, PENDING, RENAME, RETRY, REWRITE, ROLLBACK, SWAP, SWAP_DELAYED, SWAP_FAIL,
+    CONFLICT, ACK_LOST, APPEND, COMMITTED, CRASH, CRASHED, DATA, DATA_KINDS, DELETE, DONE,
+    EXPIRE, FAULT_KINDS, PLAN, LIST, MANIFESTS, METADATA, NO_META, NO_SNAP, NOOP, OP_KINDS,
+    OVERWRITE, PENDING, SERIALIZABLE, SNAPSHOT, RENAME, RETRY, REWRITE, ROLLBACK, SWAP, SWAP_DELAYED, SWAP_FAIL,
     UNKNOWN, UNKNOWN_OUTCOME, WRITE_FAIL, WRITE_PHASES, Meta, MetaId, OpInfo, Outcome, Snap,
     State, Writer, ancestors, chain, data_obj, meta_obj, mget, mput, reach, snap_of,
 )
 
-SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
 
 # Variants of the Iceberg-shaped protocol, each breaking one rule of spec/PROTOCOL.md.
 ICEBERG_VARIANTS = {
@@ -83,7 +82,7 @@ def bootstrap_metas() -> tuple:
 
 
 def idle_writer(k: int, ops: int) -> Writer:
-    return Writer(k, "", IDLE if k <= ops else DONE, 0, NO_META, NO_SNAP,
+    return Writer(k, "", PLAN if k <= ops else DONE, 0, NO_META, NO_SNAP,
                   frozenset(), NO_SNAP, frozenset(), False, False)
 
 
@@ -161,7 +160,7 @@ def finish_failed(b: Bounds, s: State, w: int) -> State:
     if b.variant != "pointer-status-check" and (
             s.cat in wr.unknowns or own_landed(s, w, wr.k) is not None):
         return finish(s, w, UNKNOWN_OUTCOME)
-    return finish(delete_objects(s, op_objects(s, w, wr.k)), w, ABORTED)
+    return finish(delete_objects(s, op_objects(s, w, wr.k)), w, CONFLICT)
 
 
 # -- validation (spec/PROTOCOL.md "Retry validation": assumptions) -------------------------
@@ -205,7 +204,7 @@ def plan(b: Bounds, s: State, w: int, kind: str) -> State:
     elif kind == DELETE:
         if not start.files:
             return finish(set_writer(s, w, new), w, NOOP)
-        new = new._replace(files=frozenset({min(start.files)}), phase=MANIFEST)
+        new = new._replace(files=frozenset({min(start.files)}), phase=MANIFESTS)
     elif kind == REWRITE:
         if len(start.files) < 2:
             return finish(set_writer(s, w, new), w, NOOP)
@@ -215,32 +214,32 @@ def plan(b: Bounds, s: State, w: int, kind: str) -> State:
     elif kind == ROLLBACK:
         if snap_of(meta, start.parent) is None:
             return finish(set_writer(s, w, new), w, NOOP)
-        new = new._replace(target=start.parent, phase=META)
+        new = new._replace(target=start.parent, phase=METADATA)
     elif kind == EXPIRE:
         if len(meta.snaps) == 1:
             return finish(set_writer(s, w, new), w, NOOP)
-        new = new._replace(phase=META)
+        new = new._replace(phase=METADATA)
     return set_writer(s._replace(content=content), w, new)
 
 
 def write_data(s: State, w: int) -> State:
     wr = s.writers[w - 1]
-    return set_writer(s._replace(store=s.store | {("d", w, wr.k, 0)}), w, wr._replace(phase=MANIFEST))
+    return set_writer(s._replace(store=s.store | {("d", w, wr.k, 0)}), w, wr._replace(phase=MANIFESTS))
 
 
 def manifest_obj(wr: Writer, w: int):
     return ("m", w, wr.k, 0) if wr.kind == APPEND else ("m", w, wr.k, wr.attempt)
 
 
-def write_manifest(s: State, w: int) -> State:
+def write_manifests(s: State, w: int) -> State:
     wr = s.writers[w - 1]
     return set_writer(s._replace(store=s.store | {manifest_obj(wr, w)}), w, wr._replace(phase=LIST))
 
 
-def write_list(s: State, w: int) -> State:
+def write_manifest_list(s: State, w: int) -> State:
     wr = s.writers[w - 1]
     obj = ("l", w, wr.k, wr.attempt)
-    return set_writer(s._replace(store=s.store | {obj}), w, wr._replace(phase=META))
+    return set_writer(s._replace(store=s.store | {obj}), w, wr._replace(phase=METADATA))
 
 
 def apply_actions(b: Bounds, s: State, w: int, wr: Writer) -> Meta:
@@ -267,7 +266,7 @@ def apply_actions(b: Bounds, s: State, w: int, wr: Writer) -> Meta:
     return Meta(wr.base, fid, base.snaps | {snap}, op)
 
 
-def write_meta(b: Bounds, s: State, w: int) -> State:
+def write_metadata(b: Bounds, s: State, w: int) -> State:
     wr = s.writers[w - 1]
     mid = (w, wr.k, wr.attempt)
     meta = apply_actions(b, s, w, wr)
@@ -342,8 +341,8 @@ def reconcile(b: Bounds, s: State, w: int) -> State:
         return finish_failed(b, s, w)
     if wr.kind == ROLLBACK and snap_of(current(s), wr.target) is None:
         return finish_failed(b, s, w)           # even without validation: nothing to point at
-    nxt = {APPEND: LIST, OVERWRITE: MANIFEST, DELETE: MANIFEST, REWRITE: MANIFEST,
-           ROLLBACK: META, EXPIRE: META}[wr.kind]
+    nxt = {APPEND: LIST, OVERWRITE: MANIFESTS, DELETE: MANIFESTS, REWRITE: MANIFESTS,
+           ROLLBACK: METADATA, EXPIRE: METADATA}[wr.kind]
     return set_writer(s, w, wr._replace(phase=nxt, attempt=wr.attempt + 1, base=s.cat))
 
 
@@ -373,7 +372,7 @@ def swap_fails(b: Bounds, s: State, w: int) -> State:
 def unknown_outcome(b: Bounds, s: State, w: int) -> State:
     wr = s.writers[w - 1]
     if b.variant == "cleanup-after-unknown":
-        return finish(delete_objects(s, op_objects(s, w, wr.k)), w, ABORTED)
+        return finish(delete_objects(s, op_objects(s, w, wr.k)), w, CONFLICT)
     return set_writer(s, w, wr._replace(phase=UNKNOWN, unknowns=wr.unknowns | {wr.base}))
 
 
@@ -418,12 +417,12 @@ def _private_step(b: Bounds, s: State):
     for w, wr in enumerate(s.writers, start=1):
         if wr.phase == DATA:
             return ("WriteData", w), write_data(s, w)
-        if wr.phase == MANIFEST:
-            return ("WriteManifest", w), write_manifest(s, w)
+        if wr.phase == MANIFESTS:
+            return ("WriteManifests", w), write_manifests(s, w)
         if wr.phase == LIST:
-            return ("WriteList", w), write_list(s, w)
-        if wr.phase == META:
-            return ("WriteMeta", w), write_meta(b, s, w)
+            return ("WriteManifestList", w), write_manifest_list(s, w)
+        if wr.phase == METADATA:
+            return ("WriteMetadata", w), write_metadata(b, s, w)
     return None
 
 
@@ -435,7 +434,7 @@ def successors(b: Bounds, s: State):
         return
     for w, wr in enumerate(s.writers, start=1):
         ph = wr.phase
-        if ph == IDLE:
+        if ph == PLAN:
             for kind in b.kinds_for(w, wr.k):
                 yield ("Begin", w, kind), plan(b, s, w, kind)
             continue
@@ -443,14 +442,14 @@ def successors(b: Bounds, s: State):
             continue
         if ph == DATA:
             yield ("WriteData", w), write_data(s, w)
-        elif ph == MANIFEST:
+        elif ph == MANIFESTS:
             if wr.kind == APPEND and wr.attempt > 1:
                 raise AssertionError("an append reuses its manifest")
-            yield ("WriteManifest", w), write_manifest(s, w)
+            yield ("WriteManifests", w), write_manifests(s, w)
         elif ph == LIST:
-            yield ("WriteList", w), write_list(s, w)
-        elif ph == META:
-            yield ("WriteMeta", w), write_meta(b, s, w)
+            yield ("WriteManifestList", w), write_manifest_list(s, w)
+        elif ph == METADATA:
+            yield ("WriteMetadata", w), write_metadata(b, s, w)
         elif ph == SWAP:
             yield ("Swap", w), swap(b, s, w)
             if fault_enabled(b, s, SWAP_FAIL):
@@ -478,7 +477,7 @@ def successors(b: Bounds, s: State):
     if s.faults_on:
         yield ("Heal", 0), s._replace(faults_on=False)
     if s.orphan_runs < b.orphan_runs:
-        quiet = all(x.phase in (IDLE, DONE) for x in s.writers) and not s.inflight
+        quiet = all(x.phase in (PLAN, DONE) for x in s.writers) and not s.inflight
         if quiet or b.variant == "orphans-no-threshold":
             yield ("RemoveOrphans", 0), remove_orphans(s)
 

@@ -94,7 +94,7 @@ class IcebergSpec:
         head = iceberg.head_snap(meta)
         ws = "; ".join(
             f"w{i}: op {w.k} {w.kind or '-'} {w.phase}"
-            + (f" attempt {w.attempt} base {w.base}" if w.phase not in ("idle", "done") else "")
+            + (f" attempt {w.attempt} base {w.base}" if w.phase not in ("plan", "done") else "")
             + (f" unknown-bases {sorted(w.unknowns)}" if w.unknowns else "")
             for i, w in enumerate(state.writers, start=1))
         extra = f"; in flight {sorted(state.inflight)}" if state.inflight else ""

@@ -27,9 +27,9 @@ NO_SNAP: SnapId = (0, 0)
 NO_META: MetaId = (0, 0, 0)
 
 # Phases of a writer (spec/PROTOCOL.md "Writer phases").
-IDLE, DATA, MANIFEST, LIST, META, SWAP, RENAME, RETRY, UNKNOWN, DONE = (
-    "idle", "data", "manifest", "list", "meta", "swap", "rename", "retry", "unknown", "done")
-WRITE_PHASES = (DATA, MANIFEST, LIST, META)
+PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RENAME, RETRY, UNKNOWN, DONE = (
+    "plan", "data", "manifests", "list", "metadata", "swap", "rename", "retry", "unknown", "done")
+WRITE_PHASES = (DATA, MANIFESTS, LIST, METADATA)
 
 # Operation kinds and final outcomes of an operation.
 APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE = (
@@ -37,8 +37,11 @@ APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE = (
 OP_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
 DATA_KINDS = (APPEND, OVERWRITE, REWRITE)      # write a data file
 SNAPSHOT_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE)  # produce a new snapshot
-PENDING, COMMITTED, ABORTED, UNKNOWN_OUTCOME, CRASHED, NOOP = (
-    "pending", "committed", "aborted", "unknown", "crashed", "noop")
+PENDING, COMMITTED, CONFLICT, UNKNOWN_OUTCOME, CRASHED, NOOP = (
+    "pending", "committed", "conflict", "unknown", "crashed", "noop")
+
+# Isolation levels of operations that read what they replace (spec/PROTOCOL.md 7.3).
+SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
 
 # Fault kinds (spec/PROTOCOL.md "Faults").
 WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH = (

@@ -25,7 +25,7 @@ ASSUME AppendFiles \in Nat \ {0} /\ Ops \in Nat \ {0} /\ Reads \in Nat
 BootRow == <<0, 1, 1>>
 BootFile == <<1, 0>>
 NoReader == <<>>   \* else <<names>>: a set of names listed and not yet opened
-Idle(k) == [k |-> k, kind |-> "", phase |-> IF k <= Ops THEN "idle" ELSE "done",
+Idle(k) == [k |-> k, kind |-> "", phase |-> IF k <= Ops THEN "plan" ELSE "done",
             written |-> 0, read |-> {}, lone |-> FALSE]
 
 VARIABLES
@@ -58,7 +58,7 @@ Init ==
     /\ replaced = {}
 
 Begin(w, kind) ==
-    /\ writers[w].phase = "idle"
+    /\ writers[w].phase = "plan"
     /\ writers' = [writers EXCEPT ![w] =
            [k |-> @.k, kind |-> kind,
             phase |-> IF kind = "overwrite" THEN "delete" ELSE "write",
@@ -130,7 +130,7 @@ Spec == Init /\ [][Next]_vars
 (***************************************************************************)
 (* Properties (docs/variants.md, "interpreted for Hive").                  *)
 (***************************************************************************)
-Quiescent == \A w \in Writers : writers[w].phase \in {"idle", "done"}
+Quiescent == \A w \in Writers : writers[w].phase \in {"plan", "done"}
 
 NoLostCommit == Quiescent => ackedRows \subseteq RowSet(dir)
 

@@ -38,7 +38,7 @@ MaxT == Cardinality(Writers) * Ops
 Max(S) == CHOOSE m \in S : \A s \in S : s <= m
 BootFiles == {[t |-> 0, group |-> G1, writer |-> Boot, kind |-> "base", rows |-> {<<X, Boot>>}],
               [t |-> 0, group |-> G2, writer |-> Boot, kind |-> "base", rows |-> {<<Y, Boot>>}]}
-Idle(k) == [k |-> k, kind |-> "", phase |-> IF k <= Ops THEN "idle" ELSE "done", t |-> 0,
+Idle(k) == [k |-> k, kind |-> "", phase |-> IF k <= Ops THEN "plan" ELSE "done", t |-> 0,
             todo |-> <<>>, keys |-> {}, groups |-> {}, beginIdx |-> 0, lone |-> FALSE]
 
 VARIABLES
@@ -112,7 +112,7 @@ Todo(w, kind) ==
 \* Take the lock (pessimistic), draw an instant, create t.inflight, look up the index.
 Begin(w, kind, t) ==
     LET todo == Todo(w, kind) IN
-    /\ writers[w].phase = "idle"
+    /\ writers[w].phase = "plan"
     /\ CC # "pessimistic" \/ lock = 0
     /\ t \in InstantChoices
     /\ inflight' = IF t \in done THEN inflight ELSE inflight \cup {t}
@@ -157,7 +157,7 @@ Rollback(w) ==
     IN /\ files' = files \ gone
        /\ deleted' = deleted \cup gone
        /\ inflight' = IF t \in done THEN inflight ELSE inflight \ {t}
-       /\ Finish(w, "aborted")
+       /\ Finish(w, "conflict")
        /\ UNCHANGED <<done, commits, clock, compactionsDone, watermark, consumed, completions,
                       recorded, instFiles>>
 

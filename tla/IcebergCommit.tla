@@ -4,7 +4,7 @@
 (*                                                                         *)
 (* spec/PROTOCOL.md sections: 1 "The table as a tree of immutable files"  *)
 (* (Values), 3 "The catalog's swap" (Swap, Deliver), 5 "Writer phases"    *)
-(* (Begin .. WriteMeta), 6 "Bounded retry" and 7 "Retry validation"        *)
+(* (Begin .. WriteMetadata), 6 "Bounded retry" and 7 "Retry validation"        *)
 (* (Retry, Resolve, Validate), 9 "Commit outcomes" (Finish, FinishFailed), *)
 (* 10 "Readers" (MovePointer's incremental reader), 11 "Expiry", 12        *)
 (* "Orphan removal", 13 "Faults", 14 "Negative controls" (Variant), 16     *)
@@ -91,7 +91,7 @@ vars == <<protocolVars, historyVars>>
 (***************************************************************************)
 NO_SNAP == <<0, 0>>
 NO_META == <<0, 0, 0>>
-WritePhases == {"data", "manifest", "list", "meta"}
+WritePhases == {"data", "manifests", "list", "metadata"}
 
 DataObj(f) == <<"d", f[1], f[2], 0>>
 MetaObj(m) == <<"j", m[1], m[2], m[3]>>
@@ -134,7 +134,7 @@ ChainFrom(ms, m, out) ==
 Chain(ms, m) == ChainFrom(ms, m, <<>>)
 
 IdleWriter(k) ==
-    [k |-> k, kind |-> "", phase |-> IF k <= Ops THEN "idle" ELSE "done",
+    [k |-> k, kind |-> "", phase |-> IF k <= Ops THEN "plan" ELSE "done",
      attempt |-> 0, base |-> NO_META, start |-> NO_SNAP, files |-> {},
      target |-> NO_SNAP, unknowns |-> {}, lone |-> FALSE, healed |-> FALSE]
 
@@ -212,7 +212,7 @@ FinishFailed(w, wr) ==
     THEN /\ Finish(w, wr, "unknown")
          /\ UNCHANGED <<store, deleted>>
     ELSE /\ DeleteObjects(OpObjects(w, wr.k))
-         /\ Finish(w, wr, "aborted")
+         /\ Finish(w, wr, "conflict")
 
 \* Sets cat, hist, consumed, readerAt. The pointer takes a new value and the
 \* incremental reader of main polls: it consumes main's ancestry down to where
@@ -314,7 +314,7 @@ Begin(w, kind) ==
                 healed |-> ~faultsOn]
         Plan(nw) == writers' = [writers EXCEPT ![w] = nw] /\ UNCHANGED outcomes
         Noop == Finish(w, new, "noop") /\ UNCHANGED content
-    IN /\ wr.phase = "idle"
+    IN /\ wr.phase = "plan"
        /\ CASE kind = "append" ->
                  Plan(new) /\ content' = Put(content, fid, {fid})
             [] kind = "overwrite" ->
@@ -322,7 +322,7 @@ Begin(w, kind) ==
                  /\ content' = Put(content, fid, {fid})
             [] kind = "delete" ->
                  IF start.files = {} THEN Noop
-                 ELSE Plan([new EXCEPT !.files = {MinFile(start.files)}, !.phase = "manifest"])
+                 ELSE Plan([new EXCEPT !.files = {MinFile(start.files)}, !.phase = "manifests"])
                       /\ UNCHANGED content
             [] kind = "rewrite" ->
                  IF Cardinality(start.files) < 2 THEN Noop
@@ -330,11 +330,11 @@ Begin(w, kind) ==
                       /\ content' = Put(content, fid, UNION {content[f] : f \in start.files})
             [] kind = "rollback" ->
                  IF ~HasSnap(meta, start.parent) THEN Noop
-                 ELSE Plan([new EXCEPT !.target = start.parent, !.phase = "meta"])
+                 ELSE Plan([new EXCEPT !.target = start.parent, !.phase = "metadata"])
                       /\ UNCHANGED content
             [] kind = "expire" ->
                  IF Cardinality(meta.snaps) = 1 THEN Noop
-                 ELSE Plan([new EXCEPT !.phase = "meta"]) /\ UNCHANGED content
+                 ELSE Plan([new EXCEPT !.phase = "metadata"]) /\ UNCHANGED content
        /\ UNCHANGED <<cat, metas, store, inflight, faultsOn, faultsUsed, orphanRuns,
                       hist, acked, deleted, consumed, readerAt>>
 
@@ -342,32 +342,32 @@ WriteData(w) ==
     LET wr == writers[w] IN
     /\ wr.phase = "data"
     /\ store' = store \cup {<<"d", w, wr.k, 0>>}
-    /\ writers' = [writers EXCEPT ![w].phase = "manifest"]
+    /\ writers' = [writers EXCEPT ![w].phase = "manifests"]
     /\ UNCHANGED <<cat, metas, content, inflight, faultsOn, faultsUsed, orphanRuns,
                    historyVars>>
 
-WriteManifest(w) ==
+WriteManifests(w) ==
     LET wr == writers[w] IN
-    /\ wr.phase = "manifest"
+    /\ wr.phase = "manifests"
     /\ Assert(~(wr.kind = "append" /\ wr.attempt > 1), "an append reuses its manifest")
     /\ store' = store \cup {ManifestObj(w, wr)}
     /\ writers' = [writers EXCEPT ![w].phase = "list"]
     /\ UNCHANGED <<cat, metas, content, inflight, faultsOn, faultsUsed, orphanRuns,
                    historyVars>>
 
-WriteList(w) ==
+WriteManifestList(w) ==
     LET wr == writers[w] IN
     /\ wr.phase = "list"
     /\ store' = store \cup {<<"l", w, wr.k, wr.attempt>>}
-    /\ writers' = [writers EXCEPT ![w].phase = "meta"]
+    /\ writers' = [writers EXCEPT ![w].phase = "metadata"]
     /\ UNCHANGED <<cat, metas, content, inflight, faultsOn, faultsUsed, orphanRuns,
                    historyVars>>
 
 \* Write this attempt's metadata file: immutable once written.
-WriteMeta(w) ==
+WriteMetadata(w) ==
     LET wr == writers[w]
         mid == <<w, wr.k, wr.attempt>>
-    IN /\ wr.phase = "meta"
+    IN /\ wr.phase = "metadata"
        /\ metas' = Put(metas, mid, ApplyActions(w, wr))
        /\ store' = store \cup {MetaObj(mid)}
        /\ writers' = [writers EXCEPT ![w].phase = "swap"]
@@ -400,8 +400,8 @@ Rename(w) ==
 
 NextPhase(kind) ==
     CASE kind = "append" -> "list"       \* data file and manifest are reused
-      [] kind \in {"overwrite", "delete", "rewrite"} -> "manifest"
-      [] kind \in {"rollback", "expire"} -> "meta"
+      [] kind \in {"overwrite", "delete", "rewrite"} -> "manifests"
+      [] kind \in {"rollback", "expire"} -> "metadata"
 
 \* Retry (after a conflict) and Resolve (after an unknown outcome): refresh;
 \* if an earlier attempt landed, the operation committed; otherwise validate
@@ -442,7 +442,7 @@ Resolve(w) == writers[w].phase = "unknown" /\ Reconcile(w)
 \* its swap landed (the flawed variant takes it as failure and cleans up).
 UnknownOutcome(w, wr) ==
     IF Variant = "cleanup-after-unknown"
-    THEN DeleteObjects(OpObjects(w, wr.k)) /\ Finish(w, wr, "aborted")
+    THEN DeleteObjects(OpObjects(w, wr.k)) /\ Finish(w, wr, "conflict")
     ELSE /\ writers' = [writers EXCEPT ![w] =
                 [wr EXCEPT !.phase = "unknown", !.unknowns = wr.unknowns \cup {wr.base}]]
          /\ UNCHANGED <<store, deleted, outcomes>>
@@ -489,7 +489,7 @@ SwapDelayed(w) ==
 \* A writer dies between two phases; its files stay behind (orphans).
 Crash(w) ==
     LET wr == writers[w] IN
-    /\ wr.phase \notin {"idle", "done"}
+    /\ wr.phase \notin {"plan", "done"}
     /\ FaultEnabled("crash")
     /\ SpendFault
     /\ Finish(w, wr, "crashed")
@@ -528,7 +528,7 @@ Heal ==
 \* reaches; only while no writer is working (the flawed variant: any time).
 RemoveOrphans ==
     LET live == UNION {Reach(x) : x \in Current.snaps}
-        quiet == (\A w \in Writers : writers[w].phase \in {"idle", "done"}) /\ inflight = {}
+        quiet == (\A w \in Writers : writers[w].phase \in {"plan", "done"}) /\ inflight = {}
     IN /\ orphanRuns < OrphanRunsMax
        /\ quiet \/ Variant = "orphans-no-threshold"
        /\ DeleteObjects({o \in store : o[1] \in {"d", "m", "l"} /\ o \notin live})
@@ -546,7 +546,7 @@ Terminated ==
 
 WriterNext(w) ==
     \/ \E kind \in Kinds : Begin(w, kind)
-    \/ WriteData(w) \/ WriteManifest(w) \/ WriteList(w) \/ WriteMeta(w)
+    \/ WriteData(w) \/ WriteManifests(w) \/ WriteManifestList(w) \/ WriteMetadata(w)
     \/ Swap(w) \/ Rename(w) \/ Retry(w) \/ Resolve(w)
     \/ SwapFails(w) \/ AckLost(w) \/ SwapDelayed(w) \/ WriteFails(w) \/ Crash(w)
 
@@ -604,7 +604,7 @@ ReadersSeeCommitted ==
     LET committedOps == {<<hist[i][1], hist[i][2]>> : i \in 1..Len(hist)}
     IN \A f \in HeadFiles(Current) :
            /\ f \in committedOps
-           /\ f[1] # 0 => outcomes[f[1]][f[2]].res # "aborted"
+           /\ f[1] # 0 => outcomes[f[1]][f[2]].res # "conflict"
 
 \* P5: every commit's assumptions held over all snapshots between its starting
 \* snapshot and the head of the version it replaced.
@@ -680,6 +680,6 @@ LoneWriterCommits ==
 OperationsTerminate ==
     \A w \in Writers, k \in 1..Ops :
         <>[](/\ outcomes[w][k].res # "pending"
-             /\ outcomes[w][k].healed => outcomes[w][k].res \in {"committed", "aborted", "noop"})
+             /\ outcomes[w][k].healed => outcomes[w][k].res \in {"committed", "conflict", "noop"})
 
 =============================================================================

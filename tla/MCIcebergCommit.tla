@@ -19,9 +19,9 @@ NoFaults == {}
 SnapIds == Nat \X Nat
 MetaIds == Nat \X Nat \X Nat
 ObjIds == {"d", "m", "l", "j"} \X Nat \X Nat \X Nat
-Phases == {"idle", "data", "manifest", "list", "meta", "swap", "rename", "retry",
+Phases == {"plan", "data", "manifests", "list", "metadata", "swap", "rename", "retry",
            "unknown", "done"}
-Results == {"pending", "committed", "aborted", "unknown", "crashed", "noop"}
+Results == {"pending", "committed", "conflict", "unknown", "crashed", "noop"}
 SnapRec == [id : SnapIds, parent : SnapIds, files : SUBSET SnapIds,
             mlist : ObjIds, manifests : SUBSET ObjIds]
 OpRec == [kind : OpKinds, start : SnapIds, files : SUBSET SnapIds, target : SnapIds]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from icefloe.impl.io.base import StoreError, StoreOutcomeUnknown, StoreUnavailable
 from icefloe.impl.io.locations import canonical_location
-from icefloe.impl.outcomes import Committed, SwapUnknown
+from icefloe.impl.outcomes import ATTEMPTS, Committed, SwapUnknown
 from icefloe.impl.s3.store import S3Store, _Refusal
 from icefloe.impl.table import maintenance, operations as ops
 from icefloe.impl.table.commit import DONE, RETRY, UNKNOWN, PendingCommit
@@ -75,7 +75,7 @@ class CleanupAfterUnknownCommit(PendingCommit):
         if self.phase != UNKNOWN:
             return super().reconcile()
         self.unknown_bases.clear()  # forget that an attempt may have landed
-        self._finish_failed(self._read_pointer(), "flawed: an unknown swap outcome taken as failure")
+        self._finish_failed(self._read_pointer(), "flawed: an unknown swap outcome taken as failure", ATTEMPTS)
 
 
 class PointerStatusCheckCommit(PendingCommit):
@@ -87,11 +87,11 @@ class PointerStatusCheckCommit(PendingCommit):
             return super().reconcile()
         pointer = self._read_pointer()
         if pointer is not None and canonical_location(pointer[0]) == canonical_location(self.new_metadata_location):
-            self.outcome = Committed(pointer[0], self.snapshot_id, self.attempt)
+            self.outcome = Committed(self.snapshot_id, self.attempt, pointer[0])
             self.phase = DONE
             return
         self.unknown_bases.clear()
-        self._finish_failed(pointer, "flawed status check: the pointer does not name our metadata file")
+        self._finish_failed(pointer, "flawed status check: the pointer does not name our metadata file", ATTEMPTS)
 
 
 class NoLineageCheckCommit(PendingCommit):

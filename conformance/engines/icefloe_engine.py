@@ -133,17 +133,7 @@ class IcefloeCommit:
 
     @property
     def outcome(self):
-        return convert(self.pending.outcome)
-
-
-def convert(out):
-    if out is None:
-        return None
-    if isinstance(out, Committed):
-        return A.Committed(out.snapshot_id, out.attempts, out.metadata_location)
-    if isinstance(out, Conflict):
-        return A.Conflict(out.reason, out.attempts, out.snapshot_id)
-    return A.Unknown(out.reason, out.attempts, out.snapshot_id)
+        return self.pending.outcome
 
 
 class IcefloeTable:

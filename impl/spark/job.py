@@ -29,7 +29,7 @@ from icefloe.impl.format.manifest import DataFile
 from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.io.base import AlreadyExists, NotFound, ObjectStore, StoreError
 from icefloe.impl.io.locations import canonical_location
-from icefloe.impl.outcomes import Committed, CommitOutcome, Conflict, IcefloeError, Unknown
+from icefloe.impl.outcomes import STORE, Committed, CommitOutcome, Conflict, IcefloeError, Unknown
 from icefloe.impl.table.commit import PLAN, PendingCommit
 from icefloe.impl.table.requirements import check_all
 
@@ -154,7 +154,7 @@ def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile]
         # The loop re-raises only from planning, before anything was swapped: definite.
         if pending.phase != PLAN:
             raise
-        outcome = Conflict(f"{type(e).__name__}: {e}", 0, pending.snapshot_id)
+        outcome = Conflict(f"{type(e).__name__}: {e}", 0, pending.snapshot_id, STORE)
         for obj in reversed(pending.written):  # planning wrote nothing; be explicit anyway
             try:
                 table.io.delete(obj)

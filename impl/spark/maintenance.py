@@ -56,7 +56,7 @@ def _rewrite_group(ref: TableRef, table_location: str, job_id: str, schema_json:
 
 def _nothing_to_do(table, job_id: str, snapshot_id: int | None = None) -> JobResult:
     """No commit at all (5.4: an operation with nothing to do is a no-op)."""
-    return JobResult(Committed(table.metadata_location, None, 0), job_id, "replace",
+    return JobResult(Committed(None, 0, table.metadata_location), job_id, "replace",
                      starting_snapshot_id=snapshot_id)
 
 

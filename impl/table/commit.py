@@ -29,7 +29,8 @@ from icefloe.impl.format.metadata import (
 from icefloe.impl.io.base import AlreadyExists, ObjectStore, StoreError, StoreOutcomeUnknown
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import (
-    Committed, IcefloeError, CommitOutcome, Conflict, SwapRejected, Swapped, SwapUnknown, Unknown,
+    ATTEMPTS, COLLISION, STORE, TIME, VALIDATION, Committed, CommitOutcome, Conflict, IcefloeError,
+    SwapRejected, Swapped, SwapUnknown, Unknown,
 )
 from icefloe.impl.table import updates as U
 from icefloe.impl.table.env import (
@@ -176,13 +177,13 @@ class PendingCommit:
         try:
             handler()
         except AlreadyExists as e:
-            self._finish_failed(self._read_pointer(), f"name collision (broken random source?): {e}")
+            self._finish_failed(self._read_pointer(), f"name collision (broken random source?): {e}", COLLISION)
         except IcefloeError as e:
             # Store errors, and files that cannot be written as the format says (rows that
             # do not fit the schema): the operation fails (9.5), never half-done.
             if self.phase == PLAN:
                 raise  # nothing written yet: the table could not be read or planned
-            self._finish_failed(self._read_pointer(), f"{type(e).__name__} in phase {self.phase}: {e}")
+            self._finish_failed(self._read_pointer(), f"{type(e).__name__} in phase {self.phase}: {e}", STORE)
         return self.phase
 
     def _policy(self) -> RetryPolicy:
@@ -210,7 +211,7 @@ class PendingCommit:
         if self.operation.produces_snapshot:
             self._draw_snapshot_id()
         if not self.operation.plan(self):
-            self.outcome = Committed(location, None, 0)  # no-op (5.4): attempts 0, nothing written
+            self.outcome = Committed(None, 0, location)  # no-op (5.4): attempts 0, nothing written
             self.phase = DONE
             return
         problem = check_all(self.operation.requirements(self), self.base, self.starting_snapshot_id, self.tree)
@@ -234,7 +235,7 @@ class PendingCommit:
                 # Another writer's snapshot has our id (our own attempts were ruled out by
                 # reconcile's chain walk): draw again (1.5).
                 if self.snapshot_id_draws >= SNAPSHOT_ID_DRAWS_MAX:
-                    self._finish_failed(self._read_pointer(), "snapshot id collided too often")
+                    self._finish_failed(self._read_pointer(), "snapshot id collided too often", COLLISION)
                     return
                 self._draw_snapshot_id()
             head = self.head()
@@ -282,7 +283,7 @@ class PendingCommit:
         self.swap_results.append(result)
         if isinstance(result, Swapped):
             assert result.new_location == self.new_metadata_location
-            self.outcome = Committed(self.new_metadata_location, self.snapshot_id, self.attempt)
+            self.outcome = Committed(self.snapshot_id, self.attempt, self.new_metadata_location)
             self.phase = DONE
             try:
                 self.operation.after_acknowledged(self, self.base, self.new_metadata)
@@ -309,7 +310,7 @@ class PendingCommit:
                 self.env.sleep_ms(wait)
         pointer = self._read_pointer()
         if pointer is None:
-            self._finish_failed(None, "cannot read the pointer")
+            self._finish_failed(None, "cannot read the pointer", STORE)
             return
         location, metadata = pointer
         # With every swap answered definitely, none of ours can be in the chain (3.2); the
@@ -319,16 +320,16 @@ class PendingCommit:
             self._finish_unknown("the metadata chain could not be walked back to the first base")
             return
         if landed is not None:
-            self.outcome = Committed(landed, self.snapshot_id, self.attempt)
+            self.outcome = Committed(self.snapshot_id, self.attempt, landed)
             self.phase = DONE
             return
         if self.attempt >= policy.commit_attempts_max or time_up:
-            why = "attempts" if not time_up else "time"
-            self._finish_failed(pointer, f"out of {why} after {self.attempt} attempt(s)")
+            why = ATTEMPTS if not time_up else TIME
+            self._finish_failed(pointer, f"out of {why} after {self.attempt} attempt(s)", why)
             return
         problem = check_all(self.operation.requirements(self), metadata, self.starting_snapshot_id, self.tree)
         if problem is not None:
-            self._finish_failed(pointer, f"validation failed: {problem}")
+            self._finish_failed(pointer, f"validation failed: {problem}", VALIDATION)
             return
         self.base, self.base_location = metadata, location
         self._read_base_tree()
@@ -354,7 +355,7 @@ class PendingCommit:
         self.outcome = Unknown(reason, self.attempt, self.snapshot_id, tuple(self.attempted))
         self.phase = DONE
 
-    def _finish_failed(self, pointer: tuple[str, TableMetadata] | None, reason: str) -> None:
+    def _finish_failed(self, pointer: tuple[str, TableMetadata] | None, reason: str, cause: str) -> None:
         """finish_failed (9.5): Unknown while an attempt may have landed or may still land;
         otherwise Conflict, and only then delete everything this operation wrote."""
         assert self.outcome is None, "an operation ends once"
@@ -377,7 +378,7 @@ class PendingCommit:
                 self.io.delete(obj)
             except StoreError:
                 pass  # orphan removal will find it (12)
-        self.outcome = Conflict(reason, self.attempt, self.snapshot_id)
+        self.outcome = Conflict(reason, self.attempt, self.snapshot_id, cause)
         self.phase = DONE
 
     def _read_base_tree(self) -> None:
@@ -438,7 +439,7 @@ def resolve_unknown(catalog: Catalog, identifier: TableIdentifier, io: ObjectSto
     if found is _UNDECIDED:
         return outcome
     if found is not None:
-        return Committed(found, outcome.snapshot_id, outcome.attempts)
+        return Committed(outcome.snapshot_id, outcome.attempts, found)
     bases = set()
     for attempt in outcome.attempted_locations:
         log = read_metadata(io, attempt).metadata_log
@@ -447,4 +448,4 @@ def resolve_unknown(catalog: Catalog, identifier: TableIdentifier, io: ObjectSto
     if canonical_location(location) in bases:
         return outcome
     return Conflict("resolved: no attempt is in the chain and none can still land",
-                    outcome.attempts, outcome.snapshot_id)
+                    outcome.attempts, outcome.snapshot_id, ATTEMPTS)

@@ -32,7 +32,7 @@ from icefloe.impl.table.requirements import (
 )
 from icefloe.impl.table.scan import plan_files, read_task, snapshot_schema
 
-SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
+from icefloe.impl.outcomes import SERIALIZABLE, SNAPSHOT  # noqa: E402,F401 - re-exported
 
 
 def write_rows(c: PendingCommit, rows: pa.Table) -> list[DataFile]:

@@ -14,7 +14,7 @@ from collections import Counter
 
 from icefloe.model.iceberg import SERIALIZABLE, Bounds, current
 from icefloe.model.state import (
-    ABORTED, APPEND, COMMITTED, DELETE, EXPIRE, NOOP, OVERWRITE, PENDING, REWRITE, ROLLBACK,
+    CONFLICT, APPEND, COMMITTED, DELETE, EXPIRE, NOOP, OVERWRITE, PENDING, REWRITE, ROLLBACK,
     Meta, State, ancestors, chain, meta_obj, mget, reach, snap_of,
 )
 
@@ -86,14 +86,14 @@ def check_no_duplicate_commit(b: Bounds, s: State) -> str | None:
 def check_readers_see_committed(b: Bounds, s: State) -> str | None:
     """P4: a reader (one pointer read, no listing) sees a committed snapshot and no file
     of an operation that has not committed: every visible file was written by an
-    operation with a version in the pointer's history, and none by an aborted one."""
+    operation with a version in the pointer's history, and none by one that ended in conflict."""
     committed_ops = {(m[0], m[1]) for m in s.hist}
     for f in sorted(_head_files(current(s))):
         if f not in committed_ops:
             return f"readers see file {f}, whose operation never committed"
         w, k = f
-        if w and s.outcomes[w - 1][k - 1].res == ABORTED:
-            return f"readers see file {f} of operation {f}, which ended aborted"
+        if w and s.outcomes[w - 1][k - 1].res == CONFLICT:
+            return f"readers see file {f} of operation {f}, which ended in conflict"
     return None
 
 
@@ -224,13 +224,13 @@ def lone_not_committed(outcomes, allowed=(COMMITTED,), healed_only=False) -> str
 
 def check_operations_terminate(b: Bounds, s: State) -> str | None:
     """L2 (final states): every operation ended; one that began after faults stopped
-    ended committed, aborted (conflict) or as a no-op, never unknown."""
+    ended committed, in conflict or as a no-op, never unknown."""
     why = pending_operation(s.outcomes)
     if why:
         return why
     for w, row in enumerate(s.outcomes, start=1):
         for k, o in enumerate(row, start=1):
-            if o.healed and o.res not in (COMMITTED, ABORTED, NOOP):
+            if o.healed and o.res not in (COMMITTED, CONFLICT, NOOP):
                 return f"operation ({w}, {k}) began after faults stopped but ended {o.res}"
     return None
 

@@ -29,7 +29,8 @@ from typing import Mapping
 
 import networkx as nx
 
-SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
+from icefloe.model.state import SERIALIZABLE, SNAPSHOT
+
 ALL = None  # a read predicate covering every partition
 
 

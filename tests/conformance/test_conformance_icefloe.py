@@ -37,9 +37,9 @@ def _icefloe():
 
 
 RACE = [("Begin", 1, "append"), ("Begin", 2, "append"),
-        ("WriteData", 1), ("WriteManifest", 1), ("WriteList", 1), ("WriteMeta", 1),
-        ("WriteData", 2), ("WriteManifest", 2), ("WriteList", 2), ("WriteMeta", 2),
-        ("Swap", 1), ("Swap", 2), ("Retry", 2), ("WriteList", 2), ("WriteMeta", 2), ("Swap", 2)]
+        ("WriteData", 1), ("WriteManifests", 1), ("WriteManifestList", 1), ("WriteMetadata", 1),
+        ("WriteData", 2), ("WriteManifests", 2), ("WriteManifestList", 2), ("WriteMetadata", 2),
+        ("Swap", 1), ("Swap", 2), ("Retry", 2), ("WriteManifestList", 2), ("WriteMetadata", 2), ("Swap", 2)]
 
 
 def test_replayed_race_commits_both_appends():
@@ -55,12 +55,12 @@ def test_replayed_race_commits_both_appends():
 def test_unknown_outcomes_resolve_both_ways():
     """Goal: an unknown swap outcome is resolved as landed (ack lost) and as not landed
     (a delayed swap dropped). Method: two replayed programs with those faults."""
-    lost = [("Faults", 0, ("ack_lost",)), ("Begin", 1, "append"), ("WriteData", 1), ("WriteManifest", 1),
-            ("WriteList", 1), ("WriteMeta", 1), ("AckLost", 1), ("Resolve", 1)]
+    lost = [("Faults", 0, ("ack_lost",)), ("Begin", 1, "append"), ("WriteData", 1), ("WriteManifests", 1),
+            ("WriteManifestList", 1), ("WriteMetadata", 1), ("AckLost", 1), ("Resolve", 1)]
     lock = M.replay(_icefloe(), lost)
     assert lock.stats.unknown_resolved_committed == 1 and lock.stats.unknown_resolved_not_committed == 0
-    delayed = [("Begin", 1, "append"), ("WriteData", 1), ("WriteManifest", 1), ("WriteList", 1),
-               ("WriteMeta", 1), ("SwapDelayed", 1), ("Drop", 1, 1, 1), ("Resolve", 1)]
+    delayed = [("Begin", 1, "append"), ("WriteData", 1), ("WriteManifests", 1), ("WriteManifestList", 1),
+               ("WriteMetadata", 1), ("SwapDelayed", 1), ("Drop", 1, 1, 1), ("Resolve", 1)]
     lock = M.replay(_icefloe(), delayed)
     assert lock.stats.unknown_resolved_not_committed == 1
     assert lock.last_history_verdict.valid is True
@@ -127,7 +127,7 @@ def test_incremental_read_takes_an_overwrite_that_removed_nothing():
     """Goal: an overwrite of an empty table counts as an append for incremental readers,
     as Iceberg records it (found by the deep profile). Method: delete both bootstrap files,
     overwrite, then read incrementally since the last bootstrap snapshot."""
-    d = [("WriteManifest", 1), ("WriteList", 1), ("WriteMeta", 1), ("Swap", 1)]
+    d = [("WriteManifests", 1), ("WriteManifestList", 1), ("WriteMetadata", 1), ("Swap", 1)]
     program = [("Begin", 1, "delete"), *d, ("Begin", 1, "delete"), *d, ("Begin", 1, "overwrite"),
                ("WriteData", 1), *d, ("ReadIncremental", 0, (0, 2))]
     lock = M.replay(_icefloe(), program)          # raises a P10 Violation if the rows differ
@@ -139,10 +139,10 @@ def test_engine_may_abort_sooner_than_the_model_when_the_model_aborts_too():
     """Goal: an overwrite whose manifests a concurrent expiry deleted fails at once, and the
     suite accepts it because the model's writer, alone, aborts as well (found by the deep
     profile). Method: replay that program with the deep profile's three writers."""
-    program = [("Begin", 3, "rewrite"), ("WriteData", 3), ("Begin", 2, "delete"), ("WriteManifest", 3),
-               ("WriteList", 3), ("WriteFails", 2), ("WriteMeta", 3), ("Begin", 2, "overwrite"), ("Swap", 3),
-               ("Begin", 3, "expire"), ("WriteMeta", 3), ("Heal", 0), ("Swap", 3), ("WriteData", 2),
-               ("WriteManifest", 2)]
+    program = [("Begin", 3, "rewrite"), ("WriteData", 3), ("Begin", 2, "delete"), ("WriteManifests", 3),
+               ("WriteManifestList", 3), ("WriteFails", 2), ("WriteMetadata", 3), ("Begin", 2, "overwrite"), ("Swap", 3),
+               ("Begin", 3, "expire"), ("WriteMetadata", 3), ("Heal", 0), ("Swap", 3), ("WriteData", 2),
+               ("WriteManifests", 2)]
     lock = M.replay(_icefloe(), program, profile=M.PROFILES["deep"])
     assert lock.stats.early_aborts == 1
     assert isinstance(lock.ops[(2, 2)].outcome, A.Conflict)

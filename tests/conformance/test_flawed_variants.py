@@ -58,8 +58,8 @@ NAMED = {
     "blind-put-commit": {AGREEMENT, "P2 NoLostCommit"},
 }
 
-_ACK_LOST_1 = (("Begin", 1, "append"), ("WriteData", 1), ("WriteManifest", 1), ("WriteList", 1),
-               ("WriteMeta", 1), ("AckLost", 1))
+_ACK_LOST_1 = (("Begin", 1, "append"), ("WriteData", 1), ("WriteManifests", 1), ("WriteManifestList", 1),
+               ("WriteMetadata", 1), ("AckLost", 1))
 _TWO_APPENDS = (("Begin", 1, "append"), ("Begin", 2, "append"))
 # variant -> [(program, property the suite names, safety properties the damage breaks)]
 REPLAYS = {
@@ -68,23 +68,23 @@ REPLAYS = {
     "cleanup-after-unknown": [
         (_ACK_LOST_1, AGREEMENT, {"P8 NoDanglingRefs"})],
     "pointer-status-check": [
-        (_TWO_APPENDS + (("WriteData", 1), ("WriteData", 2), ("WriteManifest", 2), ("WriteManifest", 1),
-                         ("WriteList", 1), ("WriteList", 2), ("WriteMeta", 2), ("Swap", 2), ("WriteMeta", 1),
+        (_TWO_APPENDS + (("WriteData", 1), ("WriteData", 2), ("WriteManifests", 2), ("WriteManifests", 1),
+                         ("WriteManifestList", 1), ("WriteManifestList", 2), ("WriteMetadata", 2), ("Swap", 2), ("WriteMetadata", 1),
                          ("SwapDelayed", 1)), AGREEMENT, set()),
-        (_ACK_LOST_1 + (("Begin", 2, "append"), ("WriteData", 2), ("WriteManifest", 2), ("WriteList", 2),
-                        ("WriteMeta", 2), ("Swap", 2), ("Resolve", 1)),
+        (_ACK_LOST_1 + (("Begin", 2, "append"), ("WriteData", 2), ("WriteManifests", 2), ("WriteManifestList", 2),
+                        ("WriteMetadata", 2), ("Swap", 2), ("Resolve", 1)),
          AGREEMENT, {"P4 ReadersSeeCommitted", "P8 NoDanglingRefs"})],
     "no-lineage-check": [
         (_ACK_LOST_1, "P6 Isolation", {"P3 NoDuplicateCommit"})],
     "sdk-retry-swap": [
         (_ACK_LOST_1, AGREEMENT, {"P3 NoDuplicateCommit"})],
     "expire-deleted-entries": [
-        ((("Begin", 1, "delete"), ("WriteManifest", 1), ("WriteList", 1), ("WriteMeta", 1), ("Swap", 1),
-          ("Begin", 1, "rollback"), ("WriteMeta", 1), ("Swap", 1), ("Begin", 1, "expire"), ("WriteMeta", 1),
+        ((("Begin", 1, "delete"), ("WriteManifests", 1), ("WriteManifestList", 1), ("WriteMetadata", 1), ("Swap", 1),
+          ("Begin", 1, "rollback"), ("WriteMetadata", 1), ("Swap", 1), ("Begin", 1, "expire"), ("WriteMetadata", 1),
           ("Swap", 1)), "P8 NoDanglingRefs", {"P8 NoDanglingRefs"})],
     "rename-commit": [
-        (_TWO_APPENDS + (("WriteData", 1), ("WriteData", 2), ("WriteManifest", 1), ("WriteManifest", 2),
-                         ("WriteList", 1), ("WriteList", 2), ("WriteMeta", 1), ("WriteMeta", 2), ("Swap", 1),
+        (_TWO_APPENDS + (("WriteData", 1), ("WriteData", 2), ("WriteManifests", 1), ("WriteManifests", 2),
+                         ("WriteManifestList", 1), ("WriteManifestList", 2), ("WriteMetadata", 1), ("WriteMetadata", 2), ("Swap", 1),
                          ("Swap", 2)), AGREEMENT, {"P2 NoLostCommit"})],
     "blind-put-commit": [
         (_TWO_APPENDS, AGREEMENT, {"P2 NoLostCommit"})],

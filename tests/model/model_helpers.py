@@ -21,5 +21,5 @@ def spec(**kw) -> IcebergSpec:
 
 def committed_append(w: int = 1):
     """The labels of one uncontended append by writer w."""
-    return [("Begin", w, "append"), ("WriteData", w), ("WriteManifest", w), ("WriteList", w),
-            ("WriteMeta", w), ("Swap", w)]
+    return [("Begin", w, "append"), ("WriteData", w), ("WriteManifests", w), ("WriteManifestList", w),
+            ("WriteMetadata", w), ("Swap", w)]

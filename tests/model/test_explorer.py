@@ -45,9 +45,9 @@ def test_vacuity_guard():
     assert res.events["retry after conflict"] > 0
     assert res.events["unknown resolved: committed"] > 0
     assert res.events["unknown resolved: not landed"] > 0
-    assert res.events["unknown resolved on retry: aborted"] > 0
+    assert res.events["unknown resolved on retry: conflict"] > 0
     assert res.events["delayed swap landed"] > 0
-    for action in ("Begin", "WriteData", "WriteManifest", "WriteList", "WriteMeta", "Swap",
+    for action in ("Begin", "WriteData", "WriteManifests", "WriteManifestList", "WriteMetadata", "Swap",
                    "Retry", "Resolve", "Deliver", "Drop"):
         assert res.coverage[action] > 0, action
 

@@ -51,7 +51,7 @@ def test_collision_rollback_deletes_committed_files():
     assert res.verdict == "violated" and res.property == "P9 CleanupSafe"
     assert [lab[0] for lab in labels(res)].count("Complete") == 2
     final = res.trace[-1][1]
-    assert sorted(r for row in final.outcomes for r, _ in row) == ["aborted", "committed"]
+    assert sorted(r for row in final.outcomes for r, _ in row) == ["committed", "conflict"]
 
 
 def test_concurrent_inserts_duplicate_a_key():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from icefloe.model import checks
 from icefloe.model.iceberg import Bounds, current
 from icefloe.model.state import (
-    ABORTED, COMMITTED, PENDING, UNKNOWN_OUTCOME, Meta, OpInfo, Outcome, Snap, meta_obj, mget,
+    CONFLICT, COMMITTED, PENDING, UNKNOWN_OUTCOME, Meta, OpInfo, Outcome, Snap, meta_obj, mget,
     mput,
 )
 from model_helpers import committed_append, run, spec
@@ -83,8 +83,8 @@ def test_check_readers_see_committed_rejects_uncommitted_head():
     leaked = meta._replace(snaps=(meta.snaps - {head}) | {head._replace(files=head.files | {(2, 1)})})
     leaked_state = s._replace(metas=mput(s.metas, s.cat, leaked))
     assert "never committed" in checks.check_readers_see_committed(B, leaked_state)
-    aborted = s._replace(outcomes=((Outcome(ABORTED, False, False),), s.outcomes[1]))
-    assert "ended aborted" in checks.check_readers_see_committed(B, aborted)
+    aborted = s._replace(outcomes=((Outcome(CONFLICT, False, False),), s.outcomes[1]))
+    assert "ended in conflict" in checks.check_readers_see_committed(B, aborted)
 
 
 def test_check_validation_sound_rejects_stale_delete():
@@ -159,7 +159,7 @@ def test_liveness_checks_reject_pending_and_unknown():
     assert "never ended" in checks.check_operations_terminate(B, pending)
     unk = s._replace(outcomes=((Outcome(UNKNOWN_OUTCOME, False, True),), (Outcome(COMMITTED, False, True),)))
     assert "ended unknown" in checks.check_operations_terminate(B, unk)
-    lone = s._replace(outcomes=((Outcome(ABORTED, True, True),), (Outcome(COMMITTED, False, True),)))
+    lone = s._replace(outcomes=((Outcome(CONFLICT, True, True),), (Outcome(COMMITTED, False, True),)))
     assert "lone operation" in checks.check_lone_writer_commits(B, lone)
     assert checks.check_lone_writer_commits(B, unk) is None
 

@@ -117,7 +117,7 @@ def test_swap_held_past_the_timeout_is_unknown_cleans_nothing_and_lands_once(
     gate.release()
     assert held_put_status(proxy, "w") == 200  # the Unknown was honest: it landed after all
     resolved = resolve_unknown(reader_catalog, writer.identifier, files, outcome)
-    assert resolved == Committed(attempt, outcome.snapshot_id, outcome.attempts)
+    assert resolved == Committed(outcome.snapshot_id, outcome.attempts, attempt)
     other = Table(reader_catalog, "db.t", files)
     assert isinstance(other.append(rows([3])), Committed)
     assert_correct(reader_catalog, files, [1, 2, 3])

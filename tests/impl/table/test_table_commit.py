@@ -62,7 +62,7 @@ def test_fast_append_retry_writes_only_a_list_and_a_metadata_file(mem):
     step_to(commit, SWAP)
     assert mem.io.counts["put_if_absent"] - puts == 2
     outcome = commit.run()
-    assert outcome == Committed(commit.attempted[-1], snapshot_id, 2)
+    assert outcome == Committed(snapshot_id, 2, commit.attempted[-1])
     table.refresh()
     paths = [m.manifest_path for m in table.tree.manifests(table.current_snapshot())]
     assert paths.count(manifest.manifest_path) == 1 and len(paths) == 3

@@ -230,5 +230,5 @@ def test_lost_ack_resolved_through_pyiceberg_metadata_log(peers):
     theirs.load_table("db.t").append(rows([2]))
     theirs.load_table("db.t").append(rows([3]))
     outcome = commit.run()
-    assert outcome == Committed(commit.attempted[0], commit.snapshot_id, 1)
+    assert outcome == Committed(commit.snapshot_id, 1, commit.attempted[0])
     assert ids_of(theirs.load_table("db.t").scan().to_arrow()) == [1, 2, 3]

@@ -41,7 +41,7 @@ def test_empty_append_is_a_noop(stack):
     table = stack.create()
     puts = stack.io.counts["put_if_absent"]
     outcome = table.append(rows([]))
-    assert outcome == Committed(table.metadata_location, None, 0)
+    assert outcome == Committed(None, 0, table.metadata_location)
     assert stack.io.counts["put_if_absent"] == puts
 
 

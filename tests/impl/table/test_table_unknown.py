@@ -26,7 +26,7 @@ def test_lost_ack_of_an_applied_swap_resolves_committed_without_a_second_attempt
     mem.catalog.lose_acknowledgements(1)
     assert commit.step() == UNKNOWN
     outcome = commit.run()
-    assert outcome == Committed(commit.attempted[0], commit.snapshot_id, 1)
+    assert outcome == Committed(commit.snapshot_id, 1, commit.attempted[0])
     assert len(commit.attempted) == 1
     assert ids_of(rival(mem).scan()) == [1, 2]
 
@@ -62,7 +62,7 @@ def test_delayed_swap_landing_after_the_retry_is_not_applied_twice(mem):
     [pending] = mem.catalog.pending
     mem.catalog.deliver(pending)      # attempt 1 lands now
     outcome = commit.run()
-    assert outcome == Committed(commit.attempted[0], commit.snapshot_id, 2)
+    assert outcome == Committed(commit.snapshot_id, 2, commit.attempted[0])
     t = rival(mem)
     assert ids_of(t.scan()) == [1, 2]
     assert [s.snapshot_id for s in t.history()].count(commit.snapshot_id) == 1
@@ -99,7 +99,7 @@ def test_no_cleanup_while_the_pointer_is_the_base_of_an_unknown_attempt(mem):
     [pending] = mem.catalog.pending
     mem.catalog.deliver(pending)
     resolved = resolve_unknown(mem.catalog, table.identifier, mem.io, outcome)
-    assert resolved == Committed(commit.attempted[0], commit.snapshot_id, 1)
+    assert resolved == Committed(commit.snapshot_id, 1, commit.attempted[0])
     assert ids_of(rival(mem).scan()) == [1, 2]
 
 
@@ -164,7 +164,7 @@ def test_rejected_swap_then_lost_ack_commits_exactly_once(mem):
     step_to(commit, SWAP)
     mem.catalog.lose_acknowledgements(1)
     outcome = commit.run()
-    assert outcome == Committed(commit.attempted[1], commit.snapshot_id, 2)
+    assert outcome == Committed(commit.snapshot_id, 2, commit.attempted[1])
     assert ids_of(rival(mem).scan()) == [1, 2] and len(rival(mem).history()) == 2
 
 
@@ -183,6 +183,6 @@ def test_chain_walk_reads_older_files_when_the_metadata_log_is_trimmed(mem):
     assert len(other.metadata.metadata_log) == 1
     gets = mem.io.counts["get"]
     outcome = commit.run()
-    assert outcome == Committed(commit.attempted[0], commit.snapshot_id, 1)
+    assert outcome == Committed(commit.snapshot_id, 1, commit.attempted[0])
     assert mem.io.counts["get"] - gets >= 3  # the pointer's file plus older ones
     assert ids_of(rival(mem).scan()) == [1, 2, 3, 4, 5]
