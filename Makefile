@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv system-deps run test explore tlc bench clean
+.PHONY: venv system-deps run test explore tlc bench mutants clean
 
 venv: $(STAMP)
 
@@ -40,6 +40,14 @@ test: venv system-deps
 # Benchmarks side by side with their peers; writes docs/benchmarks.md (bench/run.py NAME... runs some).
 bench: venv system-deps
 	$(BIN)/python bench/run.py $(BENCH)
+
+# The mutation gate (mutants/): each curated bug planted in the reference implementation in
+# turn, against `icefloe conform --profile ci` (SEEDS=0,1,...); survivors also against the
+# unit tests of their area. Prints the kill table; fails if conform misses a mutant in an
+# area the model covers. Not in `make test`: see docs/conformance.md for its figures.
+SEEDS ?= 0
+mutants: venv
+	$(BIN)/python -m mutants.run --seeds $(SEEDS) $(MUTANTS_ARGS)
 
 explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2

@@ -48,6 +48,7 @@ SUITE_BUDGETS_S = {
     "s3": 240,  # +60: every proxy fault kind and gate also against pyiceberg; table-level S3 tests
     "postgres": 120,
     "spark": 300,
+    "mutants": 60,  # the gate's machinery only; the gate itself is `make mutants`
 }
 
 

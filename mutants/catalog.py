@@ -1,0 +1,252 @@
+"""The curated mutants: bugs a contributor could plausibly write in the reference
+implementation, one per class of commit-protocol bug (mutants/__init__.py).
+
+Each mutant replaces one exact snippet of one file. `area` says which part of the code it
+breaks; `model_covers` says whether the conformance model has that area today (a mutant
+there must be killed by `icefloe conform` itself; the others are killed by unit tests until
+the model grows: partitions, row deltas with sequence numbers, refs, issue 12);
+`unit_tests` are the tests the gate runs when conform lets the mutant through; `like`
+names the real bug of the same class.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_OF = {"impl": "icefloe.impl", "model": "icefloe.model", "conformance": "icefloe.conformance"}
+
+# Areas of the reference implementation.
+COMMIT, REQUIREMENTS, EXPIRY, ORPHANS, SCAN, DELETES = (
+    "commit path", "requirements", "expiry", "orphan removal", "scan planning", "delete application")
+S3_STORE, S3_CATALOG, SQL_CATALOG, HANDLE = "S3 store", "S3 catalog", "SQL catalog", "table handle"
+PARTITIONS, ROW_DELTAS, REFS = "partitions", "row deltas", "refs"
+AREAS = (COMMIT, REQUIREMENTS, EXPIRY, ORPHANS, SCAN, DELETES, S3_STORE, S3_CATALOG, SQL_CATALOG,
+         HANDLE, PARTITIONS, ROW_DELTAS, REFS)
+
+TABLE_TESTS = "tests/impl/table"
+S3_TESTS = "tests/s3"
+CATALOG_TESTS = "tests/impl/catalog"
+
+
+class SnippetError(Exception):
+    """A mutant's snippet does not occur exactly once in its file (the code moved)."""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    file: str                   # relative to the project root
+    old: str                    # must occur exactly once
+    new: str
+    area: str
+    bug: str                    # the bug, in one line
+    like: str = ""              # the real-world bug of the same class
+    model_covers: bool = True
+    unit_tests: tuple = field(default=(TABLE_TESTS,))
+
+    @property
+    def module(self) -> str:
+        top, *rest = Path(self.file).with_suffix("").parts
+        return ".".join([PACKAGE_OF[top], *rest])
+
+    def apply(self, source: str) -> str:
+        found = source.count(self.old)
+        if found != 1:
+            raise SnippetError(f"mutant {self.name}: its snippet occurs {found} times in {self.file}, not once")
+        return source.replace(self.old, self.new)
+
+    def mutated_source(self) -> str:
+        return self.apply((ROOT / self.file).read_text())
+
+
+COMMIT_PY = "impl/table/commit.py"
+PRODUCER_PY = "impl/table/producer.py"
+REQUIREMENTS_PY = "impl/table/requirements.py"
+MAINTENANCE_PY = "impl/table/maintenance.py"
+SCAN_PY = "impl/table/scan.py"
+DELETES_PY = "impl/table/deletes.py"
+
+MUTANTS: tuple[Mutant, ...] = (
+    # -- the commit path (spec/PROTOCOL.md 5, 6, 9) -------------------------------------------
+    Mutant("unknown-deletes-written", COMMIT_PY,
+           "    def _finish_unknown(self, reason: str) -> None:\n",
+           "    def _finish_unknown(self, reason: str) -> None:\n"
+           "        for obj in reversed(self.written):  # mutant: tidy up after an unknown outcome\n"
+           "            try:\n                self.io.delete(obj)\n            except StoreError:\n"
+           "                pass\n",
+           COMMIT, "an operation that ends Unknown deletes what it wrote (it may have landed, or land later)",
+           "apache/iceberg #2317, #4666; duckdb-iceberg #1120"),
+    Mutant("retry-skips-chain-walk", COMMIT_PY,
+           "landed = self._own_attempt_in_chain(location, metadata) if self.unknown_bases else None",
+           "landed = None  # mutant: no lineage check after an unknown outcome",
+           COMMIT, "a retry after an unknown outcome re-applies the snapshot without looking for it",
+           "apache/iceberg #2808; iceberg-go #1603"),
+    Mutant("fresh-snapshot-id-per-attempt", COMMIT_PY,
+           "        self.attempt += 1\n        self.phase = self.operation.restart_phase",
+           "        self.attempt += 1\n        if self.operation.produces_snapshot:\n"
+           "            self._draw_snapshot_id()  # mutant: every attempt gets its own snapshot id\n"
+           "        self.phase = self.operation.restart_phase",
+           COMMIT, "each attempt draws a new snapshot id, so a landed attempt is not the one reported",
+           "spec 1.5 (snapshot id kept across attempts)"),
+    Mutant("no-revalidate", COMMIT_PY,
+           "problem = check_all(self.operation.requirements(self), metadata, self.starting_snapshot_id, self.tree)",
+           "problem = None  # mutant: a retry re-applies its actions without re-validating",
+           COMMIT, "a retry re-applies its actions on the refreshed base without re-checking its assumptions",
+           "apache/iceberg #10312 class"),
+    Mutant("cleanup-while-unknown-may-land", COMMIT_PY,
+           "            if canonical_location(location) in self.unknown_bases:\n",
+           "            if False:  # mutant: forgets that a parked request can still land\n",
+           COMMIT, "definite failure (and cleanup) while the pointer is still the base of an unknown attempt",
+           "apache/iceberg #3717"),
+    Mutant("unknown-taken-as-rejected", COMMIT_PY,
+           "            self.unknown_bases.add(canonical_location(self.base_location))\n"
+           "            self.phase = UNKNOWN",
+           "            self.phase = RETRY  # mutant: an unknown swap answer read as a rejection",
+           COMMIT, "SwapUnknown handled as SwapRejected: no lineage check, cleanup allowed",
+           "apache/iceberg #7151; apache/polaris #5145"),
+    Mutant("overwrite-retry-reuses-manifests", PRODUCER_PY,
+           "    restart_phase = MANIFESTS\n    operation = \"overwrite\"",
+           "    restart_phase = LIST  # mutant: a retry keeps manifests filtered against the old base\n"
+           "    operation = \"overwrite\"",
+           COMMIT, "a retry of a file-removing operation reuses manifests built for the previous base",
+           "spec 5.2 (manifests of deletes depend on the base)"),
+    Mutant("append-lists-starting-snapshot", PRODUCER_PY,
+           "        return [self.manifest] + list(c.tree.manifests(c.head()))",
+           "        return [self.manifest] + list(c.tree.manifests(c.starting_snapshot))  # mutant",
+           COMMIT, "an append's retry carries the manifests of its starting snapshot, not of the new base",
+           "apache/iceberg #970 class (lost appends)"),
+    Mutant("stale-sequence-number-on-retry", PRODUCER_PY,
+           "        entries = [ManifestEntry(ManifestEntryStatus.ADDED, f) for f in self.files]\n"
+           "        self.manifest = _write_manifest(c, entries, c.base.default_spec_id)",
+           "        seq = c.base.last_sequence_number + 1  # mutant: explicit, fixed at the first attempt\n"
+           "        entries = [ManifestEntry(ManifestEntryStatus.ADDED, f, sequence_number=seq) for f in self.files]\n"
+           "        self.manifest = _write_manifest(c, entries, c.base.default_spec_id)",
+           ROW_DELTAS, "a reused manifest carries an explicit data sequence number from a stale base",
+           "spec: sequence-number inheritance", model_covers=False),
+    # -- requirements (7.3) --------------------------------------------------------------------
+    Mutant("files-live-checks-one-snapshot", REQUIREMENTS_PY,
+           "        wanted = {canonical_location(p) for p in self.paths}\n        for snap in between:",
+           "        wanted = {canonical_location(p) for p in self.paths}\n        for snap in between[:1]:  # mutant",
+           REQUIREMENTS, "a validation looks at one snapshot in between instead of all of them",
+           "apache/iceberg #10312"),
+    Mutant("serializable-ignores-appends", REQUIREMENTS_PY,
+           "                if metrics.might_match(e.data_file):\n",
+           "                if False:  # mutant: concurrent appends never conflict\n",
+           REQUIREMENTS, "a serializable overwrite ignores a concurrent append matching its filter",
+           "Java validateNoConflictingData"),
+    Mutant("ref-assertion-ignored", REQUIREMENTS_PY,
+           "        if found != self.snapshot_id:\n",
+           "        if False:  # mutant: the ref may have moved\n",
+           REQUIREMENTS, "a rollback / set-ref commits although the ref moved since it read it",
+           "REST AssertRefSnapshotId"),
+    Mutant("rewrite-ignores-new-deletes", REQUIREMENTS_PY,
+           "                    if delete_may_apply(e.data_file, f):\n",
+           "                    if False:  # mutant\n",
+           ROW_DELTAS, "a compaction commits over delete files added after it read (deleted rows come back)",
+           "apache/iceberg #10312", model_covers=False),
+    # -- expiry and orphan removal (11, 12) ------------------------------------------------------
+    Mutant("expire-ignores-retained-reach", MAINTENANCE_PY,
+           "            if c not in keep and _under(x, post.location)",
+           "            if _under(x, post.location)",
+           EXPIRY, "expiry deletes every object an expired snapshot reached, even those retained ones reach",
+           "apache/iceberg #17304, #13568"),
+    Mutant("expire-keeps-main-only", MAINTENANCE_PY,
+           "    keep = reachable(tree, post)\n    gone",
+           "    keep = {canonical_location(x) for s in post.ancestors_of(post.current_snapshot_id)\n"
+           "            for x in tree.reach(s)}  # mutant: blind to tags and branches\n    gone",
+           REFS, "expiry keeps only what main's ancestry reaches, deleting files a tag or branch still reaches",
+           "apache/iceberg #13568", model_covers=False),
+    Mutant("orphans-keep-current-only", MAINTENANCE_PY,
+           "    keep = reachable(tree, metadata)\n    deleted = []",
+           "    current = metadata.current_snapshot()\n"
+           "    keep = set() if current is None else {canonical_location(x) for x in tree.reach(current)}  # mutant\n"
+           "    deleted = []",
+           ORPHANS, "orphan removal keeps only the current snapshot's files (time travel breaks)",
+           "spec 12.1"),
+    # -- reads (10) -----------------------------------------------------------------------------
+    Mutant("time-travel-plans-current", SCAN_PY,
+           "    for m in tree.manifests(snapshot):\n        spec, manifest_eval",
+           "    for m in tree.manifests(metadata.current_snapshot() or snapshot):  # mutant\n        spec, manifest_eval",
+           SCAN, "planning a time-travel read lists the current snapshot's manifests",
+           "P7 TimeTravelImmutable"),
+    Mutant("incremental-takes-overwrites", SCAN_PY,
+           "        if snap.operation != \"append\":\n            continue\n",
+           "",
+           SCAN, "an incremental append read also returns rows added by overwrites and compactions",
+           "P10 IncrementalComplete"),
+    Mutant("position-delete-same-sequence", DELETES_PY,
+           "    if delete_seq < data_seq:\n        return False\n    return unpartitioned_delete",
+           "    if delete_seq <= data_seq:  # mutant\n        return False\n    return unpartitioned_delete",
+           DELETES, "a position delete skips data files of its own sequence number",
+           "spec: position deletes apply to data sequence numbers <= theirs", model_covers=False),
+    Mutant("equality-delete-same-sequence", DELETES_PY,
+           "    if delete_seq <= data_seq:\n        return False\n    return unpartitioned_delete",
+           "    if delete_seq < data_seq:  # mutant\n        return False\n    return unpartitioned_delete",
+           DELETES, "an equality delete also deletes rows added in its own commit",
+           "spec: equality deletes apply to data sequence numbers < theirs", model_covers=False),
+    Mutant("rewrite-takes-new-sequence", PRODUCER_PY,
+           "        self.data_sequence_number = start.sequence_number\n",
+           "        self.data_sequence_number = None  # mutant: compacted files get a new sequence number\n",
+           ROW_DELTAS, "compacted files take a new data sequence number, escaping earlier equality deletes",
+           "spec: rewrite keeps the starting snapshot's data sequence number", model_covers=False),
+    Mutant("partition-pruning-inverted", SCAN_PY,
+           "if e.status not in (0, 1) or not partition_eval.might_match(e.data_file.partition):",
+           "if e.status not in (0, 1) or partition_eval.might_match(e.data_file.partition):  # mutant",
+           PARTITIONS, "a filtered scan prunes the partitions that match instead of those that cannot",
+           "scan planning", model_covers=False),
+    # -- storage and catalogs (2, 3, 4) ---------------------------------------------------------
+    Mutant("s3-cas-without-if-match", "impl/s3/store.py",
+           "        return self._conditional_put(\"compare_and_swap\", location, data,\n"
+           "                                     IfMatch=f'\"{_etag(expected_etag)}\"')",
+           "        return self._conditional_put(\"compare_and_swap\", location, data)  # mutant: blind put",
+           S3_STORE, "the S3 pointer swap is a plain PUT: two writers from one base both win",
+           "delta-io/delta #1410 class", unit_tests=(S3_TESTS,)),
+    Mutant("s3-no-read-back", "impl/s3/store.py",
+           "        return self._read_back(kind, location, data, ambiguous, last)",
+           "        raise StoreUnavailable(location, f\"{kind}: gave up; last: {last}\")  # mutant",
+           S3_STORE, "a write whose response was lost is reported as definitely not written",
+           "apache/iceberg #7151", unit_tests=(S3_TESTS,)),
+    Mutant("s3-catalog-unknown-as-rejected", "impl/catalog/s3.py",
+           "                return self._reconcile(identifier, expected_location, new_location, str(e))",
+           "                return SwapRejected(expected_location, None, f\"not applied: {e}\")  # mutant",
+           S3_CATALOG, "the S3 catalog reports a pointer write with a lost response as rejected",
+           "apache/iceberg #3717, #12818", unit_tests=(S3_TESTS,)),
+    Mutant("s3-catalog-status-check", "impl/catalog/s3.py",
+           "        if current.previous_metadata_location == new_location:\n"
+           "            return Swapped(new_location)",
+           "        if current.previous_metadata_location == new_location:\n"
+           "            return SwapRejected(expected_location, current.metadata_location, \"moved on\")  # mutant",
+           S3_CATALOG, "a status check that only compares the pointer declares a landed swap rejected",
+           "apache/iceberg #3717", unit_tests=(S3_TESTS,)),
+    Mutant("sql-blind-update", "impl/catalog/sql.py",
+           "                \" WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND metadata_location = ?\"\n"
+           "                + self._type_filter()), (new_location, expected_location, *key, expected_location))",
+           "                \" WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?\"\n"
+           "                + self._type_filter()), (new_location, expected_location, *key))  # mutant",
+           SQL_CATALOG, "the SQL swap updates the pointer without comparing it with the expected location",
+           "apache/iceberg #970 class (lost commits)", unit_tests=(CATALOG_TESTS,)),
+    Mutant("sql-commit-error-as-rejected", "impl/catalog/sql.py",
+           "            if stage == \"commit\":\n                return SwapUnknown(",
+           "            if False:  # mutant: an error on COMMIT read as a rejection\n                return SwapUnknown(",
+           SQL_CATALOG, "a driver error on COMMIT is reported as a rejected swap",
+           "pyiceberg commit_table; apache/iceberg #2317", unit_tests=(CATALOG_TESTS, "tests/postgres")),
+    # -- the table handle ------------------------------------------------------------------------
+    Mutant("handle-adopts-unlanded-metadata", "impl/table/table.py",
+           "        if (isinstance(outcome, Committed) and commit.new_metadata is not None\n"
+           "                and outcome.metadata_location == commit.new_metadata_location):",
+           "        if commit.new_metadata is not None:  # mutant: the handle trusts its last attempt",
+           HANDLE, "a table handle shows the metadata of its last attempt whatever the outcome",
+           "a handle never shows a commit that did not land"),
+)
+
+_BY_NAME = {m.name: m for m in MUTANTS}
+assert len(_BY_NAME) == len(MUTANTS), "mutant names are unique"
+assert all(m.area in AREAS for m in MUTANTS)
+
+
+def by_name(name: str) -> Mutant:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no mutant {name!r}; mutants: {', '.join(sorted(_BY_NAME))}") from None
