@@ -115,6 +115,9 @@ READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL)
 from icefloe.impl.outcomes import (  # noqa: E402 - one set of outcome types, impl's
     SERIALIZABLE, SNAPSHOT, Committed, Conflict, Outcome, Unknown,
 )
+from icefloe.model.checks.history import (  # noqa: E402 - one set of history types, the checker's
+    SnapshotRecord, TableHistory, VersionRecord,
+)
 
 # Commit phases of a stepping adapter (spec/PROTOCOL.md 5 "Writer phases").
 PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE = (
@@ -298,30 +301,8 @@ class ReadResult:
     files: frozenset | None = None   # data file locations read, if the engine can tell
 
 
-@dataclass(frozen=True)
-class SnapshotRecord:
-    snapshot_id: int
-    parent_id: int | None
-    operation: str                    # the summary's operation: append/overwrite/delete/replace
-    files: frozenset                  # data files live in this snapshot
-    added_files: frozenset = frozenset()
-    removed_files: frozenset = frozenset()
-    filter: str | None = None         # the operation's predicate, if recorded
-    op_id: str | None = None          # the suite's op id, if recorded
-
-
-@dataclass(frozen=True)
-class VersionRecord:
-    location: str
-    previous: str | None
-    main: int | None
-    snapshot_ids: tuple = ()          # retained snapshots
-
-
-@dataclass(frozen=True)
-class TableHistory:
-    versions: tuple                   # VersionRecord, oldest first; the last is current
-    snapshots: dict                   # snapshot id -> SnapshotRecord
+# SnapshotRecord, VersionRecord, TableHistory: the history checker's input types
+# (icefloe.model.checks.history), imported above, so what an engine records is what is judged.
 
 
 HISTORY_VERSIONS_MAX = 10_000

@@ -35,7 +35,7 @@ from icefloe.conformance.campaign_judge import (
     APPEND, COMMITTED, CONFLICT, FAILED, KINDS, NOOP, OVERWRITE, REWRITE, ROLLBACK, UNKNOWN,
     Evidence, Judgement, OpRecord, judge,
 )
-from icefloe.model.checks.history import SERIALIZABLE, SNAPSHOT, Read, SnapshotInfo, Version
+from icefloe.model.checks.history import SERIALIZABLE, SNAPSHOT, Read, SnapshotRecord, TableHistory
 
 TABLE = "db.t"
 PARTITIONS = ("a", "b", "c")
@@ -423,7 +423,7 @@ def gather_evidence(store, catalog, ops, resolutions, reads, observed) -> Eviden
     from icefloe.impl.table.files import TreeReader
     current = catalog.load(TableIdentifier.parse(TABLE))
     location = read_metadata(store, current).location
-    tree, versions, snap_files = TreeReader(store), [], {}
+    tree, entries, snap_files = TreeReader(store), [], {}
     for info in store.list(f"{location}/metadata/"):
         if not info.location.endswith(".metadata.json"):
             continue
@@ -434,14 +434,14 @@ def gather_evidence(store, catalog, ops, resolutions, reads, observed) -> Eviden
             key = (s.snapshot_id, s.manifest_list)
             if key not in snap_files:
                 snap_files[key] = frozenset(tree.live_data_paths(s))
-            snaps.append(SnapshotInfo(s.snapshot_id, s.parent_snapshot_id, snap_files[key]))
-        versions.append(Version(info.location, previous, m.current_snapshot_id, tuple(snaps)))
+            snaps.append(SnapshotRecord(s.snapshot_id, s.parent_snapshot_id, s.operation or "", snap_files[key]))
+        entries.append((info.location, previous, m.current_snapshot_id, snaps))
     file_rows = {}
     for path in sorted(set().union(*snap_files.values()) if snap_files else ()):
         t = pq.read_table(_io.BytesIO(store.get(path)), columns=["id", "cat"])
         file_rows[path] = tuple(zip(t.column("id").to_pylist(), t.column("cat").to_pylist()))
-    return Evidence(tuple(versions), current, tuple(ops), tuple(reads), tuple(observed), file_rows,
-                    resolutions)
+    return Evidence(TableHistory.from_versions(entries, current), tuple(ops), tuple(reads), tuple(observed),
+                    file_rows, resolutions)
 
 
 def main(argv=None) -> int:

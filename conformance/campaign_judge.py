@@ -16,10 +16,11 @@ test can doctor it and check that the judge notices.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from icefloe.model.checks.history import (
-    ALL, SERIALIZABLE, Anomaly, History, Operation, Read, SnapshotInfo, Version, check_history, lineage, render,
+    ALL, SERIALIZABLE, Anomaly, History, Operation, Read, TableHistory, VersionRecord, check_history, lineage,
+    lineage_of, render,
 )
 
 APPEND, OVERWRITE, REWRITE, ROLLBACK = "append", "overwrite", "rewrite", "rollback"
@@ -61,13 +62,20 @@ class OpRecord:
 
 @dataclass
 class Evidence:
-    versions: tuple                 # Version records of every metadata file left in the store
-    current: str                    # the pointer after healing
+    table: TableHistory             # every metadata file left in the store; current: the pointer after healing
     ops: tuple                      # OpRecord
     reads: tuple = ()               # history.Read
     observed_current: tuple = ()    # locations writers saw as current
     file_rows: dict = field(default_factory=dict)     # data file -> tuple of (id, cat)
     resolutions: dict = field(default_factory=dict)   # op_id -> (outcome, location) after healing
+
+    @property
+    def versions(self) -> tuple:
+        return self.table.versions
+
+    @property
+    def current(self) -> str:
+        return self.table.current_location
 
 
 @dataclass
@@ -100,16 +108,17 @@ def partition_of(path: str) -> str | None:
     return head.split("=", 1)[1] if "=" in head else None
 
 
-def _effective_mains(versions, current) -> tuple[dict, dict, list]:
+def _effective_mains(table: TableHistory) -> tuple[dict, TableHistory, list]:
     """The checker knows a state by the snapshot that introduced it, which a rollback breaks:
     main moves back to an old snapshot, and a writer that starts there has not seen what
     came between. So each rollback on the lineage gets a synthetic snapshot (a fresh id,
     parent the head it replaced, the target's files), later parents are renamed to it, and
     writers' starting snapshots are mapped through the version they started from.
-    Returns (location -> effective main, location -> rewritten Version, lineage)."""
-    by_loc = {v.location: v for v in versions}
-    line = lineage(History(versions=tuple(versions), current=current))
-    taken = {s.snapshot_id for v in versions for s in v.snapshots}
+    Returns (location -> effective main, the rewritten TableHistory, lineage)."""
+    by_loc = {v.location: v for v in table.versions}
+    line = lineage_of(table)
+    records = dict(table.snapshots)
+    taken = set(records)
     eff: dict = {}
     real_of: dict = {}                 # effective id -> real id
     synthetic: list = []
@@ -118,30 +127,30 @@ def _effective_mains(versions, current) -> tuple[dict, dict, list]:
         v = by_loc[loc]
         pre = by_loc[line[i - 1]] if i else None
         pre_eff = eff.get(line[i - 1]) if i else None
-        old = {s.snapshot_id for s in pre.snapshots} if pre else set()
-        snaps = []
-        for s in v.snapshots:
-            if s.snapshot_id not in old and pre is not None and s.parent_id == real_of.get(pre_eff, pre_eff):
-                s = SnapshotInfo(s.snapshot_id, pre_eff, s.files)   # built on the (rolled back) head
-            snaps.append(s)
+        old = set(pre.snapshot_ids) if pre else set()
+        for sid in v.snapshot_ids:
+            s = records.get(sid)
+            if s is not None and sid not in old and pre is not None and s.parent_id == real_of.get(pre_eff, pre_eff):
+                records[sid] = replace(s, parent_id=pre_eff)   # built on the (rolled back) head
         if i and v.main is not None and v.main in old and v.main != real_of.get(pre_eff, pre_eff):
-            files = next(s.files for s in v.snapshots if s.snapshot_id == v.main)
             sid = -1 - len(synthetic)
             while sid in taken:
                 sid -= 1
             taken.add(sid)
-            synthetic.append(SnapshotInfo(sid, pre_eff, files))
+            records[sid] = replace(records[v.main], snapshot_id=sid, parent_id=pre_eff)
+            synthetic.append(sid)
             real_of[sid] = v.main
             eff[loc] = sid
         elif i and v.main == real_of.get(pre_eff, pre_eff):
             eff[loc] = pre_eff           # main did not move (a metadata-only change)
         else:
             eff[loc] = v.main
-        rewritten[loc] = Version(loc, v.previous, eff[loc], tuple(snaps) + tuple(synthetic))
-    return eff, rewritten, line
+        rewritten[loc] = VersionRecord(loc, v.previous, eff[loc], tuple(v.snapshot_ids) + tuple(synthetic))
+    versions = tuple(rewritten.get(v.location, v) for v in table.versions)
+    return eff, TableHistory(versions, records, table.current), line
 
 
-def _start_of(o: OpRecord, location, eff: dict, line: list, by_loc: dict):
+def _start_of(o: OpRecord, location, eff: dict, line: list, table: TableHistory):
     """The effective state an operation started from. Files are never re-added except by a
     rollback, which can restore what an operation read (partition c as at its start, then
     changed, then rolled back): its read is then equally a read of that later state, and
@@ -149,13 +158,14 @@ def _start_of(o: OpRecord, location, eff: dict, line: list, by_loc: dict):
     write in between that the rollback undid would look like an anti-dependency it missed.
     A write after that point that changes what it read still counts against it."""
     start = eff.get(o.base_location, o.start_snapshot_id)
+    by_loc = {v.location: v for v in table.versions}
     pos = {loc: i for i, loc in enumerate(line)}
     if o.kind == APPEND or o.base_location not in pos or location not in pos:
         return start
     live = {}
     for loc in line:
-        for s in by_loc[loc].snapshots:
-            live.setdefault(s.snapshot_id, s.files)
+        for sid, s in table.snapshots_of(by_loc[loc]).items():
+            live.setdefault(sid, s.files)
 
     def view(j: int):
         files = live.get(by_loc[line[j]].main, frozenset())
@@ -175,9 +185,7 @@ def _start_of(o: OpRecord, location, eff: dict, line: list, by_loc: dict):
 
 
 def to_history(ev: Evidence) -> History:
-    eff, rewritten, line = _effective_mains(ev.versions, ev.current)
-    original = {v.location: v for v in ev.versions}
-    versions = tuple(rewritten.get(v.location, v) for v in ev.versions)
+    eff, rewritten, line = _effective_mains(ev.table)
     ops = []
     for o in ev.ops:
         if o.outcome == NOOP:
@@ -194,16 +202,15 @@ def to_history(ev: Evidence) -> History:
         else:
             read = frozenset()  # appends read nothing; a rewrite reads files, not a predicate
         if o.outcome == UNKNOWN and resolved and resolved[0] == COMMITTED:
-            start = _start_of(o, resolved[1], eff, line, original)
+            start = _start_of(o, resolved[1], eff, line, ev.table)
         else:
-            start = _start_of(o, location if outcome == COMMITTED else None, eff, line, original)
+            start = _start_of(o, location if outcome == COMMITTED else None, eff, line, ev.table)
         ops.append(Operation(o.op_id, o.kind, outcome, o.snapshot_id, location, start,
                              read, o.read_files, o.added_files, o.removed_files))
     files = set(ev.file_rows)
-    for v in ev.versions:
-        for s in v.snapshots:
-            files |= s.files
-    return History(versions=versions, current=ev.current, operations=tuple(ops),
+    for s in ev.table.snapshots.values():
+        files |= s.files
+    return History(rewritten, operations=tuple(ops),
                    reads=tuple(ev.reads), file_partitions={f: partition_of(f) for f in files},
                    observed_current=tuple(ev.observed_current))
 
@@ -213,7 +220,7 @@ def judge(ev: Evidence, isolation: str = SERIALIZABLE) -> Judgement:
     verdict = check_history(history, isolation)
     anomalies: list[Anomaly] = []
     line = lineage(history)
-    landed = _landed(history, line, {v.location: v for v in history.versions})
+    landed = _landed(history, line)
     for o in ev.ops:
         if o.outcome != UNKNOWN:
             continue
@@ -222,18 +229,19 @@ def judge(ev: Evidence, isolation: str = SERIALIZABLE) -> Judgement:
             anomalies.append(Anomaly("unknown resolved inconsistently", (o.op_id,),
                                      f"{o.op_id} was resolved {resolved} after healing, but its commit "
                                      f"is {'' if o.op_id in landed else 'not '}in the lineage"))
-    checked = _check_rows(ev, line, {v.location: v for v in ev.versions}, landed, anomalies, isolation)
+    checked = _check_rows(ev, line, landed, anomalies, isolation)
     return Judgement(verdict, anomalies, checked)
 
 
-def _landed(history: History, line: list, by_loc: dict) -> dict:
+def _landed(history: History, line: list) -> dict:
     """op_id -> lineage index where its commit appears."""
+    by_loc = {v.location: v for v in history.versions}
     introduced: dict[int, int] = {}
     for i in range(1, len(line)):
-        old = {s.snapshot_id for s in by_loc[line[i - 1]].snapshots}
-        for s in by_loc[line[i]].snapshots:
-            if s.snapshot_id not in old:
-                introduced.setdefault(s.snapshot_id, i)
+        old = set(by_loc[line[i - 1]].snapshot_ids)
+        for sid in by_loc[line[i]].snapshot_ids:
+            if sid not in old:
+                introduced.setdefault(sid, i)
     pos = {loc: i for i, loc in enumerate(line)}
     out = {}
     for o in history.operations:
@@ -244,7 +252,7 @@ def _landed(history: History, line: list, by_loc: dict) -> dict:
     return out
 
 
-def _check_rows(ev: Evidence, line: list, by_loc: dict, landed: dict, anomalies: list,
+def _check_rows(ev: Evidence, line: list, landed: dict, anomalies: list,
                 isolation: str = SERIALIZABLE) -> int:
     """Replay the landed operations along the lineage; compare with the files' rows. An
     overwrite replaces its partition's rows under serializable (nothing may have entered it
@@ -254,10 +262,11 @@ def _check_rows(ev: Evidence, line: list, by_loc: dict, landed: dict, anomalies:
     for op_id, i in landed.items():
         at_index.setdefault(i, []).append(ops[op_id])
     expected: dict = {None: Counter()}
+    by_loc = {v.location: v for v in ev.versions}
     files_of: dict = {}
     for loc in line:
-        for s in by_loc[loc].snapshots:
-            files_of.setdefault(s.snapshot_id, s.files)
+        for sid, s in ev.table.snapshots_of(by_loc[loc]).items():
+            files_of.setdefault(sid, s.files)
     for i in range(1, len(line)):
         pre, post = by_loc[line[i - 1]], by_loc[line[i]]
         here = at_index.get(i, [])

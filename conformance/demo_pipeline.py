@@ -35,7 +35,7 @@ from icefloe.impl.table.commit import read_metadata
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.table import Table, create_table
 from icefloe.model.checks.history import (
-    SERIALIZABLE, History, Operation, SnapshotInfo, Version, check_history, lineage, render,
+    SERIALIZABLE, History, Operation, SnapshotRecord, TableHistory, check_history, lineage, render,
 )
 
 TABLE = "icefloe.demo.events"
@@ -163,8 +163,9 @@ def build_history(table: Table, records: list[dict]) -> tuple[History, dict, dic
                 live = tree.live_entries(s, ManifestContent.DATA)
                 files_of[s.snapshot_id] = frozenset(e.data_file.file_path for _, e in live)
                 partitions.update({e.data_file.file_path: e.data_file.partition for _, e in live})
-            infos.append(SnapshotInfo(s.snapshot_id, s.parent_snapshot_id, files_of[s.snapshot_id]))
-        versions.append(Version(location, previous, metadata.current_snapshot_id, tuple(infos)))
+            infos.append(SnapshotRecord(s.snapshot_id, s.parent_snapshot_id, s.operation or "",
+                                        files_of[s.snapshot_id]))
+        versions.append((location, previous, metadata.current_snapshot_id, infos))
         previous = location
     ops = []
     for r in records:
@@ -176,7 +177,7 @@ def build_history(table: Table, records: list[dict]) -> tuple[History, dict, dic
             snapshot_id=r["snapshot-id"], committed_location=r.get("metadata-location"),
             start_snapshot_id=r.get("starting-snapshot-id"), read_partitions=frozenset(),
             read_files=removed, added_files=frozenset(r["added-files"]), removed_files=removed))
-    history = History(versions=tuple(versions), current=current, operations=tuple(ops),
+    history = History(TableHistory.from_versions(versions, current), operations=tuple(ops),
                       file_partitions=partitions)
     return history, files_of, partitions
 

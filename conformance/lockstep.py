@@ -572,10 +572,6 @@ class Lockstep:
     def history(self) -> H.History:
         th = self.table.history()
         snaps = th.snapshots
-        versions = tuple(H.Version(v.location, v.previous, v.main,
-                                   tuple(H.SnapshotInfo(s, snaps[s].parent_id, snaps[s].files)
-                                         for s in v.snapshot_ids if s in snaps))
-                         for v in th.versions)
         operations = []
         observed = []
         main_line = set()
@@ -616,8 +612,7 @@ class Lockstep:
                 row_id((w, k)), rec.kind, outcome, sid, location, rec.start_snapshot_id,
                 H.ALL if rec.kind == "overwrite" else frozenset(),
                 removed if rec.kind in ("delete", "rewrite") else frozenset(), added, removed))
-        current = th.versions[-1].location if th.versions else ""
-        return H.History(versions, current, tuple(operations), tuple(self.reads), {}, tuple(observed))
+        return H.History(th, tuple(operations), tuple(self.reads), {}, tuple(observed))
 
     def judge_history(self) -> H.Verdict:
         try:

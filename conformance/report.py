@@ -154,7 +154,7 @@ def history_rows(h: H.History) -> list:
     rows = []
     for i, v in enumerate(h.versions):
         rows.append((i, v.location.rsplit("/", 1)[-1][:24], "yes" if v.location in line else "no",
-                     v.main, len(v.snapshots)))
+                     v.main, len(v.snapshot_ids)))
     ops = []
     for o in h.operations:
         ops.append((o.op_id, o.kind, o.outcome, o.snapshot_id, o.start_snapshot_id,

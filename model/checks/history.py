@@ -3,7 +3,10 @@ P10 as observed from outside), in the manner of Jepsen's Elle.
 
 A pipeline: History -> version graph and dependency graph (networkx) -> anomalies ->
 a Verdict (data) -> `render(verdict)` (text, edge by edge). It needs no model and no
-engine: any engine's recorded history can be judged, and so can hand-written ones.
+engine: any engine's recorded history can be judged, and so can hand-written ones. The
+table's part of a History is a `TableHistory` (`VersionRecord`s and `SnapshotRecord`s),
+the very type a conformance adapter's `history()` returns (icefloe.conformance.adapter
+re-exports these types).
 
 Transactions are the committed operations. Each read a consistent snapshot (its
 starting snapshot) through a predicate (the partitions it read) and wrote by adding
@@ -35,19 +38,69 @@ ALL = None  # a read predicate covering every partition
 
 
 @dataclass(frozen=True)
-class SnapshotInfo:
+class SnapshotRecord:
+    """One snapshot as an engine recorded it: id, parent, the summary's operation
+    (append/overwrite/delete/replace), the data files live in it and those it added and
+    removed, and where the engine records them, its predicate and the suite's op id."""
     snapshot_id: int
     parent_id: int | None
+    operation: str
     files: frozenset
+    added_files: frozenset = frozenset()
+    removed_files: frozenset = frozenset()
+    filter: str | None = None
+    op_id: str | None = None
 
 
 @dataclass(frozen=True)
-class Version:
-    """One metadata file: its location, the previous one, main's head, its snapshots."""
+class VersionRecord:
+    """One metadata file: its location, the previous one, main's head, the ids of the
+    snapshots it retains."""
     location: str
     previous: str | None
     main: int | None
-    snapshots: tuple = ()          # SnapshotInfo records this version retains
+    snapshot_ids: tuple = ()
+
+
+@dataclass(frozen=True)
+class TableHistory:
+    """What an engine recorded of one table (the conformance adapter's `history()` returns
+    one): metadata versions, oldest first, and one record per snapshot id. `current` is
+    the pointer at the end (None: the last version). A snapshot id names one snapshot in
+    every committed version (P7), so one record per id suffices; where versions off the
+    lineage (failed attempts) hold other records of an id, the lineage's is the one kept
+    (`from_versions`)."""
+    versions: tuple
+    snapshots: Mapping = field(default_factory=dict)
+    current: str | None = None
+
+    @property
+    def current_location(self) -> str:
+        if self.current is not None:
+            return self.current
+        return self.versions[-1].location if self.versions else ""
+
+    def snapshots_of(self, v: VersionRecord) -> dict:
+        """snapshot id -> SnapshotRecord, for the snapshots version `v` retains."""
+        return {sid: self.snapshots[sid] for sid in v.snapshot_ids if sid in self.snapshots}
+
+    @classmethod
+    def from_versions(cls, entries, current: str | None = None) -> "TableHistory":
+        """From (location, previous, main, [SnapshotRecord, ...]) per metadata file. Where
+        two files hold different records of one id, the record of the version nearest the
+        current pointer along the lineage wins, then the earliest listed."""
+        entries = list(entries)
+        versions = tuple(VersionRecord(loc, prev, main, tuple(r.snapshot_id for r in records))
+                         for loc, prev, main, records in entries)
+        table = cls(versions, {}, current)
+        line = lineage_of(table)
+        rank = {loc: i for i, loc in enumerate(reversed(line))}
+        ordered = sorted(range(len(entries)), key=lambda i: (rank.get(entries[i][0], len(rank)), i))
+        snapshots: dict = {}
+        for i in ordered:
+            for r in entries[i][3]:
+                snapshots.setdefault(r.snapshot_id, r)
+        return cls(versions, snapshots, current)
 
 
 @dataclass(frozen=True)
@@ -73,12 +126,21 @@ class Read:
 
 @dataclass(frozen=True)
 class History:
-    versions: tuple                # every metadata version observed
-    current: str                   # the pointer at the end
+    """The checker's input: the table's recorded history, the operations (with their
+    outcomes), the reads, each data file's partition, and the locations seen as current."""
+    table: TableHistory
     operations: tuple = ()
     reads: tuple = ()
     file_partitions: Mapping = field(default_factory=dict)   # data file -> partition
     observed_current: tuple = ()   # locations seen as current (acks, reads), in any order
+
+    @property
+    def versions(self) -> tuple:
+        return self.table.versions
+
+    @property
+    def current(self) -> str:
+        return self.table.current_location
 
 
 @dataclass(frozen=True)
@@ -127,8 +189,12 @@ def version_graph(h: History) -> nx.DiGraph:
 
 def lineage(h: History) -> list:
     """The chain from the first version to the current one, through `previous`."""
-    by_loc = {v.location: v for v in h.versions}
-    out, loc = [], h.current
+    return lineage_of(h.table)
+
+
+def lineage_of(t: TableHistory) -> list:
+    by_loc = {v.location: v for v in t.versions}
+    out, loc = [], t.current_location
     while loc is not None and loc in by_loc and loc not in out:
         out.append(loc)
         loc = by_loc[loc].previous
@@ -151,10 +217,6 @@ def version_dot(h: History) -> str:
 
 
 # -- the checker ----------------------------------------------------------------------------
-
-def _snapshots(v: Version) -> dict:
-    return {s.snapshot_id: s for s in v.snapshots}
-
 
 def check_history(h: History, isolation: str = SERIALIZABLE,
                   pair_budget: int = 4_000_000) -> Verdict:
@@ -182,12 +244,12 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
         # The first version on the lineage: its snapshots were introduced at or before it
         # (the history may start after the table's creation, or the chain before it may
         # be unreadable; a broken chain is P8's to report, not a lost commit).
-        for sid in _snapshots(by_loc[line[0]]):
+        for sid in h.table.snapshots_of(by_loc[line[0]]):
             introduced_at[sid].append(0)
     for i in range(1, len(line)):
         pre, post = by_loc[line[i - 1]], by_loc[line[i]]
-        old = _snapshots(pre)
-        new = {sid: snap for sid, snap in _snapshots(post).items() if sid not in old}
+        old = h.table.snapshots_of(pre)
+        new = {sid: snap for sid, snap in h.table.snapshots_of(post).items() if sid not in old}
         # One version may add several snapshots (e.g. an overwrite committed as a delete
         # snapshot and an append snapshot on top of it); they must form one chain that
         # starts at main's previous head.
@@ -236,7 +298,7 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
     # Readers saw only committed states.
     states = {}
     for loc in line:
-        for sid, snap in _snapshots(by_loc[loc]).items():
+        for sid, snap in h.table.snapshots_of(by_loc[loc]).items():
             states.setdefault(sid, snap.files)
     committed_files = frozenset().union(*states.values()) if states else frozenset()
     for r in h.reads:

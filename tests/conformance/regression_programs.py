@@ -292,9 +292,9 @@ def violations(run: Run) -> dict[str, str]:
     # P1..P4 through the history checker, over the chain that could be read.
     versions = []
     for location, previous, m in chain:
-        snaps = tuple(H.SnapshotInfo(s.snapshot_id, s.parent_snapshot_id, _files(tree, s) or frozenset())
-                      for s in m.snapshots)
-        versions.append(H.Version(location, previous, m.current_snapshot_id, snaps))
+        snaps = tuple(H.SnapshotRecord(s.snapshot_id, s.parent_snapshot_id, s.operation or "",
+                                       _files(tree, s) or frozenset()) for s in m.snapshots)
+        versions.append((location, previous, m.current_snapshot_id, snaps))
     operations = []
     for op in run.ops:
         out = op.commit.outcome
@@ -311,7 +311,7 @@ def violations(run: Run) -> dict[str, str]:
                 found["P4 ReadersSeeCommitted"] = (f"failed commit landed: {op.op_id} was reported failed, "
                                                    f"yet its snapshot is on main's ancestry")
     if versions and missing is None:  # the history checker needs the whole chain
-        h = H.History(tuple(versions), versions[-1].location, tuple(operations))
+        h = H.History(H.TableHistory.from_versions(versions), tuple(operations))
         verdict = H.check_history(h)
         names = {"forked history": "P1 LinearHistory", "lost commit": "P2 NoLostCommit",
                  "duplicate commit": "P3 NoDuplicateCommit", "failed commit landed": "P4 ReadersSeeCommitted"}

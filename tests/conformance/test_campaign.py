@@ -10,7 +10,7 @@ from icefloe.conformance.campaign import main, run_campaign
 from icefloe.conformance.campaign_judge import (
     APPEND, COMMITTED, CONFLICT, UNKNOWN, OUTCOMES, judge,
 )
-from icefloe.model.checks.history import Version, lineage
+from icefloe.model.checks.history import SnapshotRecord, TableHistory, VersionRecord, lineage
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_judge_catches_a_lost_acknowledged_commit(campaign):
     ev = campaign.evidence
     victim = _last_committed_append(ev)
     before = {v.location: v for v in ev.versions}[victim.committed_location].previous
-    doctored = dataclasses.replace(ev, current=before)
+    doctored = dataclasses.replace(ev, table=dataclasses.replace(ev.table, current=before))
     j = judge(doctored)
     assert j.valid is False
     lost = [a for a in j.verdict.anomalies if a.name == "lost commit"]
@@ -63,10 +63,11 @@ def test_judge_catches_a_duplicated_commit(campaign):
     ev = campaign.evidence
     victim = _last_committed_append(ev)
     cur = {v.location: v for v in ev.versions}[ev.current]
-    without = tuple(s for s in cur.snapshots if s.snapshot_id != victim.snapshot_id)
-    gone = Version("doctored-1", ev.current, cur.main if cur.main != victim.snapshot_id else None, without)
-    again = Version("doctored-2", "doctored-1", cur.main, cur.snapshots)
-    j = judge(dataclasses.replace(ev, versions=ev.versions + (gone, again), current="doctored-2"))
+    without = tuple(s for s in cur.snapshot_ids if s != victim.snapshot_id)
+    gone = VersionRecord("doctored-1", ev.current, cur.main if cur.main != victim.snapshot_id else None, without)
+    again = VersionRecord("doctored-2", "doctored-1", cur.main, cur.snapshot_ids)
+    table = TableHistory(ev.versions + (gone, again), ev.table.snapshots, "doctored-2")
+    j = judge(dataclasses.replace(ev, table=table))
     assert j.valid is False
     assert "duplicate commit" in j.names(), j.render()
 
@@ -76,7 +77,7 @@ def test_judge_catches_a_lost_row(campaign):
     drop the first row of a file live in the final snapshot."""
     ev = campaign.evidence
     cur = {v.location: v for v in ev.versions}[ev.current]
-    head = next(s for s in cur.snapshots if s.snapshot_id == cur.main)
+    head = ev.table.snapshots_of(cur)[cur.main]
     path = sorted(head.files)[0]
     rows = dict(ev.file_rows)
     rows[path] = rows[path][1:]
@@ -117,11 +118,13 @@ def _rollback_story(with_append_after_rollback: bool):
     then overwrite O2, which started at A's snapshot before O1, commits (f1 -> f3);
     optionally an append P (f4) to partition c lands between R and O2, unseen by O2."""
     from icefloe.conformance.campaign_judge import Evidence, OpRecord, OVERWRITE, ROLLBACK
-    from icefloe.model.checks.history import SnapshotInfo
     f = {n: f"s3://b/t/data/cat=c/f{n}.parquet" for n in range(1, 5)}
-    s1, s2 = SnapshotInfo(1, None, frozenset({f[1]})), SnapshotInfo(2, 1, frozenset({f[2]}))
-    versions = [Version("m0", None, None, ()), Version("m1", "m0", 1, (s1,)), Version("m2", "m1", 2, (s1, s2)),
-                Version("m3", "m2", 1, (s1, s2))]
+
+    def snap(sid, parent, files):
+        return SnapshotRecord(sid, parent, "", frozenset(files))
+    s1, s2 = snap(1, None, {f[1]}), snap(2, 1, {f[2]})
+    versions = [("m0", None, None, ()), ("m1", "m0", 1, (s1,)), ("m2", "m1", 2, (s1, s2)),
+                ("m3", "m2", 1, (s1, s2))]
     ops = [OpRecord("A", 0, APPEND, COMMITTED, None, "m0", 1, "m1", rows=((1, "c"),), added_files=frozenset({f[1]})),
            OpRecord("O1", 1, OVERWRITE, COMMITTED, 1, "m1", 2, "m2", partition="c", rows=((2, "c"),),
                     read_files=frozenset({f[1]}), removed_files=frozenset({f[1]}), added_files=frozenset({f[2]})),
@@ -129,18 +132,18 @@ def _rollback_story(with_append_after_rollback: bool):
                     added_files=frozenset({f[1]}), removed_files=frozenset({f[2]}))]
     head, last = 1, "m3"
     if with_append_after_rollback:
-        s4 = SnapshotInfo(4, 1, frozenset({f[1], f[4]}))
-        versions.append(Version("m4", "m3", 4, (s1, s2, s4)))
+        s4 = snap(4, 1, {f[1], f[4]})
+        versions.append(("m4", "m3", 4, (s1, s2, s4)))
         ops.append(OpRecord("P", 3, APPEND, COMMITTED, 1, "m3", 4, "m4", rows=((4, "c"),),
                             added_files=frozenset({f[4]})))
         head, last = 4, "m4"
     kept = {f[4]} if with_append_after_rollback else set()
-    s3 = SnapshotInfo(3, head, frozenset({f[3]} | kept))
-    versions.append(Version("m5", last, 3, tuple(versions[-1].snapshots) + (s3,)))
+    s3 = snap(3, head, {f[3]} | kept)
+    versions.append(("m5", last, 3, tuple(versions[-1][3]) + (s3,)))
     ops.append(OpRecord("O2", 2, OVERWRITE, COMMITTED, 1, "m1", 3, "m5", partition="c", rows=((3, "c"),),
                         read_files=frozenset({f[1]}), removed_files=frozenset({f[1]}), added_files=frozenset({f[3]})))
     rows = {f[n]: ((n, "c"),) for n in range(1, 5)}
-    return Evidence(tuple(versions), "m5", tuple(ops), file_rows=rows)
+    return Evidence(TableHistory.from_versions(versions, "m5"), tuple(ops), file_rows=rows)
 
 
 def test_judge_places_a_read_at_the_rollback_that_restored_it():

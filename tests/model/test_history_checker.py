@@ -5,17 +5,21 @@ from __future__ import annotations
 import json
 
 from icefloe.model.checks.history import (
-    ALL, SERIALIZABLE, SNAPSHOT, History, Operation, Read, SnapshotInfo, Version, check_history,
+    ALL, SERIALIZABLE, SNAPSHOT, History, Operation, Read, SnapshotRecord, TableHistory, check_history,
     lineage, render, version_dot,
 )
 
 
 def snap(sid, parent, *files):
-    return SnapshotInfo(sid, parent, frozenset(files))
+    return SnapshotRecord(sid, parent, "", frozenset(files))
 
 
 def v(loc, prev, main, *snaps):
-    return Version(loc, prev, main, tuple(snaps))
+    return (loc, prev, main, snaps)
+
+
+def history(versions, current, **rest):
+    return History(TableHistory.from_versions(versions, current), **rest)
 
 
 S0 = snap(0, None, "a")
@@ -36,7 +40,7 @@ def names(verdict):
 def serial_history():
     s1 = snap(1, 0, "a", "b")
     s2 = snap(2, 1, "b", "c")
-    return History(
+    return history(
         versions=(V0, v("m1", "m0", 1, S0, s1), v("m2", "m1", 2, S0, s1, s2),
                   v("m2x", "m1", 2, S0, s1, snap(2, 1, "c"))),       # a failed attempt's file
         current="m2",
@@ -66,7 +70,7 @@ def test_stale_overwrite_is_g_single_under_serializable_only():
     G-single under serializable and allowed under snapshot isolation. Method: hand history."""
     s1 = snap(1, 0, "a", "b")
     s2 = snap(2, 1, "b", "c")
-    h = History(versions=(V0, v("m1", "m0", 1, S0, s1), v("m2", "m1", 2, S0, s1, s2)), current="m2",
+    h = history(versions=(V0, v("m1", "m0", 1, S0, s1), v("m2", "m1", 2, S0, s1, s2)), current="m2",
                 operations=(op("A", "append", 1, 0, added={"b"}),
                             op("O", "overwrite", 2, 0, read={"p"}, read_files={"a"},
                                added={"c"}, removed={"a"})),
@@ -83,7 +87,7 @@ def test_write_skew_is_g2_forbidden_under_serializable_allowed_under_snapshot():
     partition) is G2: invalid under serializable, reported as allowed under snapshot."""
     s1 = snap(1, 0, "a", "x")
     s2 = snap(2, 1, "a", "x", "y")
-    h = History(versions=(V0, v("m1", "m0", 1, S0, s1), v("m2", "m1", 2, S0, s1, s2)), current="m2",
+    h = history(versions=(V0, v("m1", "m0", 1, S0, s1), v("m2", "m1", 2, S0, s1, s2)), current="m2",
                 operations=(op("T1", "append", 1, 0, read=ALL, read_files={"a"}, added={"x"}),
                             op("T2", "append", 2, 0, read=ALL, read_files={"a"}, added={"y"})),
                 file_partitions=PARTS)
@@ -100,7 +104,7 @@ def test_lost_update_and_resurrection():
     committer must win). Method: both compact 'a' from the same start."""
     s1 = snap(1, 0, "b")
     s2 = snap(2, 1, "b", "c")
-    h = History(versions=(V0, v("m1", "m0", 1, S0, s1), v("m2", "m1", 2, S0, s1, s2)), current="m2",
+    h = history(versions=(V0, v("m1", "m0", 1, S0, s1), v("m2", "m1", 2, S0, s1, s2)), current="m2",
                 operations=(op("D", "delete", 1, 0, read_files={"a"}, added={"b"}, removed={"a"}),
                             op("R", "rewrite", 2, 0, read_files={"a"}, added={"c"}, removed={"a"})),
                 file_partitions=PARTS)
@@ -113,7 +117,7 @@ def test_forked_history_lost_and_duplicate_commits():
     from the lineage, and a snapshot committed twice are each named."""
     s1 = snap(1, 0, "a", "b")
     s2 = snap(2, 0, "a", "y")
-    h = History(versions=(V0, v("m1", "m0", 1, S0, s1), v("m1b", "m0", 2, S0, s2),
+    h = history(versions=(V0, v("m1", "m0", 1, S0, s1), v("m1b", "m0", 2, S0, s2),
                           v("m3", "m1b", 0, S0), v("m4", "m3", 2, S0, s2)),
                 current="m4",
                 operations=(op("T1", "append", 1, 0, loc="m1", added={"b"}),
@@ -127,7 +131,7 @@ def test_failed_commit_landed_and_dirty_reads():
     """Goal: a commit reported failed that is in the lineage (iceberg #3717), a read of an
     uncommitted file and a read of a state that never existed are each named."""
     s1 = snap(1, 0, "a", "b")
-    h = History(versions=(V0, v("m1", "m0", 1, S0, s1)), current="m1",
+    h = history(versions=(V0, v("m1", "m0", 1, S0, s1)), current="m1",
                 operations=(op("T1", "append", 1, 0, outcome="conflict", added={"b"}),),
                 reads=(Read("r1", 1, frozenset({"a", "b", "zz"})), Read("r2", 1, frozenset({"b"})),
                        Read("r3", 7, frozenset())),
@@ -142,7 +146,7 @@ def test_failed_commit_landed_and_dirty_reads():
 def test_unknown_outcomes_are_counted_both_ways():
     """Goal: unknown outcomes are resolved against the lineage and counted."""
     s1 = snap(1, 0, "a", "b")
-    h = History(versions=(V0, v("m1", "m0", 1, S0, s1)), current="m1",
+    h = history(versions=(V0, v("m1", "m0", 1, S0, s1)), current="m1",
                 operations=(op("U1", "append", 1, 0, outcome="unknown", added={"b"}),
                             op("U2", "append", 5, 0, outcome="unknown", added={"q"})),
                 file_partitions=PARTS)
@@ -157,13 +161,13 @@ def test_one_version_may_add_a_chain_of_snapshots_but_not_siblings():
     append on top of it, as pyiceberg 0.12 writes it) is linear; two new snapshots in one
     version built on the same parent are a fork. Method: the same base and swap, once with
     a chain 1 <- 2 and once with siblings 1, 2 both on 0."""
-    chain = History(versions=(V0, v("m1", "m0", 2, S0, snap(1, 0), snap(2, 1, "y"))), current="m1",
+    chain = history(versions=(V0, v("m1", "m0", 2, S0, snap(1, 0), snap(2, 1, "y"))), current="m1",
                     operations=(op("T1", "overwrite", 2, 0, loc="m1", read=ALL, read_files={"a"},
                                    added={"y"}, removed={"a"}),),
                     file_partitions=PARTS)
     verdict = check_history(chain)
     assert verdict.valid is True, render(verdict)
-    siblings = History(versions=(V0, v("m1", "m0", 2, S0, snap(1, 0, "a", "b"), snap(2, 0, "a", "y"))),
+    siblings = history(versions=(V0, v("m1", "m0", 2, S0, snap(1, 0, "a", "b"), snap(2, 0, "a", "y"))),
                        current="m1", operations=(op("T1", "append", 2, 0, loc="m1", added={"y"}),),
                        file_partitions=PARTS)
     forks = [a for a in check_history(siblings).anomalies if a.name == "forked history"]
@@ -175,7 +179,7 @@ def test_a_commit_whose_version_file_was_overwritten_in_place_is_lost():
     told it committed m1, but a rival overwrote m1 in place (a blind PUT, no conditional
     write) with a version that holds only its own snapshot: T1 is a lost commit even though
     its location is on the lineage; a rollback (no snapshot) still lands by location."""
-    h = History(versions=(V0, v("m1", "m0", 2, S0, snap(2, 0, "a", "y")),
+    h = history(versions=(V0, v("m1", "m0", 2, S0, snap(2, 0, "a", "y")),
                           v("m2", "m1", 0, S0, snap(2, 0, "a", "y"))),
                 current="m2",
                 operations=(op("T1", "append", 1, 0, loc="m1", added={"b"}),
