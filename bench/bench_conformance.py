@@ -5,14 +5,15 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from icefloe.conformance import adapter as A, lockstep as L, machine as M
+from icefloe.conformance import adapter as A, machine as M
+from icefloe.conformance.stats import Stats
 
 TITLE = "Conformance suite throughput: the deep profile (steps/s, examples/s)"
 SEED = 0
 
 
 def _measure(engine, profile, store: str):
-    stats, backends, sink = L.Stats(), M.Backends(), M.Sink()
+    stats, backends, sink = Stats(), M.Backends(), M.Sink()
     started = time.monotonic()
     try:
         failure = M.run(engine, profile, SEED, backends, stats, sink, stores=(store,))

@@ -100,6 +100,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ORPHANS = (
     "append", "overwrite", "delete", "rewrite", "rollback", "expire", "orphans")
+COMMITTED, CONFLICT, UNKNOWN_OUTCOME = "committed", "conflict", "unknown"
 OPERATIONS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ORPHANS)
 COMMIT_OPERATIONS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
 
@@ -118,6 +119,7 @@ from icefloe.impl.outcomes import (  # noqa: E402 - one set of outcome types, im
 from icefloe.model.checks.history import (  # noqa: E402 - one set of history types, the checker's
     SnapshotRecord, TableHistory, VersionRecord,
 )
+from icefloe.conformance.testing.faulty_catalog import ParkedSwaps  # noqa: E402
 
 # Commit phases of a stepping adapter (spec/PROTOCOL.md 5 "Writer phases").
 PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE = (
@@ -178,51 +180,42 @@ class Capabilities:
 
 class FaultHooks:
     """The harness's fault switchboard for stepping adapters (see the module docstring).
-    At most one fault is armed per writer; arming is the harness's, taking the adapter's."""
+    At most one fault is armed per writer; arming is the harness's, taking the adapter's.
+    Delayed swaps wait in `parked` (the one ParkedSwaps of the run), named by the request
+    the harness gave when it armed the delay."""
+
+    HOOKED = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED)   # crash needs no hook
 
     def __init__(self):
         self._armed: dict[int, str] = {}
-        self._parked: dict[int, list] = {}
         self._lock = threading.Lock()
-        self.taken: list[tuple[int, str]] = []      # (writer, fault kind), in order
+        self.parked = ParkedSwaps()
 
     # harness side
-    def arm(self, writer: int, kind: str) -> None:
-        assert kind in (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED), kind
+    def arm(self, writer: int, kind: str, request=None) -> None:
+        """Arm `kind` for `writer`'s next matching request; a delayed swap it parks is
+        named `request` in `parked`."""
+        if kind not in self.HOOKED:
+            raise ValueError(f"not a hooked fault kind: {kind!r} (one of {self.HOOKED})")
         with self._lock:
-            assert writer not in self._armed, f"writer {writer} already has {self._armed[writer]} armed"
+            if writer in self._armed:
+                raise RuntimeError(f"writer {writer} already has {self._armed[writer]} armed")
             self._armed[writer] = kind
-
-    def armed(self, writer: int) -> str | None:
-        return self._armed.get(writer)
+        if kind == SWAP_DELAYED and request is not None:
+            self.parked.name_next(writer, request)
 
     def disarm(self, writer: int) -> str | None:
+        """Disarm; returns the fault if the adapter never took it."""
         with self._lock:
-            return self._armed.pop(writer, None)
-
-    def parked(self, writer: int) -> list:
-        """Delayed swap requests of `writer` not yet delivered or dropped, oldest first."""
-        return list(self._parked.get(writer, ()))
-
-    def pop_parked(self, writer: int) -> Callable[[], None]:
-        """Take the delayed swap `writer` parked last (the harness keeps it from here)."""
-        return self._parked[writer].pop()
-
-    def deliver(self, writer: int, index: int = 0) -> None:
-        """A delayed swap reaches the catalog now (it applies if the pointer still matches)."""
-        deliver = self._parked[writer].pop(index)
-        deliver()
-
-    def drop(self, writer: int, index: int = 0) -> None:
-        """A delayed swap never arrives."""
-        self._parked[writer].pop(index)
+            kind = self._armed.pop(writer, None)
+        self.parked.forget_name(writer)
+        return kind
 
     # adapter side
     def on_write(self, writer: int, location: str) -> bool:
         with self._lock:
             if self._armed.get(writer) == WRITE_FAIL:
                 del self._armed[writer]
-                self.taken.append((writer, WRITE_FAIL))
                 return True
         return False
 
@@ -231,12 +224,13 @@ class FaultHooks:
             kind = self._armed.get(writer)
             if kind in (SWAP_FAIL, ACK_LOST, SWAP_DELAYED):
                 del self._armed[writer]
-                self.taken.append((writer, kind))
                 return kind
         return None
 
-    def park(self, writer: int, deliver: Callable[[], None]) -> None:
-        self._parked.setdefault(writer, []).append(deliver)
+    def park(self, writer: int, deliver: Callable[[], object]) -> None:
+        """The swap `on_swap` told to delay: `deliver()` applies the same compare-and-swap
+        when (if) the harness lets it arrive."""
+        self.parked.park(deliver, writer)
 
 
 @dataclass
@@ -290,6 +284,16 @@ OP_ID_PROPERTY = "icefloe.conformance.op-id"
 # Committed(snapshot_id, attempts, metadata_location=None), Conflict(reason, attempts,
 # snapshot_id=None, cause=...), Unknown(reason, attempts, snapshot_id=None, ...): the types
 # of icefloe.impl.outcomes, imported above, so an engine author has one set to return.
+# Their names are the model's and the history checker's outcome names.
+OUTCOME_TYPES = {COMMITTED: Committed, CONFLICT: Conflict, UNKNOWN_OUTCOME: Unknown}
+
+
+def outcome_name(outcome) -> str | None:
+    """committed / conflict / unknown for an outcome object (None for anything else)."""
+    for name, cls in OUTCOME_TYPES.items():
+        if isinstance(outcome, cls):
+            return name
+    return None
 
 
 # -- reads and history -----------------------------------------------------------------------------

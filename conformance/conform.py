@@ -99,14 +99,16 @@ class Progress:
 
 def replay_history(engine, failure, profile, backends):
     """Replay the shrunk program to record the engine's history at the failure."""
-    from icefloe.conformance import lockstep as L, machine as M
+    from icefloe.conformance import machine as M
+    from icefloe.conformance.stats import Stats
+    from icefloe.conformance.violation import InvalidProgram, Violation
     from icefloe.model.checks import history as H
-    lock = M.new_lockstep(engine, backends, failure.store, profile, failure.seed, L.Stats(), failure.ctx_seed)
+    lock = M.new_lockstep(engine, backends, failure.store, profile, failure.seed, Stats(), failure.ctx_seed)
     try:
         try:
             for label in failure.program:
                 lock.apply(tuple(label))
-        except (L.Violation, AssertionError, ValueError, KeyError):
+        except (Violation, InvalidProgram):
             pass
         try:
             h = lock.history()
@@ -123,7 +125,8 @@ def replay_history(engine, failure, profile, backends):
 def name_anomalies(failure, verdict) -> None:
     """Add the properties the history checker finds broken at the failure to those the
     failing step named (an A0 divergence is often a P2 lost commit, say, underneath)."""
-    from icefloe.conformance.lockstep import AGREEMENT, ANOMALY_PROPERTY
+    from icefloe.conformance.histories import ANOMALY_PROPERTY
+    from icefloe.conformance.violation import AGREEMENT
     if verdict is None or not verdict.anomalies:
         return
     v = failure.violation
@@ -150,10 +153,11 @@ def main(argv=None) -> int:
 
 
 def run(engine, args) -> int:
-    from icefloe.conformance import lockstep as L, machine as M, report as R
+    from icefloe.conformance import machine as M, report as R
+    from icefloe.conformance.stats import Stats
 
     profile = M.PROFILES[args.profile]
-    stats, backends = L.Stats(), M.Backends()
+    stats, backends = Stats(), M.Backends()
     caps = engine.capabilities
     total = (profile.examples_memory if caps.mode == A.STEPPING and M.MEMORY in caps.stores else 0) + \
         (profile.examples_s3 if M.S3 in caps.stores else 0)

@@ -29,7 +29,10 @@ from hypothesis.stateful import (
 )
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.lockstep import FAULT_LABELS, READ_LABELS, Lockstep, Stats, Violation, rule_of
+from icefloe.conformance.lockstep import FAULT_OF_ACTION, Lockstep
+from icefloe.conformance.readers import READ_LABELS
+from icefloe.conformance.stats import Stats, rule_of
+from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
 from icefloe.model import iceberg
 from icefloe.model.state import OP_KINDS
 
@@ -106,7 +109,7 @@ def expected_rules(engine, profile: Profile) -> tuple:
         out += ["Swap", "Retry"]
         if A.ACK_LOST in b.faults or A.SWAP_DELAYED in b.faults:
             out.append("Resolve")
-        out += [name for name, kind in FAULT_LABELS.items() if kind in b.faults]
+        out += [name for name, kind in FAULT_OF_ACTION.items() if kind in b.faults]
         if A.SWAP_DELAYED in b.faults:
             out += ["Deliver", "Drop"]
     if b.orphan_runs:
@@ -231,7 +234,7 @@ def machine_class(engine, backends: Backends, store: str, profile: Profile, seed
                 raise
 
         def _record(self, e):
-            v = e if isinstance(e, Violation) else Violation("A0 ModelAgreement", f"{type(e).__name__}: {e}")
+            v = e if isinstance(e, Violation) else Violation(AGREEMENT, f"{type(e).__name__}: {e}")
             if v.step_index is None:
                 v.step_index = len(self.lock.program) - 1
             sink.failures_seen += 1
@@ -326,7 +329,7 @@ def _fails(engine, program, failure: Failure, profile, backends) -> Violation | 
                backends=backends, ctx_seed=failure.ctx_seed)
     except Violation as v:
         return v if v.prop == failure.violation.prop else None
-    except (ValueError, KeyError, AssertionError):
+    except InvalidProgram:
         return None                  # not a valid program for the model (a step not enabled)
     return None
 

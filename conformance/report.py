@@ -15,7 +15,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from icefloe.conformance.lockstep import PROPERTIES, Stats
+from icefloe.conformance.stats import Stats
+from icefloe.conformance.violation import PROPERTIES
 from icefloe.model.checks import history as H
 
 HOLDS, VIOLATED, UNKNOWN = "holds", "violated", "unknown"

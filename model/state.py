@@ -47,6 +47,12 @@ SERIALIZABLE, SNAPSHOT = "serializable", "snapshot"
 WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH = (
     "write_fail", "swap_fail", "ack_lost", "swap_delayed", "crash")
 FAULT_KINDS = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH)
+# The action that injects each fault kind (model and TLA+ action names).
+FAULT_ACTIONS = {WRITE_FAIL: "WriteFails", SWAP_FAIL: "SwapFails", ACK_LOST: "AckLost",
+                 SWAP_DELAYED: "SwapDelayed", CRASH: "Crash"}
+# The action a writer takes in each phase it can leave by itself (faults aside).
+PHASE_ACTIONS = {DATA: "WriteData", MANIFESTS: "WriteManifests", LIST: "WriteManifestList",
+                 METADATA: "WriteMetadata", SWAP: "Swap", RENAME: "Rename", RETRY: "Retry", UNKNOWN: "Resolve"}
 
 
 class Snap(NamedTuple):

@@ -3,7 +3,9 @@
 
 Each writer gets its own store and catalog objects (on S3: its own client, signed with
 its own access key) wrapped so the harness's FaultHooks can fail a storage write, reject
-a swap, lose a swap's acknowledgement or park a swap for later delivery. The table is
+a swap, lose a swap's acknowledgement or park a swap for later delivery (the catalog
+wrapper is conformance.testing's FaultInjectingCatalog, deciding by FaultHooks.on_swap
+and parking in FaultHooks.parked). The table is
 on a MemoryStore (`memory://` warehouse) or on S3 (`s3://`), its pointer in SQLite
 (`catalog_uri` sqlite:///...) or in the S3 catalog (`catalog_uri` None on S3) or in
 icefloe's memory catalog (`catalog_uri` None on memory).
@@ -13,12 +15,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.testing.faulty_catalog import FaultInjectingCatalog
 from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format.types import NestedField, Schema, StringType
 from icefloe.impl.io.base import StoreError, StoreUnavailable
 from icefloe.impl.io.memory import MemoryStore
-from icefloe.impl.outcomes import Committed, Conflict, SwapRejected, SwapUnknown
 from icefloe.impl.table import commit as C
 from icefloe.impl.table import operations as ops
 from icefloe.impl.table import producer as P
@@ -64,33 +66,6 @@ class WriterStore:
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
-
-
-class WriterCatalog:
-    """A catalog as writer `writer` sees it: swaps pass the fault hooks first."""
-
-    def __init__(self, inner, hooks: A.FaultHooks | None, writer: int):
-        self.inner, self.hooks, self.writer = inner, hooks, writer
-        self.name = inner.name
-
-    def load(self, identifier):
-        return self.inner.load(identifier)
-
-    def create(self, identifier, location):
-        return self.inner.create(identifier, location)
-
-    def swap(self, identifier, expected, new):
-        fault = self.hooks.on_swap(self.writer) if self.hooks is not None else None
-        if fault == A.SWAP_FAIL:
-            return SwapRejected(expected, None, "injected: rejected before any effect")
-        if fault == A.ACK_LOST:
-            self.inner.swap(identifier, expected, new)
-            return SwapUnknown(expected, new, "injected: acknowledgement lost")
-        if fault == A.SWAP_DELAYED:
-            self.hooks.park(self.writer, lambda: self.inner.swap(identifier, expected, new))
-            return SwapUnknown(expected, new, "injected: timed out, request in flight")
-        assert fault is None, fault
-        return self.inner.swap(identifier, expected, new)
 
 
 class Tagged:
@@ -168,7 +143,10 @@ class IcefloeTable:
                 self._closers.append(catalog)
             hooks = self.ctx.faults if writer else None
             self.io[writer] = WriterStore(store, hooks, writer)
-            self.catalogs[writer] = WriterCatalog(catalog, hooks, writer)
+            if hooks is not None:
+                catalog = FaultInjectingCatalog(catalog, hooks.parked, lambda _table, w=writer: hooks.on_swap(w),
+                                                writer=writer)
+            self.catalogs[writer] = catalog
         return self.io[writer], self.catalogs[writer]
 
     # -- writers ---------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance import conform, machine as M
-from icefloe.conformance.lockstep import Violation
+from icefloe.conformance.violation import InvalidProgram, Violation
 from icefloe.conformance.plugin import run_suite
 
 
@@ -68,7 +68,7 @@ def test_unknown_outcomes_resolve_both_ways():
 
 def test_a_step_the_model_does_not_allow_is_refused():
     """Goal: a program cannot smuggle in a step the model forbids. Method: Swap before Begin."""
-    with pytest.raises(ValueError, match="not enabled"):
+    with pytest.raises(InvalidProgram, match="not enabled"):
         M.replay(_icefloe(), [("Swap", 1)])
 
 

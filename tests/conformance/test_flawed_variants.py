@@ -22,7 +22,8 @@ from icefloe.conformance import adapter as A
 from icefloe.conformance import machine as M
 from icefloe.conformance.engines.flawed import DESCRIPTIONS, VARIANTS
 from icefloe.conformance.engines.icefloe_engine import engine as reference_engine
-from icefloe.conformance.lockstep import AGREEMENT, Stats, Violation
+from icefloe.conformance.stats import Stats
+from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model import variants as model_variants
 
 SEED = 1

@@ -1,0 +1,87 @@
+"""The engine's recorded history, judged (spec/PROPERTIES.md P1-P6 as seen from outside;
+the checker is icefloe.model.checks.history).
+
+`record(lock)` turns what a lockstep run saw into the checker's `History`: the engine's
+own `TableHistory` (its metadata chain and snapshot records, as its adapter returned
+it), plus one `Operation` per operation the program ran (kind, outcome as the engine
+reported it, snapshot, starting snapshot, files read, added and removed) and the reads
+that returned file sets. `judge(lock)` runs the checker and raises a Violation naming
+the property of each anomaly it finds.
+"""
+from __future__ import annotations
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance.readers import row_id
+from icefloe.conformance.violation import AGREEMENT, Violation
+from icefloe.model.checks import history as H
+from icefloe.model.state import CRASHED, DELETE, NOOP, OVERWRITE, REWRITE
+
+# The history checker's anomalies, by the property of spec/PROPERTIES.md each breaks.
+ANOMALY_PROPERTY = {
+    "forked history": "P1 LinearHistory", "lost commit": "P2 NoLostCommit",
+    "failed commit landed": "P4 ReadersSeeCommitted", "duplicate commit": "P3 NoDuplicateCommit",
+    "dirty read": "P4 ReadersSeeCommitted", "lost update": "P6 Isolation", "G0": "P6 Isolation",
+    "G1c": "P6 Isolation", "G-single": "P6 Isolation", "G2": "P6 Isolation",
+}
+def _main_line(th: A.TableHistory) -> set:
+    line, sid = set(), th.versions[-1].main if th.versions else None
+    while sid is not None and sid not in line:
+        line.add(sid)
+        sid = th.snapshots[sid].parent_id if sid in th.snapshots else None
+    return line
+
+
+def record(lock) -> H.History:
+    th = lock.table.history()
+    snaps = th.snapshots
+    main_line = _main_line(th)
+    operations, observed = [], []
+    for (w, k), rec in sorted(lock.ops.items()):
+        out = rec.outcome
+        if rec.result is None:
+            # Not ended for the model; if the engine ended it (a divergence), judge what
+            # the engine claims, so the checker can name what it breaks.
+            commit = rec.commit
+            if commit is None or not hasattr(commit, "step") or not commit.done:
+                continue
+            out = commit.outcome
+            if out is not None and out.snapshot_id is not None:
+                lock.snapshot_id.setdefault((w, k), out.snapshot_id)
+        if rec.result == NOOP or out is None and rec.result != CRASHED:
+            continue
+        if rec.result == CRASHED and lock.snapshot_id.get((w, k)) not in snaps:
+            continue                 # crashed before any attempt of it landed
+        sid = lock.snapshot_id.get((w, k)) if rec.spec.kind not in (A.ROLLBACK, A.EXPIRE) else None
+        rec_s = snaps.get(sid) if sid is not None else None
+        added = rec_s.added_files if rec_s else frozenset()
+        removed = rec_s.removed_files if rec_s else frozenset()
+        if rec_s is not None and sid not in main_line:
+            # Rolled back: its effect on the table was undone by a later rollback, so
+            # it neither read for nor wrote to the transactions after it (the checker
+            # still sees its snapshot for the lost / duplicate commit checks).
+            added = removed = frozenset()
+        location = getattr(out, "metadata_location", None)
+        if location:
+            observed.append(location)
+        operations.append(H.Operation(
+            row_id((w, k)), rec.kind, A.outcome_name(out) or A.UNKNOWN_OUTCOME, sid, location, rec.start_snapshot_id,
+            H.ALL if rec.kind == OVERWRITE else frozenset(),
+            removed if rec.kind in (DELETE, REWRITE) else frozenset(), added, removed))
+    return H.History(th, tuple(operations), tuple(lock.readers.reads), {}, tuple(observed))
+
+
+def judge(lock) -> H.Verdict:
+    """The history checker over what the run recorded; a Violation if it finds anomalies."""
+    try:
+        lock.last_history = record(lock)
+    except Exception as e:  # noqa: BLE001 - a chain the engine cannot read back
+        raise Violation("P8 NoDanglingRefs", f"the engine's history cannot be read: {type(e).__name__}: {e}",
+                        "a readable metadata chain", repr(e)) from e
+    verdict = lock.last_history_verdict = H.check_history(lock.last_history, lock.caps.isolation)
+    if verdict.anomalies:
+        names = sorted({ANOMALY_PROPERTY.get(a.name, AGREEMENT) for a in verdict.anomalies})
+        v = Violation(names[0], "the history checker: " + "; ".join(
+            f"{a.name}: {a.explanation}" for a in verdict.anomalies))
+        v.verdict, v.properties = verdict, set(names)
+        raise v
+    return verdict

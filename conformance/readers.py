@@ -1,0 +1,116 @@
+"""Readers in lockstep (spec/PROTOCOL.md 10 "Readers"): the rows the engine returns, now,
+at a snapshot and since a snapshot, against the rows of the model's snapshots.
+
+Reader labels: `("ReadCurrent", 0)`, `("ReadAt", 0, (w, k))`, `("ReadIncremental", 0,
+(w, k))`, with model snapshot ids (mapped to the engine's through `Lockstep.snapshot_id`).
+After every step the table's current rows and main's head are compared as well
+(`check_rows`, `check_head`). A read that fails is P8 (the engine cannot read what it committed).
+"""
+from __future__ import annotations
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance.violation import AGREEMENT, Violation
+from icefloe.model import iceberg
+from icefloe.model.checks import history as H
+from icefloe.model.state import APPEND, OVERWRITE, ancestors, snap_of
+
+READ_CURRENT, READ_AT, READ_INCREMENTAL = "ReadCurrent", "ReadAt", "ReadIncremental"
+READ_LABELS = (READ_CURRENT, READ_AT, READ_INCREMENTAL)
+
+
+def row_id(fid) -> str:
+    """The engine's row for a model row (a FileId): "w.k"."""
+    return f"{fid[0]}.{fid[1]}"
+
+
+class Readers:
+    def __init__(self, lock):
+        self.lock = lock
+        self.reads: list = []                 # H.Read, for the history checker
+        self.time_travel: dict = {}           # engine snapshot id -> rows first read there
+        self._current = None                  # the last read of the current snapshot
+
+    def labels(self) -> list:
+        """Every reader step the engine's capabilities allow in the model's state."""
+        lock = self.lock
+        meta = iceberg.current(lock.model)
+        out = [(READ_CURRENT, 0)]
+        if A.READ_AT in lock.caps.reads:
+            out += [(READ_AT, 0, s.id) for s in sorted(meta.snaps) if s.id in lock.snapshot_id]
+        if A.READ_INCREMENTAL in lock.caps.reads:
+            out += [(READ_INCREMENTAL, 0, sid) for sid in ancestors(meta, meta.head) if sid in lock.snapshot_id]
+        return out
+
+    def rows(self, files) -> tuple:
+        content = dict(self.lock.model.content)
+        return tuple(sorted(row_id(r) for f in files for r in content[f]))
+
+    def _appended(self, meta, sid) -> bool:
+        """Whether an incremental (append) reader takes snapshot `sid`'s rows: an append,
+        or an overwrite that removed nothing (Iceberg records that as an append)."""
+        kind = self.lock.kind_of.get(sid)
+        if kind == APPEND:
+            return True
+        if kind != OVERWRITE:
+            return False
+        parent = snap_of(meta, snap_of(meta, sid).parent)
+        return parent is not None and not parent.files
+
+    def read(self, label) -> None:
+        lock = self.lock
+        lock.stats.reads += 1
+        meta = iceberg.current(lock.model)
+        name = label[0]
+        try:
+            if name == READ_CURRENT:
+                got = lock.table.read_current()
+                want = self.rows(iceberg.head_snap(meta).files)
+                prop = "P6 Isolation"
+            elif name == READ_AT:
+                got = lock.table.read_at(lock.snapshot_id[label[2]])
+                want = self.rows(snap_of(meta, label[2]).files)
+                first = self.time_travel.setdefault(got.snapshot_id, got.rows)
+                if first != got.rows:
+                    raise Violation("P7 TimeTravelImmutable", f"snapshot {got.snapshot_id} read {got.rows}, "
+                                    f"earlier {first}", first, got.rows)
+                prop = "P7 TimeTravelImmutable"
+            else:
+                line = ancestors(meta, meta.head)
+                between = line[: line.index(label[2])]
+                got = lock.table.read_incremental(lock.snapshot_id[label[2]])
+                want = self.rows([s for s in between if self._appended(meta, s)])
+                prop = "P10 IncrementalComplete"
+        except Violation:
+            raise
+        except Exception as e:  # noqa: BLE001 - an engine that cannot read what it committed
+            raise Violation("P8 NoDanglingRefs", f"{name} failed: {type(e).__name__}: {e}", "rows", repr(e)) from e
+        if got.rows != want:
+            raise Violation(prop, f"{name}{label[2:]}: the model's rows are {list(want)}, the engine's "
+                            f"{list(got.rows)}", want, got.rows)
+        if got.files is not None and name != READ_INCREMENTAL:
+            self.reads.append(H.Read(f"r{len(self.reads) + 1}", got.snapshot_id, got.files))
+
+    def check_rows(self) -> None:
+        """After every step: the table's current rows are the model's."""
+        lock = self.lock
+        meta = iceberg.current(lock.model)
+        try:
+            got = lock.table.read_current()
+        except Exception as e:  # noqa: BLE001 - an engine that cannot read what it committed
+            raise Violation("P8 NoDanglingRefs", f"reading the current snapshot failed: {type(e).__name__}: {e}",
+                            "rows", repr(e)) from e
+        want = self.rows(iceberg.head_snap(meta).files)
+        if got.rows != want:
+            raise Violation("P6 Isolation", f"current rows: the model's {list(want)}, the engine's {list(got.rows)}",
+                            want, got.rows)
+        self._current = got
+
+    def check_head(self) -> None:
+        """After check_rows: main's head is the model's."""
+        lock = self.lock
+        meta = iceberg.current(lock.model)
+        got = self._current
+        engine_head = lock.snapshot_id.get(meta.head)
+        if engine_head is not None and got.snapshot_id != engine_head:
+            raise Violation(AGREEMENT, f"main's head: the model's {row_id(meta.head)} (snapshot {engine_head}), "
+                            f"the engine's {got.snapshot_id}", engine_head, got.snapshot_id)
