@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from icefloe.impl.catalog.base import CatalogError, TableIdentifier
 from icefloe.impl.catalog.s3 import S3Catalog
 from icefloe.impl.catalog.sql import SqlCatalog
-from icefloe.impl.format import expressions
+from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.metadata import from_json
 from icefloe.impl.format.transforms import parse_partition_spec
 from icefloe.impl.format.types import schema_from_arrow, schema_to_arrow
@@ -157,7 +157,7 @@ def cmd_scan(args) -> int:
     else:
         table = _table(args)
         store, metadata = table.io, table.metadata
-    row_filter = expressions.parse(args.filter) if args.filter else None
+    row_filter = parse_filter(args.filter) if args.filter else None
     rows = S.scan(store, metadata, _snapshot(metadata, args), row_filter)
     if args.format == "json":
         print(json.dumps(rows.to_pylist(), default=str))

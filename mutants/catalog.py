@@ -191,8 +191,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ROW_DELTAS, "compacted files take a new data sequence number, escaping earlier equality deletes",
            "spec: rewrite keeps the starting snapshot's data sequence number", model_covers=False),
     Mutant("partition-pruning-inverted", SCAN_PY,
-           "if e.status not in (0, 1) or not partition_eval.might_match(e.data_file.partition):",
-           "if e.status not in (0, 1) or partition_eval.might_match(e.data_file.partition):  # mutant",
+           "return lambda e: e.status in LIVE and partition_eval.might_match(e.data_file.partition)",
+           "return lambda e: e.status in LIVE and not partition_eval.might_match(e.data_file.partition)  # mutant",
            PARTITIONS, "a filtered scan prunes the partitions that match instead of those that cannot",
            "scan planning", model_covers=False),
     # -- storage and catalogs (2, 3, 4) ---------------------------------------------------------

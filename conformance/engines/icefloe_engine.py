@@ -18,6 +18,7 @@ from icefloe.conformance import adapter as A
 from icefloe.conformance.testing.faulty_catalog import FaultInjectingCatalog
 from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.format import expressions as E
+from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.types import NestedField, Schema, StringType
 from icefloe.impl.io.base import StoreError, StoreUnavailable
 from icefloe.impl.io.memory import MemoryStore
@@ -45,7 +46,7 @@ def where_expression(where):
         return E.AlwaysTrue()
     if not where:
         return E.AlwaysFalse()
-    return E.parse(f"{A.COLUMN} in ({', '.join(repr(r) for r in sorted(where))})")
+    return parse_filter(f"{A.COLUMN} in ({', '.join(repr(r) for r in sorted(where))})")
 
 
 class WriterStore:

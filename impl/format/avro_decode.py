@@ -1,5 +1,5 @@
-"""A projecting Avro decoder for manifests (Avro spec "Binary Encoding", "Object
-Container Files"; Iceberg spec "Scan Planning").
+"""A projecting Avro decoder for manifests (Avro spec "Binary Encoding"; Iceberg spec
+"Scan Planning"). avro_container.py reads the file around the values.
 
 Planning a scan needs few of a manifest entry's fields: with no column referenced by
 the filter, none of the column statistics maps. fastavro builds every value, and its
@@ -7,8 +7,9 @@ schema resolution (a reader schema that leaves fields out) resolves the schemas 
 for every value, which costs more than it saves (measured by `make bench`, scan). This
 decoder is compiled once per writer schema into one function per type; fields named in
 `skip` are stepped over without building values (runs of int/long varints by one regex
-match). It reads the raw form `manifest._open` reads (no logical types applied), and
-only the `null` and `deflate` codecs: the caller uses fastavro for anything else.
+match). Values are read raw: logical types are not applied (an Iceberg timestamp may lie
+outside the years a datetime holds; manifest_reader converts what it needs), a fixed is
+bytes, an enum its symbol. Decoding every field costs about what fastavro's reader does.
 Malformed input raises ValueError (or IndexError, struct.error); the caller turns
 those into its typed error.
 """
@@ -16,14 +17,11 @@ from __future__ import annotations
 
 import re
 import struct
-import zlib
 from typing import Any, Callable
 
-__all__ = ["compile_reader", "decode_blocks", "CODECS", "SCHEMA_DEPTH_MAX"]
+__all__ = ["compile_reader", "read_long", "Reader", "SCHEMA_DEPTH_MAX"]
 
-CODECS = ("null", "deflate")
 SCHEMA_DEPTH_MAX = 64      # nesting bound: a recursive schema is refused
-SYNC_SIZE = 16
 Reader = Callable[[bytes, int], tuple[Any, int]]
 
 _DOUBLE = struct.Struct("<d").unpack_from
@@ -381,37 +379,3 @@ def _enum(symbols: list[str]) -> Reader:
             raise ValueError(f"enum index {i} of {len(symbols)}")
         return symbols[i], pos
     return enum
-
-
-def decode_blocks(data: bytes, pos: int, sync: bytes, codec: str, read: Reader,
-                  positions: list | None = None) -> list:
-    """Every record of an object container file's blocks, from `pos` (just after the
-    header) to the end. With `positions`, (decoded block, offset) of each record is
-    appended to it, so that a record can be decoded again with another reader."""
-    if codec not in CODECS:
-        raise ValueError(f"codec {codec!r}")
-    out: list = []
-    end = len(data)
-    while pos < end:
-        count, pos = read_long(data, pos)
-        size, pos = read_long(data, pos)
-        if count < 0 or size < 0 or pos + size + SYNC_SIZE > end:
-            raise ValueError(f"block of {count} records, {size} bytes, outside the file")
-        block = data[pos:pos + size]
-        pos += size
-        if data[pos:pos + SYNC_SIZE] != sync:
-            raise ValueError("sync marker does not match the header")
-        pos += SYNC_SIZE
-        if codec == "deflate":
-            block = zlib.decompress(block, -15)
-        if count > len(block):  # a manifest entry is never empty (its status is required)
-            raise ValueError(f"block of {count} records in {len(block)} bytes")
-        p = 0
-        for _ in range(count):
-            if positions is not None:
-                positions.append((block, p))
-            value, p = read(block, p)
-            out.append(value)
-        if p != len(block):
-            raise ValueError(f"block has {len(block) - p} bytes after its {count} records")
-    return out

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from icefloe.impl.format import conversions, types as T
+from icefloe.impl.format import conversions, integrity, types as T
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.outcomes import IcefloeError
@@ -362,18 +362,22 @@ def _child(by_id: dict, f: T.NestedField, length: int, location: str) -> pa.Arra
 
 
 def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>", *,
-                   row_filter: pc.Expression | None = None) -> pa.Table:
+                   row_filter: pc.Expression | None = None, data_file: DataFile | None = None) -> pa.Table:
     """The rows of a Parquet file as a table of `schema`: columns matched by field id,
-    absent optional columns read as null, types promoted; then `row_filter` applied."""
+    absent optional columns read as null, types promoted; then `row_filter` applied. With
+    `data_file` (its manifest entry), the file's row count is checked against the entry's
+    record_count (integrity.py): CorruptMetadata on a mismatch."""
     try:
         file_table = pq.read_table(io.BytesIO(data))
+        if data_file is not None:
+            integrity.check_data_file(data_file, file_table.num_rows)
         if file_table.num_columns and all(_field_id(f) is None for f in file_table.schema):
             raise DataFileError("the file has no field ids (name mapping is not supported)", location)
         # Columns by position: a corrupt file's names need not even be valid UTF-8.
         by_id = {_field_id(f): col for f, col in zip(file_table.schema, file_table.columns)}
         columns = [_child(by_id, f, file_table.num_rows, location) for f in schema.fields]
         out = pa.Table.from_arrays(columns, schema=T.schema_to_arrow(schema))
-    except DataFileError:
+    except (DataFileError, integrity.CorruptMetadata):
         raise
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as e:
         raise DataFileError(f"not a readable Parquet file: {type(e).__name__}: {e}", location) from None

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from icefloe.impl.format import expressions as E
+from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile, ManifestContent, ManifestFile
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
@@ -43,13 +44,13 @@ def data_and_delete_manifests(tree: TreeReader, metadata: TableMetadata, snapsho
                               expr: E.Expression, schema: T.Schema) -> tuple[list[ManifestFile], list[ManifestFile]]:
     """The data manifests that may match `expr` (by partition summaries), and all delete manifests."""
     data, deletes = [], []
-    evaluators: dict[int, E.ManifestEvaluator] = {}
+    evaluators: dict[int, EV.ManifestEvaluator] = {}
     for m in tree.manifests(snapshot):
         if m.content == ManifestContent.DELETES:
             deletes.append(m)
             continue
         if m.partition_spec_id not in evaluators:
-            evaluators[m.partition_spec_id] = E.ManifestEvaluator(expr, metadata.spec_by_id(m.partition_spec_id), schema)
+            evaluators[m.partition_spec_id] = EV.ManifestEvaluator(expr, metadata.spec_by_id(m.partition_spec_id), schema)
         if evaluators[m.partition_spec_id].might_match(m):
             data.append(m)
     return data, deletes
@@ -68,8 +69,8 @@ def delete_refs(tree: TreeReader, metadata: TableMetadata, manifests: list[Manif
 def plan_manifest(tree: TreeReader, manifest: ManifestFile, spec: PartitionSpec, schema: T.Schema,
                   expr: E.Expression) -> list[FileScanTask]:
     """The live data files of one manifest that may hold rows matching `expr`."""
-    partition_eval = E.PartitionEvaluator(expr, spec, schema)
-    metrics = E.MetricsEvaluator(expr, schema)
+    partition_eval = EV.PartitionEvaluator(expr, spec, schema)
+    metrics = EV.MetricsEvaluator(expr, schema)
     out = []
     for e in tree.entries(manifest):
         if e.status not in LIVE:

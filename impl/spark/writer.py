@@ -18,6 +18,7 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceArrowWriter, WriterCommitMessage
 
 from icefloe.impl.format import expressions as E
+from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile
 from icefloe.impl.format.metadata import MAIN_BRANCH
@@ -79,7 +80,7 @@ class IcefloeWriter(DataSourceArrowWriter):
         text = self.overwrite_filter
         if text.strip().lower() == "true":
             return None
-        return E.bind(E.parse(text), schema)
+        return E.bind(parse_filter(text), schema)
 
     # -- executors --------------------------------------------------------------------
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from icefloe.impl.catalog.base import Catalog, CatalogError, TableIdentifier
-from icefloe.impl.format.manifest import ManifestFile, listed_manifests, write_manifest_list
+from icefloe.impl.format.manifest import ManifestFile, listed_manifests
+from icefloe.impl.format.manifest_writer import write_manifest_list
 from icefloe.impl.format.metadata import (
     MetadataError, Snapshot, TableMetadata, from_json, to_json,
 )

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe.impl.format import types as T
+from icefloe.impl.format.integrity import check_data_file
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.parquet import read_data_file
 from icefloe.impl.io.base import ObjectStore
@@ -56,6 +57,7 @@ class DeleteReader:
         cached = self._positions.get(delete.file_path)
         if cached is None:
             table = pq.read_table(_io.BytesIO(self.io.get(delete.file_path)), columns=["file_path", "pos"])
+            check_data_file(delete, table.num_rows)
             cached = {}
             spelled = {}
             for path, pos in zip(table.column("file_path").to_pylist(), table.column("pos").to_pylist()):
@@ -74,7 +76,8 @@ class DeleteReader:
         if cached is None:
             fields = [T.NestedField(f.field_id, f.name, f.type, False)
                       for f in (schema.find_field(i) for i in ids)]
-            rows = read_data_file(self.io.get(delete.file_path), T.Schema(tuple(fields)), delete.file_path)
+            rows = read_data_file(self.io.get(delete.file_path), T.Schema(tuple(fields)), delete.file_path,
+                                  data_file=delete)
             cached = set(zip(*(rows.column(i).to_pylist() for i in range(rows.num_columns))))
             self._equalities[key] = cached
         return ids, cached

@@ -42,6 +42,9 @@ class Env:
     wall_ms: Callable[[], int] = _wall_ms
     monotonic_ms: Callable[[], int] = _monotonic_ms
     sleep_ms: Callable[[int], None] = _sleep_ms
+    # Opt-in: pause the process's cyclic GC while manifests are decoded and scans planned
+    # (files.gc_paused). Off by default: a library does not change the whole process.
+    pause_gc_during_reads: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @classmethod

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import gc
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
+from typing import Callable
 
+from icefloe.impl.format import integrity
 from icefloe.impl.format.manifest import (
-    DataFileContent, LazyManifest, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
-    read_manifest, read_manifest_lazy, read_manifest_list,
+    DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
 )
+from icefloe.impl.format.manifest_reader import ManifestReader, Projection, read_manifest_list
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
 from icefloe.impl.io.base import ObjectStore
 
@@ -27,11 +29,13 @@ _gc_was_enabled = False
 
 @contextmanager
 def gc_paused():
-    """Pause Python's cyclic garbage collector while a manifest is decoded or a scan is
-    planned: both build tens of thousands of small acyclic objects, and the collections
-    they trigger cost about a third of the time (measured by `make bench`, scan). Nested
-    and concurrent uses are counted; the last one out restores the collector, and a
-    collector the application had disabled stays disabled. Nothing here creates cycles."""
+    """Pause Python's cyclic garbage collector: used only when the application opts in
+    (Env.pause_gc_during_reads), as it affects the whole process. Decoding manifests and
+    planning build tens of thousands of small long-lived objects; the full collection
+    they trigger traverses every object of the process (about a third of a fresh plan's
+    CPU in bench/bench_scan.py's process; docs/benchmarks.md). Nested and concurrent
+    uses are counted; the last one out restores the collector, and a collector the
+    application had disabled stays disabled. Nothing here creates cycles."""
     global _gc_pausers, _gc_was_enabled
     with _gc_lock:
         if _gc_pausers == 0:
@@ -43,20 +47,22 @@ def gc_paused():
     finally:
         with _gc_lock:
             _gc_pausers -= 1
-            assert _gc_pausers >= 0
+            assert _gc_pausers >= 0, "more resumes than pauses"
             if _gc_pausers == 0 and _gc_was_enabled:
                 gc.enable()
 
 
 class TreeReader:
-    """Cached reads of manifest lists and manifests through `io`."""
+    """Cached reads of manifest lists and manifests through `io`: one cache of lists and
+    one of opened manifests (manifest_reader.ManifestReader), by location. Every first
+    read is cross-checked (impl/format/integrity.py): a list against its snapshot's
+    summary totals, a manifest against its list entry; a mismatch raises CorruptMetadata."""
 
-    def __init__(self, io: ObjectStore):
+    def __init__(self, io: ObjectStore, *, pause_gc: bool = False):
         self.io = io
+        self.pause_gc = pause_gc  # the application's opt-in (Env.pause_gc_during_reads)
         self._lists: dict[str, list[ManifestFile]] = {}
-        self._manifests: dict[str, list[ManifestEntry]] = {}
-        self._without_stats: dict[str, list[ManifestEntry]] = {}
-        self._lazy: dict[str, LazyManifest] = {}
+        self._manifests: dict[str, ManifestReader] = {}
         self._lock = threading.Lock()
 
     def manifests(self, snapshot: Snapshot | None) -> list[ManifestFile]:
@@ -67,6 +73,7 @@ class TreeReader:
             cached = self._lists.get(location)
         if cached is None:
             cached = read_manifest_list(self.io.get(location), location)
+            integrity.check_manifest_list(cached, snapshot.summary, location, snapshot.snapshot_id)
             with self._lock:
                 self._lists[location] = cached
         return cached
@@ -77,39 +84,25 @@ class TreeReader:
         with self._lock:
             self._lists[location] = list(manifests)
 
-    def entries(self, manifest: ManifestFile, column_stats: bool = True) -> list[ManifestEntry]:
-        """The manifest's entries; without `column_stats` their data files may lack the
-        column statistics maps (read_manifest), which a scan plan with no column
-        predicate never looks at. Full entries, once read, serve both."""
+    def entries(self, manifest: ManifestFile, projection: Projection = Projection.ALL,
+                keep: Callable[[ManifestEntry], bool] | None = None) -> list[ManifestEntry]:
+        """The manifest's entries in `projection`, only those `keep` keeps (see
+        ManifestReader.read_entries): a scan plan with no column predicate needs no column
+        statistics, and a plan pruning by partition needs them for the survivors only."""
         location = manifest.manifest_path
         with self._lock:
-            cached = self._manifests.get(location)
-            if cached is None and not column_stats:
-                cached = self._without_stats.get(location)
-        if cached is None:
-            data = self.io.get(location)
-            with gc_paused():
-                cached = read_manifest(data, manifest, location, column_stats=column_stats)
+            reader = self._manifests.get(location)
+        if reader is None:
+            reader = ManifestReader(self.io.get(location), manifest, location)
             with self._lock:
-                (self._manifests if column_stats else self._without_stats)[location] = cached
-        return cached
+                reader = self._manifests.setdefault(location, reader)
+        with self.reading():
+            return reader.read_entries(projection, keep)
 
-    def lazy_entries(self, manifest: ManifestFile) -> LazyManifest:
-        """The manifest's entries without column statistics, each in full on demand
-        (read_manifest_lazy); full entries already read serve as they are."""
-        location = manifest.manifest_path
-        with self._lock:
-            full = self._manifests.get(location)
-            cached = self._lazy.get(location)
-        if full is not None:
-            return LazyManifest(full, full.__getitem__)
-        if cached is None:
-            data = self.io.get(location)
-            with gc_paused():
-                cached = read_manifest_lazy(data, manifest, location)
-            with self._lock:
-                self._lazy[location] = cached
-        return cached
+    def reading(self):
+        """A context for a read that builds many objects: the GC is paused only if the
+        application opted in."""
+        return gc_paused() if self.pause_gc else nullcontext()
 
     def live_entries(self, snapshot: Snapshot | None, content: ManifestContent | None = None
                      ) -> list[tuple[ManifestFile, ManifestEntry]]:

@@ -16,10 +16,12 @@ from dataclasses import replace
 import pyarrow as pa
 
 from icefloe.impl.format import expressions as E
+from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.manifest import (
     DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
-    manifest_file_of, write_manifest,
+    manifest_file_of,
 )
+from icefloe.impl.format.manifest_writer import write_manifest
 from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot
 from icefloe.impl.format.parquet import split_by_partition, write_data_file
 from icefloe.impl.table import updates as U
@@ -207,7 +209,7 @@ class DeleteWhere(FileChange):
     def __init__(self, row_filter, rows: pa.Table | None = None, ref: str = MAIN_BRANCH,
                  isolation: str = SERIALIZABLE):
         super().__init__(ref, isolation)
-        self.row_filter = E.parse(row_filter) if isinstance(row_filter, str) else row_filter
+        self.row_filter = parse_filter(row_filter) if isinstance(row_filter, str) else row_filter
         self.rows = rows
         self.operation = "overwrite" if rows is not None else "delete"
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from icefloe.impl.format import expressions as E
+from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.impl.io.locations import canonical_location
@@ -100,11 +101,11 @@ class NoConflictingData:
         if problem:
             return problem
         schema = base.schema()
-        metrics = E.MetricsEvaluator(self.row_filter, schema)
+        metrics = EV.MetricsEvaluator(self.row_filter, schema)
         for snap in between:
             for e in tree.changes(snap).added_data:
                 spec = base.spec_by_id(_spec_id_of(tree, snap, e))
-                if spec is not None and not E.PartitionEvaluator(self.row_filter, spec, schema).might_match(
+                if spec is not None and not EV.PartitionEvaluator(self.row_filter, spec, schema).might_match(
                         e.data_file.partition):
                     continue
                 if metrics.might_match(e.data_file):

@@ -15,14 +15,17 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from icefloe.impl.format import expressions as E
+from icefloe.impl.format import evaluators as EV
+from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile, DataFileContent, ManifestContent
+from icefloe.impl.format.manifest_reader import Projection
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
 from icefloe.impl.format.parquet import read_data_file
 from icefloe.impl.io.base import ObjectStore
 from icefloe.impl.outcomes import IcefloeError
 from icefloe.impl.table.deletes import DeleteReader, equality_delete_applies, position_delete_applies
-from icefloe.impl.table.files import TreeReader, gc_paused
+from icefloe.impl.table.files import LIVE, TreeReader
 
 
 class IncrementalGap(IcefloeError):
@@ -42,7 +45,7 @@ def _as_expression(row_filter) -> E.Expression:
     if row_filter is None:
         return E.AlwaysTrue()
     if isinstance(row_filter, str):
-        return E.parse(row_filter)
+        return parse_filter(row_filter)
     return row_filter
 
 
@@ -60,7 +63,7 @@ def plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot | N
     the delete files that apply to it."""
     if snapshot is None:
         return []
-    with gc_paused():
+    with tree.reading():
         return _plan_files(tree, metadata, snapshot, row_filter)
 
 
@@ -68,15 +71,15 @@ def _plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot,
                 row_filter) -> list[FileScanTask]:
     expr = _as_expression(row_filter)
     schema = snapshot_schema(metadata, snapshot)
-    metrics = E.MetricsEvaluator(expr, schema)
+    metrics = EV.MetricsEvaluator(expr, schema)
     evaluators: dict[int, tuple] = {}
 
     def for_spec(spec_id: int):
         if spec_id not in evaluators:
             spec = metadata.spec_by_id(spec_id)
             assert spec is not None, f"manifest spec {spec_id} is not in the metadata"
-            evaluators[spec_id] = (spec, E.ManifestEvaluator(expr, spec, schema),
-                                   E.PartitionEvaluator(expr, spec, schema))
+            evaluators[spec_id] = (spec, EV.ManifestEvaluator(expr, spec, schema),
+                                   EV.PartitionEvaluator(expr, spec, schema))
         return evaluators[spec_id]
 
     # Data files' column metrics are decoded only for the entries that survive the
@@ -95,19 +98,21 @@ def _plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot,
         if not manifest_eval.might_match(m):
             continue
         if unfiltered:
-            for e in tree.entries(m, column_stats=False):
+            for e in tree.entries(m, Projection.WITHOUT_COLUMN_STATS):
                 # record_count 0: what the metrics evaluator says of an empty file
                 if e.status in (0, 1) and e.data_file.record_count != 0:
                     tasks.append(FileScanTask(e.data_file, m.partition_spec_id, e.sequence_number))
             continue
-        lazy = tree.lazy_entries(m)
-        for i, e in enumerate(lazy.entries):
-            if e.status not in (0, 1) or not partition_eval.might_match(e.data_file.partition):
-                continue
-            e = lazy.full(i)
+        for e in tree.entries(m, Projection.ALL, keep=_may_hold_rows(partition_eval)):
             if metrics.might_match(e.data_file):
                 tasks.append(FileScanTask(e.data_file, m.partition_spec_id, e.sequence_number))
     return attach_deletes(tasks, deletes)
+
+
+def _may_hold_rows(partition_eval: EV.PartitionEvaluator):
+    """Keeps the live entries whose partition may hold matching rows (decided before
+    their column statistics are decoded)."""
+    return lambda e: e.status in LIVE and partition_eval.might_match(e.data_file.partition)
 
 
 def attach_deletes(tasks: list[FileScanTask], deletes) -> list[FileScanTask]:
@@ -125,7 +130,7 @@ def attach_deletes(tasks: list[FileScanTask], deletes) -> list[FileScanTask]:
 def read_task(io: ObjectStore, task: FileScanTask, schema: T.Schema,
               deletes: DeleteReader | None = None) -> pa.Table:
     """The live rows of one data file (deletes applied, no filter)."""
-    rows = read_data_file(io.get(task.data_file.file_path), schema, task.data_file.file_path)
+    rows = read_data_file(io.get(task.data_file.file_path), schema, task.data_file.file_path, data_file=task.data_file)
     deletes = deletes or DeleteReader(io)
     return deletes.apply(rows, task.data_file, task.position_deletes, task.equality_deletes, schema)
 

@@ -55,7 +55,7 @@ class Table:
         self.io, self.env, self.retry = io, env or Env(), retry
         self.metadata_location: str | None = None
         self._metadata: TableMetadata | None = None
-        self.tree = TreeReader(io)
+        self.tree = TreeReader(io, pause_gc=self.env.pause_gc_during_reads)
         self.refresh()
 
     # -- reading -----------------------------------------------------------------------

@@ -39,6 +39,7 @@ from icefloe.conformance.engines import flawed_rename as R
 from icefloe.conformance.testing.faulty_catalog import FaultInjectingCatalog
 from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.format import expressions as E
+from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.metadata import MetadataError
 from icefloe.impl.format.types import NestedField, Schema, StringType
 from icefloe.impl.io.base import AlreadyExists, StoreError, StoreUnavailable
@@ -153,7 +154,7 @@ class Run:
         self._begin(w, "append", P.FastAppend(rows_table(rows)), rows=rows)
 
     def _delete(self, w, ids):
-        where = E.parse(" or ".join(f"id = '{i}'" for i in sorted(ids)))
+        where = parse_filter(" or ".join(f"id = '{i}'" for i in sorted(ids)))
         self._begin(w, "delete", P.DeleteWhere(where, None), ids=ids)
 
     def _rewrite(self, w):

@@ -11,16 +11,20 @@ import pytest
 from hypothesis import given, strategies as st
 
 from icefloe.impl.format import conversions, types as T
+from icefloe.impl.format.evaluators import (
+    ManifestEvaluator, MetricsEvaluator, PartitionEvaluator, _evaluate, _holds, metrics_might_match,
+    partition_might_match, project, summaries_might_match,
+)
+from icefloe.impl.format.expression_parser import parse
 from icefloe.impl.format.expressions import (
-    AlwaysFalse, AlwaysTrue, And, BoundPredicate, ExpressionError, ManifestEvaluator,
-    MetricsEvaluator, Not, Or, PartitionEvaluator, Predicate, _evaluate, _holds, bind,
-    metrics_might_match, parse, partition_might_match, project, rewrite_not,
-    summaries_might_match, to_arrow,
+    AlwaysFalse, AlwaysTrue, And, BoundPredicate, ExpressionError, Not, Or, Predicate, bind, rewrite_not,
+    to_arrow,
 )
 from icefloe.impl.format.manifest import (
-    DataFile, ManifestEntry, ManifestEntryStatus, manifest_file_of, read_manifest_list,
-    summarize_partitions, write_manifest, write_manifest_list,
+    DataFile, ManifestEntry, ManifestEntryStatus, manifest_file_of, summarize_partitions,
 )
+from icefloe.impl.format.manifest_reader import read_manifest, read_manifest_list
+from icefloe.impl.format.manifest_writer import write_manifest, write_manifest_list
 from icefloe.impl.format.parquet import split_by_partition, write_data_file
 from icefloe.impl.format.transforms import parse_partition_spec
 
@@ -400,7 +404,6 @@ def test_planned_scan_returns_exactly_the_matching_rows(scenario):
     reading the surviving files with the row filter, returns exactly the rows a direct
     filter returns. Method: Hypothesis rows, filter and spec through split, Parquet, two
     manifests, a manifest list; compare row multisets."""
-    from icefloe.impl.format.manifest import read_manifest
     from icefloe.impl.format.parquet import read_data_file
 
     data, expr, spec_text, row_group_rows = scenario
