@@ -30,8 +30,9 @@ from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.outcomes import IcefloeError
 
-__all__ = ["DataFileError", "BOUND_TRUNCATE_LENGTH", "write_data_file", "data_file_metrics",
-           "split_by_partition", "read_data_file", "truncate_lower", "truncate_upper"]
+__all__ = ["DataFileError", "TooManyFiles", "BOUND_TRUNCATE_LENGTH", "write_data_file", "data_file_metrics",
+           "split_by_partition", "read_data_file", "truncate_lower", "truncate_upper",
+           "DATA_FILES_MAX_PROPERTY", "DATA_FILES_MAX_DEFAULT", "data_files_max"]
 
 BOUND_TRUNCATE_LENGTH = 16
 ROW_GROUP_ROWS_MAX = 1 << 20
@@ -45,6 +46,36 @@ class DataFileError(IcefloeError):
     def __init__(self, message: str, location: str | None = None):
         super().__init__(f"{location}: {message}" if location else message)
         self.location = location
+
+
+class TooManyFiles(DataFileError):
+    """A write would create more data files than the table allows (`files`: how many)."""
+
+    def __init__(self, files: int, files_max: int):
+        super().__init__(f"this write would create {files} data files (one per partition), more than "
+                         f"{DATA_FILES_MAX_PROPERTY}={files_max}; check the partition spec (a bucket count "
+                         f"or truncate width that gives each row its own partition) or raise the property")
+        self.files, self.files_max = files, files_max
+
+
+# A partition spec that gives each row its own partition turns one append into one file
+# per row; the write is refused before anything is written (table property, per write).
+DATA_FILES_MAX_PROPERTY = "write.data-files.max"
+DATA_FILES_MAX_DEFAULT = 10_000
+
+
+def data_files_max(properties) -> int:
+    """The table's limit on data files per write (DATA_FILES_MAX_PROPERTY)."""
+    text = properties.get(DATA_FILES_MAX_PROPERTY)
+    if text is None:
+        return DATA_FILES_MAX_DEFAULT
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise DataFileError(f"table property {DATA_FILES_MAX_PROPERTY}={text!r}: a positive number of files")
+    return value
 
 
 # -- bound truncation ----------------------------------------------------------------------
@@ -283,9 +314,11 @@ def _groupable(array: pa.Array) -> pa.Array:
     return array
 
 
-def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema) -> list[tuple[tuple, pa.Table]]:
+def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema,
+                       files_max: int = DATA_FILES_MAX_DEFAULT) -> list[tuple[tuple, pa.Table]]:
     """Rows of `table` grouped by partition tuple (spec field order), in order of first
-    appearance; each tuple holds internal values ready for DataFile.partition."""
+    appearance; each tuple holds internal values ready for DataFile.partition. More than
+    `files_max` partitions (one data file each) is TooManyFiles, before any is built."""
     if not spec.fields:
         return [((), table)]
     keys = []
@@ -299,6 +332,8 @@ def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema) -
     grouping = pa.table([_groupable(k) for k in keys] + [pa.array(range(table.num_rows), pa.int64())],
                         names=[*names, "row"])
     groups = grouping.group_by(names, use_threads=False).aggregate([("row", "list")])
+    if groups.num_rows > files_max:
+        raise TooManyFiles(groups.num_rows, files_max)
     rows = groups.column("row_list").to_pylist()
     firsts = pa.array([r[0] for r in rows], pa.int64())
     values = [_as_internal(k.take(firsts)) for k in keys]

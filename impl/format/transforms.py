@@ -178,6 +178,18 @@ class VoidTransform(Transform):
         return pa.nulls(len(array), array.type)
 
 
+TRANSFORM_ARGUMENT_MAX = (1 << 31) - 1  # bucket[N] and truncate[W] are Iceberg ints (Java's Integer)
+
+
+def _check_argument(what: str, value: Any) -> None:
+    """Spec "Partition Transforms": N and W are positive ints; Java reads them as a
+    32-bit Integer, so a larger one would make a spec no other engine can read."""
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise FormatError(f"{what} must be an int, got {type(value).__name__}")
+    if not 1 <= value <= TRANSFORM_ARGUMENT_MAX:
+        raise FormatError(f"{what} must be in 1..{TRANSFORM_ARGUMENT_MAX} (an Iceberg int), got {value}")
+
+
 _BUCKET_SOURCES = (IntegerType, LongType, DecimalType, DateType, TimeType, TimestampType,
                    TimestamptzType, StringType, UUIDType, FixedType, BinaryType)
 
@@ -187,8 +199,7 @@ class BucketTransform(Transform):
     num_buckets: int
 
     def __post_init__(self):
-        if self.num_buckets < 1:
-            raise FormatError(f"bucket count must be positive, got {self.num_buckets}")
+        _check_argument("bucket count", self.num_buckets)
 
     def __str__(self) -> str:
         return f"bucket[{self.num_buckets}]"
@@ -224,8 +235,7 @@ class TruncateTransform(Transform):
     width: int
 
     def __post_init__(self):
-        if self.width < 1:
-            raise FormatError(f"truncate width must be positive, got {self.width}")
+        _check_argument("truncate width", self.width)
 
     def __str__(self) -> str:
         return f"truncate[{self.width}]"
@@ -502,9 +512,20 @@ def parse_partition_spec(text: str, schema: Schema, spec_id: int = 0) -> Partiti
             raise FormatError(f"unknown transform {func!r} in {item!r}")
         source = schema.find_field(column)
         transform.result_type(source.type)
+        if isinstance(transform, TruncateTransform) and isinstance(source.type, DecimalType):
+            _check_decimal_width(transform.width, source.type, column)
         name = column if func == "identity" else f"{column}_{_SUFFIX[func]}"
         fields.append(PartitionField(source.field_id, PARTITION_FIELD_ID_START + i, transform, name))
     return PartitionSpec(spec_id, tuple(fields))
+
+
+def _check_decimal_width(width: int, t: DecimalType, column: str) -> None:
+    """Spec "Truncate Transform Details": on a decimal, W truncates the unscaled value, so
+    truncate(W) on decimal(P, S) makes steps of W * 10^-S, not W units. A width of 10^P or
+    more puts every value of one sign in one partition; refused when a spec is created."""
+    if width >= 10 ** t.precision:
+        raise FormatError(f"truncate({width}, {column}) on {t}: the width applies to the unscaled value "
+                          f"(steps of {width} x 10^-{t.scale}), and must be below 10^{t.precision}")
 
 
 def _split_top_level(text: str) -> list[str]:

@@ -23,7 +23,7 @@ from icefloe.impl.format.manifest import (
 )
 from icefloe.impl.format.manifest_writer import write_manifest
 from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot
-from icefloe.impl.format.parquet import split_by_partition, write_data_file
+from icefloe.impl.format.parquet import data_files_max, split_by_partition, write_data_file
 from icefloe.impl.table import updates as U
 from icefloe.impl.table.commit import LIST, MANIFESTS, PendingCommit
 from icefloe.impl.table.deletes import DeleteReader, not_true
@@ -43,7 +43,7 @@ def write_rows(c: PendingCommit, rows: pa.Table) -> list[DataFile]:
     spec, schema = meta.spec(), meta.schema()
     names = [pf.name for pf in spec.fields]
     out = []
-    for partition, part_rows in split_by_partition(rows, spec, schema):
+    for partition, part_rows in split_by_partition(rows, spec, schema, data_files_max(meta.properties)):
         location = data_file_location(meta.location, partition_path(names, partition), c.env.uuid())
         data, data_file = write_data_file(part_rows, schema, location, partition)
         c.write(location, data)

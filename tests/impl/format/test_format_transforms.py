@@ -277,3 +277,30 @@ def test_sort_order_json_round_trip():
                                                          "direction": "up", "null-order": "nulls-last"}]})
     with pytest.raises(FormatError):
         SortOrder(0, order.fields)
+
+
+@pytest.mark.parametrize("text", ["bucket[0]", "bucket[2147483648]", "bucket[99999999999999999999]",
+                                  "truncate[0]", "truncate[2147483648]"])
+def test_transform_arguments_outside_the_iceberg_int_range_are_refused(text):
+    """Goal: bucket N and truncate W are Iceberg ints in 1..2^31-1 (issue 14 item 6), from
+    spec strings and from the CLI syntax alike. Method: out-of-range arguments both ways."""
+    with pytest.raises(FormatError, match="2147483647"):
+        parse_transform(text)
+    func, arg = text.rstrip("]").split("[")
+    with pytest.raises(FormatError, match="2147483647"):
+        parse_partition_spec(f"{func}({arg}, id)", SCHEMA)
+    assert parse_transform(f"{func}[2147483647]") == (BucketTransform if func == "bucket" else TruncateTransform)(2**31 - 1)
+    with pytest.raises(FormatError, match="must be an int"):
+        BucketTransform(True)
+
+
+def test_truncate_width_on_a_decimal_is_checked_against_its_precision():
+    """Goal: truncate(W) on decimal(P, S) truncates the unscaled value (steps of W x 10^-S),
+    and a W of 10^P or more is refused when a spec is created, naming the step. Method:
+    parse specs on a decimal(9, 2) column; apply the accepted one."""
+    schema = Schema((NestedField(1, "amount", DecimalType(9, 2), False),))
+    spec = parse_partition_spec("truncate(2, amount)", schema)
+    assert spec.fields[0].transform.apply(Decimal("1.25"), DecimalType(9, 2)) == Decimal("1.24")
+    parse_partition_spec("truncate(999999999, amount)", schema)
+    with pytest.raises(FormatError, match=r"unscaled value \(steps of 1000000000 x 10\^-2\)"):
+        parse_partition_spec("truncate(1000000000, amount)", schema)

@@ -14,8 +14,8 @@ from hypothesis import example, given, strategies as st
 
 from icefloe.impl.format import conversions, types as T
 from icefloe.impl.format.parquet import (
-    BOUND_TRUNCATE_LENGTH, DataFileError, read_data_file, split_by_partition, truncate_lower,
-    truncate_upper, write_data_file,
+    BOUND_TRUNCATE_LENGTH, DATA_FILES_MAX_DEFAULT, DATA_FILES_MAX_PROPERTY, DataFileError, TooManyFiles,
+    data_files_max, read_data_file, split_by_partition, truncate_lower, truncate_upper, write_data_file,
 )
 from icefloe.impl.format.transforms import parse_partition_spec
 
@@ -283,3 +283,20 @@ def test_truncated_or_corrupted_parquet_raises_data_file_error(cut, xor):
     except DataFileError:
         return
     assert table.schema.names == [f.name for f in SCHEMA.fields]
+
+
+def test_a_split_into_more_files_than_allowed_is_refused_with_the_count():
+    """Goal: a write whose partition spec would make more data files than the table allows
+    is refused before any file is built, naming how many (issue 14 item 6). Method: split
+    100 rows with one partition per row under limits 99 and 100; read the property."""
+    rows = pa.table({"id": pa.array(range(100), pa.int64())})
+    schema = T.schema_from_arrow(rows.schema)
+    spec = parse_partition_spec("id", schema)
+    with pytest.raises(TooManyFiles, match="would create 100 data files") as info:
+        split_by_partition(rows, spec, schema, files_max=99)
+    assert (info.value.files, info.value.files_max) == (100, 99)
+    assert len(split_by_partition(rows, spec, schema, files_max=100)) == 100
+    assert data_files_max({}) == DATA_FILES_MAX_DEFAULT == 10_000
+    assert data_files_max({DATA_FILES_MAX_PROPERTY: "5"}) == 5
+    with pytest.raises(DataFileError, match=DATA_FILES_MAX_PROPERTY):
+        data_files_max({DATA_FILES_MAX_PROPERTY: "lots"})
