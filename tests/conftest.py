@@ -48,6 +48,8 @@ SUITE_BUDGETS_S = {
     "s3": 240,  # +60: every proxy fault kind and gate also against pyiceberg; table-level S3 tests
     "postgres": 120,
     "spark": 300,
+    "repro": 120,  # ../shared/repro reproductions as regression tests
+    "fuzz": 180,  # hostile-input fuzzing, the bounded share (the deep run is a make target)
     "mutants": 60,  # the gate's machinery only; the gate itself is `make mutants`
 }
 
