@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv system-deps run test explore tlc bench mutants clean
+.PHONY: venv system-deps run test explore tlc bench mutants fuzz-deep clean
 
 venv: $(STAMP)
 
@@ -48,6 +48,11 @@ bench: venv system-deps
 SEEDS ?= 0
 mutants: venv
 	$(BIN)/python -m mutants.run --seeds $(SEEDS) $(MUTANTS_ARGS)
+
+# The deep fuzz run (tests/fuzz/deep.py): 10,000 Hypothesis inputs per parser, then 10,000
+# atheris runs per target; writes docs/fuzzing.md. Not in `make test` (it has a bounded share).
+fuzz-deep: venv
+	nice -n 10 $(BIN)/python tests/fuzz/deep.py
 
 explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2

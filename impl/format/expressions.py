@@ -210,6 +210,7 @@ def literal_value(t: T.IcebergType, value: Any) -> Any:
         if isinstance(t, T.StringType):
             if not isinstance(value, str):
                 raise bad
+            value.encode("utf-8")  # lone surrogates (undecodable bytes in argv) are not a string value
             return value
         if isinstance(t, T.DateType):
             return value if isinstance(value, int) else conversions.from_json_value(t, value)
@@ -227,7 +228,7 @@ def literal_value(t: T.IcebergType, value: Any) -> Any:
                                       f"form has none")
             return value
     except (T.FormatError, ValueError, TypeError, InvalidOperation, OverflowError, AttributeError):
-        raise bad from None
+        raise bad from None  # UnicodeEncodeError is a ValueError
     raise bad
 
 
