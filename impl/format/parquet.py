@@ -27,12 +27,10 @@ import pyarrow.parquet as pq
 
 from icefloe.impl.format import conversions, integrity, types as T
 from icefloe.impl.format.manifest import DataFile, DataFileContent
-from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.outcomes import IcefloeError
 
-__all__ = ["DataFileError", "TooManyFiles", "BOUND_TRUNCATE_LENGTH", "write_data_file", "data_file_metrics",
-           "split_by_partition", "read_data_file", "truncate_lower", "truncate_upper",
-           "DATA_FILES_MAX_PROPERTY", "DATA_FILES_MAX_DEFAULT", "data_files_max"]
+__all__ = ["DataFileError", "BOUND_TRUNCATE_LENGTH", "write_data_file", "data_file_metrics", "read_data_file",
+           "truncate_lower", "truncate_upper"]
 
 BOUND_TRUNCATE_LENGTH = 16
 ROW_GROUP_ROWS_MAX = 1 << 20
@@ -46,36 +44,6 @@ class DataFileError(IcefloeError):
     def __init__(self, message: str, location: str | None = None):
         super().__init__(f"{location}: {message}" if location else message)
         self.location = location
-
-
-class TooManyFiles(DataFileError):
-    """A write would create more data files than the table allows (`files`: how many)."""
-
-    def __init__(self, files: int, files_max: int):
-        super().__init__(f"this write would create {files} data files (one per partition), more than "
-                         f"{DATA_FILES_MAX_PROPERTY}={files_max}; check the partition spec (a bucket count "
-                         f"or truncate width that gives each row its own partition) or raise the property")
-        self.files, self.files_max = files, files_max
-
-
-# A partition spec that gives each row its own partition turns one append into one file
-# per row; the write is refused before anything is written (table property, per write).
-DATA_FILES_MAX_PROPERTY = "write.data-files.max"
-DATA_FILES_MAX_DEFAULT = 10_000
-
-
-def data_files_max(properties) -> int:
-    """The table's limit on data files per write (DATA_FILES_MAX_PROPERTY)."""
-    text = properties.get(DATA_FILES_MAX_PROPERTY)
-    if text is None:
-        return DATA_FILES_MAX_DEFAULT
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise DataFileError(f"table property {DATA_FILES_MAX_PROPERTY}={text!r}: a positive number of files")
-    return value
 
 
 # -- bound truncation ----------------------------------------------------------------------
@@ -262,87 +230,6 @@ def data_file_metrics(data: bytes, schema: T.Schema, table: pa.Table | None = No
     return {"record_count": md.num_rows, "column_sizes": sizes, "value_counts": values,
             "null_value_counts": {k: v for k, v in nulls.items() if k not in no_nulls}, "nan_value_counts": nans, "lower_bounds": lower_bounds,
             "upper_bounds": upper_bounds, "split_offsets": tuple(sorted(split_offsets))}
-
-
-# -- partitioning --------------------------------------------------------------------------
-
-def _column(table: pa.Table, schema: T.Schema, field_id: int) -> pa.Array:
-    """The column of `field_id` (top-level or inside structs), parent nulls applied."""
-    if schema.field_by_id(field_id) is None:
-        raise DataFileError(f"field id {field_id} is not in schema {schema.schema_id}")
-    # Walk by id: dotted names are ambiguous when names hold dots.
-    path, t = [], schema.as_struct()
-    while True:  # bounded by the nesting depth of the schema
-        f = next((f for f in t.fields if _contains(f, field_id)), None)
-        if f is None:
-            raise DataFileError(f"field id {field_id} is not reachable through structs only")
-        path.append(f.name)
-        if f.field_id == field_id:
-            break
-        t = f.type
-    if path[0] not in table.column_names:
-        raise DataFileError(f"the table has no column {path[0]!r} (field id {field_id})")
-    array = table.column(path[0]).combine_chunks()
-    t = schema.find_field(path[0]).type
-    for name in path[1:]:
-        idx = [f.name for f in t.fields].index(name)
-        array, t = array.flatten()[idx], t.fields[idx].type
-    return array
-
-
-def _contains(f: T.NestedField, field_id: int) -> bool:
-    if f.field_id == field_id:
-        return True
-    return isinstance(f.type, T.StructType) and any(_contains(c, field_id) for c in f.type.fields)
-
-
-def _as_internal(array: pa.Array) -> list:
-    """Python values in icefloe's internal form (days, microseconds, UUID)."""
-    t = array.type
-    if pa.types.is_date(t):
-        return pc.cast(array, pa.int32()).to_pylist()
-    if pa.types.is_timestamp(t) or pa.types.is_time(t):
-        return pc.cast(array, pa.int64()).to_pylist()
-    if getattr(t, "extension_name", None) == "arrow.uuid":
-        return [None if b is None else uuid.UUID(bytes=b) for b in array.storage.to_pylist()]
-    return array.to_pylist()
-
-
-def _groupable(array: pa.Array) -> pa.Array:
-    if isinstance(array.type, pa.ExtensionType):
-        return array.storage
-    return array
-
-
-def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema,
-                       files_max: int = DATA_FILES_MAX_DEFAULT) -> list[tuple[tuple, pa.Table]]:
-    """Rows of `table` grouped by partition tuple (spec field order), in order of first
-    appearance; each tuple holds internal values ready for DataFile.partition. More than
-    `files_max` partitions (one data file each) is TooManyFiles, before any is built."""
-    if not spec.fields:
-        return [((), table)]
-    keys = []
-    for pf in spec.fields:
-        try:
-            keys.append(pf.transform.apply_arrow(_column(table, schema, pf.source_id)))
-        except (pa.ArrowInvalid, T.FormatError) as e:
-            # e.g. truncate of an int within `width` of the minimum leaves the int range
-            raise DataFileError(f"partition field {pf.name!r} ({pf.transform}): {e}") from None
-    names = [f"k{i}" for i in range(len(keys))]
-    grouping = pa.table([_groupable(k) for k in keys] + [pa.array(range(table.num_rows), pa.int64())],
-                        names=[*names, "row"])
-    groups = grouping.group_by(names, use_threads=False).aggregate([("row", "list")])
-    if groups.num_rows > files_max:
-        raise TooManyFiles(groups.num_rows, files_max)
-    rows = groups.column("row_list").to_pylist()
-    firsts = pa.array([r[0] for r in rows], pa.int64())
-    values = [_as_internal(k.take(firsts)) for k in keys]
-    out = []
-    for g, indices in enumerate(rows):
-        out.append((tuple(v[g] for v in values), table.take(pa.array(indices, pa.int64()))))
-    total = sum(t.num_rows for _, t in out)
-    assert total == table.num_rows, (total, table.num_rows)
-    return out
 
 
 # -- reading -------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile
 from icefloe.impl.format.metadata import MAIN_BRANCH
-from icefloe.impl.format.parquet import DataFileError, split_by_partition, write_data_file
+from icefloe.impl.format.parquet import DataFileError, write_data_file
+from icefloe.impl.format.partitioning import split_by_partition
 from icefloe.impl.format.transforms import PartitionSpec, partition_spec_from_json, partition_spec_to_json
 from icefloe.impl.outcomes import Committed, Conflict, require_committed
 from icefloe.impl.table.env import partition_path

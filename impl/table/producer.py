@@ -23,7 +23,8 @@ from icefloe.impl.format.manifest import (
 )
 from icefloe.impl.format.manifest_writer import write_manifest
 from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot
-from icefloe.impl.format.parquet import data_files_max, split_by_partition, write_data_file
+from icefloe.impl.format.parquet import write_data_file
+from icefloe.impl.format.partitioning import data_files_max, split_by_partition
 from icefloe.impl.table import updates as U
 from icefloe.impl.table.commit import LIST, MANIFESTS, PendingCommit
 from icefloe.impl.table.deletes import DeleteReader, not_true

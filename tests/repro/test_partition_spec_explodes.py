@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 
 from icefloe.impl.catalog.sql import SqlCatalog
 from icefloe.impl.cli import EXIT_NOT_COMMITTED, EXIT_OK, EXIT_USAGE, main as cli_main
-from icefloe.impl.format.parquet import DATA_FILES_MAX_PROPERTY
+from icefloe.impl.format.partitioning import DATA_FILES_MAX_PROPERTY
 from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.outcomes import Committed
 from icefloe.impl.table.table import Table

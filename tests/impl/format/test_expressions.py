@@ -25,7 +25,8 @@ from icefloe.impl.format.manifest import (
 )
 from icefloe.impl.format.manifest_reader import read_manifest, read_manifest_list
 from icefloe.impl.format.manifest_writer import write_manifest, write_manifest_list
-from icefloe.impl.format.parquet import split_by_partition, write_data_file
+from icefloe.impl.format.parquet import write_data_file
+from icefloe.impl.format.partitioning import split_by_partition
 from icefloe.impl.format.transforms import parse_partition_spec
 
 SCHEMA = T.Schema((

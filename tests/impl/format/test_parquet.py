@@ -14,8 +14,10 @@ from hypothesis import example, given, strategies as st
 
 from icefloe.impl.format import conversions, types as T
 from icefloe.impl.format.parquet import (
-    BOUND_TRUNCATE_LENGTH, DATA_FILES_MAX_DEFAULT, DATA_FILES_MAX_PROPERTY, DataFileError, TooManyFiles,
-    data_files_max, read_data_file, split_by_partition, truncate_lower, truncate_upper, write_data_file,
+    BOUND_TRUNCATE_LENGTH, DataFileError, read_data_file, truncate_lower, truncate_upper, write_data_file,
+)
+from icefloe.impl.format.partitioning import (
+    DATA_FILES_MAX_DEFAULT, DATA_FILES_MAX_PROPERTY, TooManyFiles, data_files_max, split_by_partition,
 )
 from icefloe.impl.format.transforms import parse_partition_spec
 
