@@ -5,7 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from icefloe.conformance import adapter as A, machine as M
+from icefloe.conformance import adapter as A, suite
+from icefloe.conformance.backends import Backends
+from icefloe.conformance.profiles import MEMORY, PROFILES, S3
+from icefloe.conformance.runs import Sink
 from icefloe.conformance.stats import Stats
 
 TITLE = "Conformance suite throughput: the deep profile (steps/s, examples/s)"
@@ -13,22 +16,22 @@ SEED = 0
 
 
 def _measure(engine, profile, store: str):
-    stats, backends, sink = Stats(), M.Backends(), M.Sink()
+    stats, backends, sink = Stats(), Backends(), Sink()
     started = time.monotonic()
     try:
-        failure = M.run(engine, profile, SEED, backends, stats, sink, stores=(store,))
+        failure = suite.run(engine, profile, SEED, backends, stats, sink, stores=(store,))
     finally:
         backends.close()
     return stats, time.monotonic() - started, failure
 
 
 def run(quick: bool) -> str:
-    profile = M.PROFILES["ci" if quick else "deep"]
+    profile = PROFILES["ci" if quick else "deep"]
     if quick:
         profile = replace(profile, examples_memory=10, examples_s3=2)
     engine = A.load_engine("icefloe")
     rows = []
-    for store in (M.MEMORY, M.S3):
+    for store in (MEMORY, S3):
         stats, seconds, failure = _measure(engine, profile, store)
         verdict = "every property holds" if failure is None else f"VIOLATED: {failure.violation.prop}"
         rows.append(f"| icefloe | {store} | {stats.examples} | {stats.steps} | {seconds:.1f} | "

@@ -27,7 +27,8 @@ they allow:
                that the proxy can fault and gate; if not (e.g. a SQL catalog), a
                black-box engine's interleavings are coarser, and the verdict says so;
   reads        a subset of READS: current, at-snapshot (time travel), incremental
-               (rows appended since a snapshot, along main's ancestry);
+               (rows appended since a snapshot, along main's ancestry), handle (what a
+               writer's own table handle shows right after its operation ended);
   isolation    the isolation level the engine claims for overwrite-by-filter
                ("serializable" or "snapshot"); the model and checker judge at it;
   stores       where its tables can live: "memory" (a memory:// warehouse, stepping
@@ -65,7 +66,11 @@ id (when there is one) and the number of attempts: "the swap failed" and "we do 
 know whether it landed" are different facts and must never be merged.
 
 Reads return a `ReadResult` (snapshot id, sorted rows, data file locations or None):
-`read_current()`, `read_at(snapshot_id)`, `read_incremental(since_snapshot_id)`.
+`read_current()`, `read_at(snapshot_id)`, `read_incremental(since_snapshot_id)`, and with
+the `handle` read, `read_handle(writer)`: the current snapshot of the table handle writer
+`writer`'s operations ran through, as that handle holds it, without refreshing it. The
+suite reads it after every outcome: a handle must never show a commit that did not land
+(it may show an older committed state).
 
 History. `TableHandle.history()` returns a `TableHistory`: the metadata versions of the
 current pointer's chain (location, previous location, main's head, retained snapshot
@@ -110,8 +115,8 @@ WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH = (
     "write_fail", "swap_fail", "ack_lost", "swap_delayed", "crash")
 FAULT_KINDS = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH)
 
-READ_CURRENT, READ_AT, READ_INCREMENTAL = "current", "at-snapshot", "incremental"
-READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL)
+READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE = "current", "at-snapshot", "incremental", "handle"
+READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE)
 
 from icefloe.impl.outcomes import (  # noqa: E402 - one set of outcome types, impl's
     SERIALIZABLE, SNAPSHOT, Committed, Conflict, Outcome, Unknown,
@@ -140,6 +145,16 @@ class EngineSpecError(ValueError):
     """An engine name that cannot be loaded, or an adapter that breaks the protocol."""
 
 
+class UnreadableSnapshot(Exception):
+    """A read found which snapshot to read but could not read its rows (an object it
+    reaches is missing): raise it from a read so the suite can tell a snapshot that never
+    landed from a committed one whose files were lost."""
+
+    def __init__(self, snapshot_id: int | None, cause: str):
+        super().__init__(f"snapshot {snapshot_id}: {cause}")
+        self.snapshot_id, self.cause = snapshot_id, cause
+
+
 # -- what an engine declares ------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -148,7 +163,7 @@ class Capabilities:
     mode: str
     faults: frozenset = frozenset()
     swap_over_s3: bool = False
-    reads: frozenset = frozenset(READS)
+    reads: frozenset = frozenset({READ_CURRENT, READ_AT, READ_INCREMENTAL})
     isolation: str = SERIALIZABLE
     stores: frozenset = frozenset({"memory", "s3"})
 
@@ -362,6 +377,7 @@ class TableHandle(Protocol):
     def read_current(self) -> ReadResult: ...
     def read_at(self, snapshot_id: int) -> ReadResult: ...
     def read_incremental(self, since_snapshot_id: int) -> ReadResult: ...
+    def read_handle(self, writer: int) -> ReadResult: ...
     def history(self) -> TableHistory: ...
     def remove_orphans(self, older_than_ms: int) -> list: ...
     def close(self) -> None: ...

@@ -13,16 +13,13 @@ from __future__ import annotations
 
 import threading
 
+from icefloe.conformance.view import solo
 from icefloe.conformance.violation import AGREEMENT, Violation
-from icefloe.model import iceberg
-from icefloe.model.state import DONE, METADATA, PHASE_ACTIONS
+from icefloe.model.state import DONE, METADATA
 
 BLACK_BOX_WAIT_S = 60.0
 GATE_ARRIVE_S = 30.0
 GATE_POLL_S = 0.05
-SOLO_STEPS_MAX = 200
-# The actions that happen inside a black-box commit (the suite cannot draw them apart).
-INSIDE_ACTIONS = frozenset(PHASE_ACTIONS.values())
 
 
 class BlackBoxDriver:
@@ -85,17 +82,8 @@ class BlackBoxDriver:
 
     def model_solo(self, w: int, stop_at) -> None:
         """Advance the model's writer w by its non-fault actions (inside a black-box commit)."""
-        lock = self.lock
-        k = lock.model.writers[w - 1].k
-        for _ in range(SOLO_STEPS_MAX):
-            wr = lock.model.writers[w - 1]
-            if wr.k != k or wr.phase in stop_at:
-                return
-            mine = [nxt for lab, nxt in iceberg.successors(lock.bounds, lock.model)
-                    if lab[1] == w and lab[0] in INSIDE_ACTIONS]
-            assert len(mine) == 1, f"writer {w}'s own next step is not unique: {len(mine)}"
-            lock.model = mine[0]
-        raise AssertionError(f"the model's writer {w} did not finish in {SOLO_STEPS_MAX} steps")
+        for label, nxt in solo(self.lock.bounds, self.lock.model, w, stop_at):
+            self.lock.advance(label, nxt)
 
     def close(self) -> None:
         for rec in list(self.lock.active.values()):

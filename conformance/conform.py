@@ -44,38 +44,6 @@ def parse(argv) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def vacuity(stats, engine, expected_rules, bounds) -> list:
-    """Why the run proved too little (the ci profile fails on any of these)."""
-    out = []
-    if stats.retries == 0:
-        out.append("no commit retried after a conflict")
-    for kind in bounds.faults:
-        if stats.faults.get(kind, 0) == 0:
-            out.append(f"no {kind} fault injected")
-    if {A.ACK_LOST, A.SWAP_DELAYED} & set(bounds.faults):
-        if stats.unknown_resolved_committed == 0:
-            out.append("no unknown outcome resolved as committed")
-        if stats.unknown_resolved_not_committed == 0:
-            out.append("no unknown outcome resolved as not committed")
-    for name in expected_rules:
-        if stats.rules.get(name, 0) == 0:
-            out.append(f"rule {name} never ran")
-    return out
-
-
-def unchecked(engine) -> tuple:
-    """Properties this engine's capabilities leave unobserved (their verdict is unknown)."""
-    caps = engine.capabilities
-    out = []
-    if A.READ_AT not in caps.reads:
-        out.append("P7 TimeTravelImmutable")
-    if A.READ_INCREMENTAL not in caps.reads:
-        out.append("P10 IncrementalComplete")
-    if not ({A.EXPIRE, A.ORPHANS} & set(caps.operations)):
-        out.append("P9 CleanupSafe")
-    return tuple(out)
-
-
 class Progress:
     WIDTH = 30
 
@@ -97,43 +65,6 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def replay_history(engine, failure, profile, backends):
-    """Replay the shrunk program to record the engine's history at the failure."""
-    from icefloe.conformance import machine as M
-    from icefloe.conformance.stats import Stats
-    from icefloe.conformance.violation import InvalidProgram, Violation
-    from icefloe.model.checks import history as H
-    lock = M.new_lockstep(engine, backends, failure.store, profile, failure.seed, Stats(), failure.ctx_seed)
-    try:
-        try:
-            for label in failure.program:
-                lock.apply(tuple(label))
-        except (Violation, InvalidProgram):
-            pass
-        try:
-            h = lock.history()
-        except Exception as e:  # noqa: BLE001 - the flaw destroyed the chain: P8 as well
-            v = failure.violation
-            v.properties = set(getattr(v, "properties", {v.prop})) | {"P8 NoDanglingRefs"}
-            v.message += f" (and the engine's metadata chain cannot be read: {type(e).__name__})"
-            return None, None
-        return h, H.check_history(h, engine.capabilities.isolation)
-    finally:
-        lock.close()
-
-
-def name_anomalies(failure, verdict) -> None:
-    """Add the properties the history checker finds broken at the failure to those the
-    failing step named (an A0 divergence is often a P2 lost commit, say, underneath)."""
-    from icefloe.conformance.histories import ANOMALY_PROPERTY
-    from icefloe.conformance.violation import AGREEMENT
-    if verdict is None or not verdict.anomalies:
-        return
-    v = failure.violation
-    v.properties = set(getattr(v, "properties", {v.prop})) | {
-        ANOMALY_PROPERTY.get(a.name, AGREEMENT) for a in verdict.anomalies}
-
-
 def main(argv=None) -> int:
     try:
         args = parse(list(sys.argv[1:] if argv is None else argv))
@@ -153,47 +84,29 @@ def main(argv=None) -> int:
 
 
 def run(engine, args) -> int:
-    from icefloe.conformance import machine as M, report as R
-    from icefloe.conformance.stats import Stats
+    from icefloe.conformance import report as R, suite
+    from icefloe.conformance.profiles import MEMORY, PROFILES, S3
 
-    profile = M.PROFILES[args.profile]
-    stats, backends = Stats(), M.Backends()
+    profile = PROFILES[args.profile]
     caps = engine.capabilities
-    total = (profile.examples_memory if caps.mode == A.STEPPING and M.MEMORY in caps.stores else 0) + \
-        (profile.examples_s3 if M.S3 in caps.stores else 0)
+    total = (profile.examples_memory if caps.mode == A.STEPPING and MEMORY in caps.stores else 0) + \
+        (profile.examples_s3 if S3 in caps.stores else 0)
     progress = Progress(total, not args.no_progress and sys.stderr.isatty())
-    sink = M.Sink(on_example=progress)
-    started = time.monotonic()
     print(f"icefloe conform: engine {engine.name}{' (variant ' + args.variant + ')' if args.variant else ''}, "
           f"profile {profile.name}, seed {args.seed}; interleaving {caps.interleaving}")
     try:
-        failure = M.run(engine, profile, args.seed, backends, stats, sink)
-        history = verdict = None
-        if failure is not None:
-            history, verdict = replay_history(engine, failure, profile, backends)
-            name_anomalies(failure, verdict)
-        elif "history" in sink.extra:
-            history, verdict = sink.extra["history"]
+        result = suite.run_suite(engine, args.engine if not args.variant else "icefloe", profile, args.seed,
+                                 args.variant, on_example=progress)
     except A.EngineSpecError as e:
         progress.end()
         print(f"icefloe conform: setup error: {e}", file=sys.stderr)
         return EXIT_USAGE
-    finally:
-        backends.close()
     progress.end()
-    bounds = M.bounds_for(engine, profile)
-    expected = M.expected_rules(engine, profile)
-    result = R.RunResult(
-        engine=args.engine if not args.variant else "icefloe", engine_name=engine.name, variant=args.variant,
-        profile=profile.name, seed=args.seed, stats=stats, interleaving=caps.interleaving,
-        expected_rules=expected, failure=failure,
-        vacuity=vacuity(stats, engine, expected, bounds) if failure is None and profile.name == "ci" else [],
-        history=history, history_verdict=verdict, elapsed_s=time.monotonic() - started,
-        unchecked=unchecked(engine), commit=R.git_commit())
     print(R.report_text(result))
     where = R.write_report(result, args.report)
+    failure = result.failure
     print(f"report: {where}/ (verdict.json, report.md{', program.py' if failure else ''}"
-          f"{', versions.dot, versions.png' if history is not None else ''})")
+          f"{', versions.dot, versions.png' if result.history is not None else ''})")
     if failure is not None:
         print(f"VIOLATED: {', '.join(result.violated)}")
         return EXIT_VIOLATION

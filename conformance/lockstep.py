@@ -24,19 +24,23 @@ from __future__ import annotations
 from dataclasses import replace
 
 from icefloe.conformance import adapter as A, histories
-from icefloe.conformance.blackbox import INSIDE_ACTIONS, BlackBoxDriver
+from icefloe.conformance.blackbox import BlackBoxDriver
+from icefloe.conformance.divergence import check_snapshot_ids, engine_failure
 from icefloe.conformance.operations import OpRecord, op_spec
 from icefloe.conformance.readers import READ_LABELS, Readers, row_id
 from icefloe.conformance.stats import WRITE_ACTIONS, Stats, rule_of
 from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
+from icefloe.conformance.view import FAULT_OF_ACTION, converge_choice, solo, visible
 from icefloe.model import checks, iceberg
-from icefloe.model.state import (
-    APPEND, COMMITTED, CONFLICT, CRASHED, DONE, FAULT_ACTIONS, NOOP, PLAN, SWAP_DELAYED, WRITE_FAIL,
-)
+from icefloe.model.state import APPEND, COMMITTED, CONFLICT, CRASHED, DONE, NOOP, PLAN, SWAP_DELAYED, WRITE_FAIL
 
 FAULTS = "Faults"
-FAULT_OF_ACTION = {action: kind for kind, action in FAULT_ACTIONS.items()}
+HISTORY = ("History", 0)      # the label a history checker finding is reported at
 STEP_TO_PHASES_MAX = 8
+# A writer's private steps: they change nothing a reader of the table can see (the model's
+# partial-order reduction rests on the same fact), so the current rows are not re-read
+# after them; a bug that breaks that shows at the next step that reads.
+PRIVATE_ACTIONS = WRITE_ACTIONS | {"Begin"}
 LIVENESS_STEPS_MAX = 200
 BOOTSTRAP_PHASES_MAX = 64
 
@@ -57,6 +61,8 @@ class Lockstep:
         self.ops: dict = {}                  # (w, k) -> OpRecord
         self.active: dict = {}               # w -> OpRecord in progress
         self.readers = Readers(self)
+        self.observers: list = []            # callables (state, label, next state)
+        self.handles_to_read: list = []      # writers whose operation just ended
         self.driver = BlackBoxDriver(self) if self.black_box else None
         self.last_history = None
         self.last_history_verdict = None
@@ -70,16 +76,16 @@ class Lockstep:
     # -- the program ----------------------------------------------------------------------
 
     def enabled(self) -> dict:
-        """label -> next model state, for every model action the engine's capabilities allow."""
-        out = {}
-        for label, nxt in iceberg.successors(self.bounds, self.model):
-            fault = FAULT_OF_ACTION.get(label[0])
-            if fault is not None and (self.black_box or fault not in self.caps.faults):
-                continue                      # black-box engines: faulted at the proxy only
-            if self.black_box and label[0] in INSIDE_ACTIONS and label[0] != "WriteMetadata":
-                continue                      # inside a black-box commit
-            out[label] = nxt
-        return out
+        """label -> next model state, for every model action a program may name here."""
+        return {label: nxt for label, nxt in iceberg.successors(self.bounds, self.model)
+                if visible(label, self.black_box)}
+
+    def advance(self, label, nxt) -> None:
+        """The model takes one transition (every model change goes through here, so the
+        observers, the coverage tracker among them, see each one)."""
+        before, self.model = self.model, nxt
+        for observe in self.observers:
+            observe(before, label, nxt)
 
     def reader_labels(self) -> list:
         return self.readers.labels()
@@ -106,7 +112,7 @@ class Lockstep:
                 self.readers.read(label)
             else:
                 self._step(label, nxt)
-            self.check()
+            self.check(reads=label[0] not in PRIVATE_ACTIONS)
         except Violation as v:
             raise v.at(len(self.program) - 1, label)
 
@@ -130,17 +136,13 @@ class Lockstep:
         except (Violation, InvalidProgram):
             raise
         except Exception as e:  # noqa: BLE001 - the engine's failure is a finding
-            wr = self.model.writers[w - 1] if w else None
-            rec = self.active.get(w)
-            phase = getattr(rec.commit, "phase", None) if rec is not None and rec.commit is not None else None
-            raise Violation(AGREEMENT, f"writer {w}: the engine raised {type(e).__name__} in phase {phase}: {e}",
-                            f"phase {wr.phase}" if wr else "no error", f"{type(e).__name__}: {e}") from e
+            raise engine_failure(self, w, e) from e
 
     def _step(self, label, nxt) -> None:
         name, w = label[0], label[1]
         before = self.model
         wr = before.writers[w - 1] if w else None
-        self.model = nxt
+        self.advance(label, nxt)
         fault = FAULT_OF_ACTION.get(name)
         if fault is not None:
             self.stats.faults[fault] += 1
@@ -247,18 +249,11 @@ class Lockstep:
         model takes those solo steps now, inside this step, so a replay is unchanged."""
         if not isinstance(rec.commit.outcome, A.Conflict):
             return False
-        k, state = self.model.writers[w - 1].k, self.model
-        for _ in range(LIVENESS_STEPS_MAX):
-            if state.writers[w - 1].k != k:
-                break
-            mine = [nxt for lab, nxt in iceberg.successors(self.bounds, state)
-                    if lab[1] == w and lab[0] in INSIDE_ACTIONS]
-            if len(mine) != 1:
-                return False
-            state = mine[0]
-        if state.outcomes[w - 1][k - 1].res != CONFLICT:
+        path = solo(self.bounds, self.model, w)
+        if not path or path[-1][1].outcomes[w - 1][rec.k - 1].res != CONFLICT:
             return False
-        self.model = state
+        for label, nxt in path:
+            self.advance(label, nxt)
         self.stats.early_aborts += 1
         return True
 
@@ -285,6 +280,8 @@ class Lockstep:
             prop = "P5 ValidationSound" if isinstance(out, A.Committed) and res == CONFLICT else AGREEMENT
             raise Violation(prop, f"op {row_id((w, k))} ({rec.kind}): the model's outcome is {res}, the engine's "
                             f"{out}", res, out)
+        if A.READ_HANDLE in self.caps.reads:
+            self.handles_to_read.append(w)     # after the table's rows (check)
         if res == NOOP:
             self.stats.noops += 1
             if out.snapshot_id is not None and out.attempts != 0:
@@ -312,13 +309,19 @@ class Lockstep:
 
     # -- after every step --------------------------------------------------------------------
 
-    def check(self) -> None:
+    def check(self, reads: bool = True) -> None:
+        """After a step: the model's own safety properties; unless the step was a writer's
+        private write (`reads` False), the table's rows and main's head as the engine reads
+        them; every in-flight writer's phase."""
         for name, fn in checks.SAFETY_CHECKS.items():
             why = fn(self.bounds, self.model)
             assert why is None, f"the model itself breaks {name}: {why}"
-        self.readers.check_rows()
-        self._check_snapshot_ids()
-        self.readers.check_head()
+        if reads or self.handles_to_read:
+            self.readers.check_rows()
+            check_snapshot_ids(self)
+            self.readers.check_head()
+        while self.handles_to_read:
+            self.readers.check_handle(self.handles_to_read.pop(0))
         if self.black_box:
             return
         for w, wr in enumerate(self.model.writers, start=1):
@@ -329,42 +332,38 @@ class Lockstep:
                 raise Violation(AGREEMENT, f"writer {w}: the model is in {wr.phase}, the engine in "
                                 f"{rec.commit.phase}", wr.phase, rec.commit.phase)
 
-    def _check_snapshot_ids(self) -> None:
-        """An operation keeps the snapshot id it drew at plan time (spec/PROTOCOL.md 1.5):
-        checked after the rows, so a redraw that duplicated rows is named by what it broke."""
-        for (w, k), rec in self.ops.items():
-            sid = getattr(rec.outcome if rec.result is not None else rec.commit, "snapshot_id", None)
-            if rec.planned_snapshot_id is not None and sid not in (None, rec.planned_snapshot_id):
-                raise Violation(AGREEMENT, f"op {row_id((w, k))}: planned as snapshot {rec.planned_snapshot_id}, "
-                                f"now {sid} (spec/PROTOCOL.md 1.5: an operation keeps its snapshot id across "
-                                "attempts, so the snapshot it reports is the one that landed)",
-                                rec.planned_snapshot_id, sid)
-
     # -- liveness and the history --------------------------------------------------------------
 
     def converge(self) -> None:
         """Heal, then drive every writer to its end (non-fault steps, delayed swaps
-        delivered); then the final-state properties and every retained snapshot's rows."""
+        delivered); then the final-state properties."""
         for _ in range(LIVENESS_STEPS_MAX):
-            if iceberg.is_terminal(self.model):
+            label = converge_choice(self.bounds, self.model, self.black_box)
+            if label is None:
                 break
-            choices = self.enabled()
-            if ("Heal", 0) in choices:
-                self.apply(("Heal", 0))
-                continue
-            order = [lab for lab in sorted(choices) if lab[0] not in FAULT_OF_ACTION and lab[0] != "Drop"]
-            if not order:
-                raise Violation("L2 OperationsTerminate", f"no step left that is not a fault: {sorted(choices)}")
-            busy = [lab for lab in order if lab[0] != "Begin"]
-            self.apply(busy[0] if busy else order[0])
+            if not label:
+                raise Violation("L2 OperationsTerminate", f"no step left that is not a fault: {sorted(self.enabled())}")
+            self.apply(label)
         else:
             raise Violation("L2 OperationsTerminate", f"the writers did not finish in {LIVENESS_STEPS_MAX} steps")
         for name, fn in checks.TERMINAL_CHECKS.items():
             why = fn(self.bounds, self.model)
             assert why is None, f"the model itself breaks {name}: {why}"
+
+    def read_retained(self) -> None:
+        """Every retained snapshot's rows (P7, P8: nothing a snapshot reaches was lost)."""
         for label in self.readers.labels():
             if label[0] == "ReadAt":
                 self.apply(label)
+
+    def finish(self) -> None:
+        """The end of a program: liveness, the history checker, every retained snapshot."""
+        self.converge()
+        try:
+            self.judge_history()
+        except Violation as v:
+            raise v.at(len(self.program) - 1, HISTORY)
+        self.read_retained()
 
     def history(self):
         return histories.record(self)

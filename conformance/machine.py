@@ -1,92 +1,44 @@
-"""The conformance state machine: Hypothesis draws programs, conformance.lockstep runs
+"""The random search: a Hypothesis state machine draws programs, conformance.lockstep runs
 them on the model and an engine (tests in the Hypothesis idiom, docs/conformance.md).
 
-`machine_class(...)` builds a RuleBasedStateMachine for one engine and one storage
-backend. Its rules are families of steps (writer phases, faults, deliveries, maintenance,
-readers); each rule's precondition is "a step of this family is enabled for the model and
-allowed by the engine's capabilities", and its body draws one such step. Every step goes
-through `Lockstep.apply`, which mirrors it and compares observations; teardown heals and
-requires convergence (liveness), then judges the engine's recorded history. The executed
-steps are kept as a program (a list of labels, valid Python) so that a shrunk failure
-replays outside Hypothesis: `replay(engine, program, ...)`.
-
-`Backends` starts what a run needs once (moto S3 on 127.0.0.1, a FaultProxy in front of it
-for black-box engines, a temporary directory for SQLite catalogs) and hands each example
-a fresh `TableContext`.
+`ConformanceMachine`'s rules are declared once, statically: one rule per family of steps
+(writers beginning operations, writer progress, swap faults, faults that stop a writer,
+deliveries of delayed swaps, maintenance, readers). Each rule's precondition is "a step
+of this family is enabled for the model and allowed by the engine's capabilities"; its
+body draws one such step. Every step goes through `Lockstep.apply`, which mirrors it and
+compares observations; teardown ends the program as every run does (`Lockstep.finish`:
+liveness, the history checker, every retained snapshot read). `machine_class` binds the
+machine to one engine and store (class attributes, no rule is added). A failure shrinks
+with Hypothesis' own shrinker, and the executed steps are kept as a program (a list of
+labels, valid Python) that replays outside Hypothesis (conformance.runs.replay).
 """
 from __future__ import annotations
 
-import itertools
-import tempfile
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-
 from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test,
-)
+from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.lockstep import FAULT_OF_ACTION, Lockstep
+from icefloe.conformance.profiles import Profile, bounds_for
 from icefloe.conformance.readers import READ_LABELS
-from icefloe.conformance.stats import Stats, rule_of
-from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
-from icefloe.model import iceberg
-from icefloe.model.state import OP_KINDS
+from icefloe.conformance.runs import Failure, new_lockstep
+from icefloe.conformance.stats import rule_of
+from icefloe.conformance.violation import AGREEMENT, Violation
 
-MEMORY, S3 = "memory", "s3"
-SHRINK_REPLAYS_MAX = 400
-SHRINK_SECONDS_MAX = 90.0
-
-
-@dataclass(frozen=True)
-class Profile:
-    name: str
-    examples_memory: int
-    examples_s3: int
-    steps: int
-    writers: int = 2
-    ops: int = 3
-    fault_budget: int = 2
-    attempts_max: int = 2
+# The step families the rules draw from (rule_of names).
+BEGIN = ("Begin",)
+PROGRESS = ("write", "Swap", "Retry", "Resolve")
+SWAP_FAULTS = ("SwapFails", "AckLost", "SwapDelayed")
+STOPS = ("WriteFails", "Crash")
+IN_FLIGHT = ("Deliver", "Drop")
+MAINTENANCE = ("RemoveOrphans",)
+# Heal is not drawn: the liveness phase (teardown) heals, which ends the safety phase.
 
 
-PROFILES = {
-    "ci": Profile("ci", examples_memory=60, examples_s3=6, steps=40, fault_budget=3),
-    "deep": Profile("deep", examples_memory=600, examples_s3=40, steps=80, writers=3, ops=4,
-                    fault_budget=3, attempts_max=3),
-}
-
-# Rule families, in the order the report lists them.
-RULES = ("Begin", "write", "Swap", "Retry", "Resolve", "WriteFails", "SwapFails", "AckLost",
-         "SwapDelayed", "Crash", "Deliver", "Drop", "Heal", "RemoveOrphans", "ReadCurrent", "ReadAt",
-         "ReadIncremental")
-
-
-# Hypothesis rules -> the step families each draws from. Hypothesis chooses among the
-# enabled rules with a bias that depends on their order, so the rare ones (faults,
-# enabled only in some phases) come first; writer progress and readers are grouped.
-# Heal is left to the liveness phase (teardown), where it ends the safety phase.
-HYPOTHESIS_RULES = {
-    "a_swap_fault": ("SwapFails", "AckLost", "SwapDelayed"), "b_inflight": ("Deliver", "Drop"),
-    "c_stop": ("WriteFails", "Crash"), "d_maintenance": ("RemoveOrphans",), "e_begin": ("Begin",),
-    "f_progress": ("write", "Swap", "Retry", "Resolve"),
-    "g_read": ("ReadCurrent", "ReadAt", "ReadIncremental"),
-}
-
-
-def bounds_for(engine, profile: Profile) -> iceberg.Bounds:
-    caps = engine.capabilities
-    kinds = tuple(k for k in OP_KINDS if k in caps.operations)
-    faults = tuple(f for f in A.FAULT_KINDS if f in caps.faults)
-    if caps.mode == A.BLACK_BOX:
-        faults = ()
-    return iceberg.Bounds(writers=profile.writers, ops=profile.ops, kinds=kinds, faults=faults,
-                          fault_budget=profile.fault_budget if faults else 0,
-                          attempts_max=profile.attempts_max, isolation=caps.isolation,
-                          orphan_runs=1 if A.ORPHANS in caps.operations else 0)
+def fault_mixes(faults: tuple) -> list:
+    """The fault kinds one program may inject: all of them, or one kind alone (so a kind
+    that is enabled in few phases is not crowded out by those enabled in every phase)."""
+    return [tuple(faults)] + [(k,) for k in faults] if faults else [()]
 
 
 def _interest(h) -> tuple:
@@ -94,315 +46,137 @@ def _interest(h) -> tuple:
     return len({o.kind for o in h.operations}), len({o.outcome for o in h.operations}), len(h.operations)
 
 
-def fault_mixes(faults: tuple) -> list:
-    """The fault kinds one program may inject: all of them, or one kind alone (so a kind
-    that is enabled in few phases is not crowded out by those enabled in every phase)."""
-    return [tuple(faults)] + [(k,) for k in faults]
-
-
-def expected_rules(engine, profile: Profile) -> tuple:
-    """The rule families the engine's capabilities allow (each must run in a ci run)."""
-    caps = engine.capabilities
-    b = bounds_for(engine, profile)
-    out = ["Begin", "write", "ReadCurrent"]
-    if caps.mode == A.STEPPING:
-        out += ["Swap", "Retry"]
-        if A.ACK_LOST in b.faults or A.SWAP_DELAYED in b.faults:
-            out.append("Resolve")
-        out += [name for name, kind in FAULT_OF_ACTION.items() if kind in b.faults]
-        if A.SWAP_DELAYED in b.faults:
-            out += ["Deliver", "Drop"]
-    if b.orphan_runs:
-        out.append("RemoveOrphans")
-    if A.READ_AT in caps.reads:
-        out.append("ReadAt")
-    if A.READ_INCREMENTAL in caps.reads:
-        out.append("ReadIncremental")
-    return tuple(r for r in RULES if r in out)
-
-
-class Backends:
-    """Storage and catalogs for a run: started lazily, stopped by `close()`."""
+class ConformanceMachine(RuleBasedStateMachine):
+    # Bound per run by machine_class.
+    engine = backends = store = profile = bounds = stats = sink = None
+    seed = 0
 
     def __init__(self):
-        self.tmp = tempfile.TemporaryDirectory(prefix="icefloe-conform-")
-        self.moto = None
-        self.proxy = None
-        self.counter = itertools.count(1)
-
-    def s3(self):
-        if self.moto is None:
-            from icefloe.conformance.testing.moto_server import MotoS3Server
-            self.moto = MotoS3Server().start()
-        return self.moto
-
-    def fault_proxy(self):
-        if self.proxy is None:
-            from icefloe.conformance.testing.proxy import FaultProxy
-            self.proxy = FaultProxy(self.s3().endpoint_url).start()
-        return self.proxy
-
-    def context(self, engine, store: str, seed: int, attempts_max: int) -> A.TableContext:
-        n = next(self.counter)
-        workdir = Path(self.tmp.name) / f"ex{n}"
-        workdir.mkdir()
-        hooks = A.FaultHooks()
-        keys = {w: f"w{w}" for w in range(0, 8)}
-        catalog = f"sqlite:///{workdir / 'catalog.db'}"
-        if store == MEMORY:
-            return A.TableContext(warehouse="memory://warehouse", catalog_uri=catalog, faults=hooks,
-                                  commit_attempts_max=attempts_max, seed=seed + n, workdir=str(workdir),
-                                  access_keys=keys)
-        from icefloe.conformance.testing.moto_server import DEFAULT_SECRET_KEY
-        black_box = engine.capabilities.mode == A.BLACK_BOX
-        endpoint = self.fault_proxy().endpoint_url if black_box else self.s3().endpoint_url
-        if not black_box and n % 2:
-            catalog = None          # every other S3 example keeps its pointer in the S3 catalog
-        return A.TableContext(warehouse=f"s3://{self.s3().bucket}/conform/ex{n}", catalog_uri=catalog,
-                              s3_endpoint=endpoint, access_keys=keys, secret_key=DEFAULT_SECRET_KEY,
-                              faults=hooks, commit_attempts_max=attempts_max, seed=seed + n,
-                              workdir=str(workdir))
-
-    def close(self):
-        if self.proxy is not None:
-            self.proxy.stop()
-            self.proxy = None
-        if self.moto is not None:
-            self.moto.stop()
-            self.moto = None
-        self.tmp.cleanup()
-
-
-@dataclass
-class Failure:
-    """The last failing program Hypothesis ran (after shrinking: the minimal one)."""
-    store: str
-    program: list
-    violation: Violation
-    seed: int
-    ctx_seed: int = 0
-
-
-@dataclass
-class Sink:
-    failure: Failure | None = None
-    failures_seen: int = 0
-    on_example: object = None          # callable(stats) for progress
-    extra: dict = field(default_factory=dict)
-
-
-def new_lockstep(engine, backends: Backends, store: str, profile: Profile, seed: int, stats: Stats,
-                 ctx_seed: int | None = None) -> Lockstep:
-    ctx = backends.context(engine, store, seed, profile.attempts_max)
-    if ctx_seed is not None:
-        ctx.seed = ctx_seed
-    proxy = backends.proxy if store == S3 and engine.capabilities.mode == A.BLACK_BOX else None
-    if proxy is not None:
-        proxy.clear()
-    return Lockstep(engine, ctx, bounds_for(engine, profile), stats, proxy)
-
-
-def machine_class(engine, backends: Backends, store: str, profile: Profile, seed: int, stats: Stats,
-                  sink: Sink):
-    """A RuleBasedStateMachine class for this engine on this backend."""
-
-    class Conformance(RuleBasedStateMachine):
-        def __init__(self):
-            super().__init__()
-            self.failed = False
-            stats.examples += 1
-            stats.backends[store] += 1
-            stats.writers = max(stats.writers, profile.writers)
-            try:
-                self.lock = new_lockstep(engine, backends, store, profile, seed, stats)
-            except A.EngineSpecError:
-                raise                     # a setup error, not a finding
-            except Violation as v:        # the engine could not even set up the table
-                v.step_index, v.label = -1, ("Bootstrap", 0)
-                sink.failures_seen += 1
-                sink.failure = Failure(store, [], v, seed)
-                raise
-            if sink.on_example is not None:
-                sink.on_example(stats)
-
-        def _apply(self, label):
-            try:
-                self.lock.apply(label)
-            except BaseException as e:
-                self.failed = True
-                self._record(e)
-                raise
-
-        def _record(self, e):
-            v = e if isinstance(e, Violation) else Violation(AGREEMENT, f"{type(e).__name__}: {e}")
-            if v.step_index is None:
-                v.step_index = len(self.lock.program) - 1
+        super().__init__()
+        self.failed = False
+        stats, sink = self.stats, self.sink
+        stats.examples += 1
+        stats.backends[self.store] += 1
+        stats.writers = max(stats.writers, self.profile.writers)
+        try:
+            self.lock = new_lockstep(self.engine, self.backends, self.store, self.bounds, self.seed, stats)
+        except A.EngineSpecError:
+            raise                     # a setup error, not a finding
+        except Violation as v:        # the engine could not even set up the table
+            v.at(-1, ("Bootstrap", 0))
             sink.failures_seen += 1
-            sink.failure = Failure(store, list(self.lock.program), v, seed, self.lock.ctx.seed)
+            sink.failure = Failure(self.store, [], v, self.seed, 0, self.bounds)
+            raise
+        if sink.coverage is not None:
+            self.lock.observers.append(sink.coverage.watch(self.bounds))
+        if sink.on_example is not None:
+            sink.on_example(stats)
 
-        if bounds_for(engine, profile).faults:
-            mixes = fault_mixes(bounds_for(engine, profile).faults)
+    # -- how every rule runs a step --------------------------------------------------------
 
-            @initialize(kinds=st.sampled_from(mixes))
-            def choose_faults(self, kinds):
-                self._apply(("Faults", 0, kinds))
+    def _labels(self, families) -> list:
+        out = [lab for lab in self.lock.reader_labels() if lab[0] in families]
+        return out + [lab for lab in sorted(self.lock.enabled()) if rule_of(lab) in families]
 
-        def teardown(self):
-            try:
-                if not self.failed:
-                    self.lock.converge()
-                    try:
-                        self.lock.judge_history()
-                    except Violation as v:
-                        v.step_index, v.label = len(self.lock.program) - 1, ("History", 0)
-                        raise
-                    h = self.lock.last_history
-                    kept = sink.extra.get("history")
-                    if kept is None or _interest(h) > _interest(kept[0]):
-                        sink.extra["history"] = (h, self.lock.last_history_verdict)
-            except BaseException as e:
-                self._record(e)
-                raise
-            finally:
-                self.lock.close()
+    def _draw(self, data, families, name) -> None:
+        self._apply(data.draw(st.sampled_from(self._labels(families)), label=name))
 
-    def family(name, members):
-        def labels(self):
-            out = [lab for lab in self.lock.reader_labels() if lab[0] in members]
-            return out + [lab for lab in sorted(self.lock.enabled()) if rule_of(lab) in members]
+    def _apply(self, label) -> None:
+        try:
+            self.lock.apply(label)
+        except BaseException as e:
+            self.failed = True
+            self._record(e)
+            raise
 
-        @precondition(lambda self: bool(labels(self)))
-        @rule(data=st.data())
-        def step(self, data):
-            label = data.draw(st.sampled_from(labels(self)), label=name)
-            self._apply(label)
-        step.__name__ = f"step_{name}"
-        return step
+    def _record(self, e) -> None:
+        v = e if isinstance(e, Violation) else Violation(AGREEMENT, f"{type(e).__name__}: {e}")
+        v.at(len(self.lock.program) - 1, self.lock.program[-1] if self.lock.program else None)
+        self.sink.failures_seen += 1
+        self.sink.failure = Failure(self.store, list(self.lock.program), v, self.seed, self.lock.ctx.seed,
+                                    self.bounds)
 
-    allowed = set(expected_rules(engine, profile))
-    for name, members in HYPOTHESIS_RULES.items():
-        members = tuple(m for m in members if m in allowed)
-        if members:
-            setattr(Conformance, f"step_{name}", family(name, members))
-    Conformance.__name__ = Conformance.__qualname__ = f"Conformance_{engine.name}_{store}".replace("-", "_")
-    return Conformance
+    # -- the rules ---------------------------------------------------------------------------
+
+    @initialize(data=st.data())
+    def choose_faults(self, data):
+        """The swarm choice of the fault kinds this program injects."""
+        if self.bounds.faults:
+            self._apply(("Faults", 0, data.draw(st.sampled_from(fault_mixes(self.bounds.faults)), label="faults")))
+
+    @precondition(lambda self: bool(self._labels(BEGIN)))
+    @rule(data=st.data())
+    def begin(self, data):
+        self._draw(data, BEGIN, "begin")
+
+    @precondition(lambda self: bool(self._labels(PROGRESS)))
+    @rule(data=st.data())
+    def progress(self, data):
+        self._draw(data, PROGRESS, "progress")
+
+    @precondition(lambda self: bool(self._labels(SWAP_FAULTS)))
+    @rule(data=st.data())
+    def swap_fault(self, data):
+        self._draw(data, SWAP_FAULTS, "swap fault")
+
+    @precondition(lambda self: bool(self._labels(STOPS)))
+    @rule(data=st.data())
+    def stop(self, data):
+        self._draw(data, STOPS, "write failure or crash")
+
+    @precondition(lambda self: bool(self._labels(IN_FLIGHT)))
+    @rule(data=st.data())
+    def in_flight(self, data):
+        self._draw(data, IN_FLIGHT, "delayed swap")
+
+    @precondition(lambda self: bool(self._labels(MAINTENANCE)))
+    @rule()
+    def remove_orphans(self):
+        self._apply(("RemoveOrphans", 0))
+
+    @precondition(lambda self: bool(self._labels(READ_LABELS)))
+    @rule(data=st.data())
+    def read(self, data):
+        self._draw(data, READ_LABELS, "read")
+
+    def teardown(self):
+        try:
+            if not self.failed:
+                self.lock.finish()
+                h, kept = self.lock.last_history, self.sink.extra.get("history")
+                if kept is None or _interest(h) > _interest(kept[0]):
+                    self.sink.extra["history"] = (h, self.lock.last_history_verdict)
+        except BaseException as e:
+            self._record(e)
+            raise
+        finally:
+            self.lock.close()
+
+
+def machine_class(engine, backends, store: str, profile: Profile, seed: int, stats, sink) -> type:
+    """ConformanceMachine bound to one engine on one store (class attributes only)."""
+    name = f"Conformance_{engine.name}_{store}".replace("-", "_").replace(":", "_")
+    return type(name, (ConformanceMachine,), dict(
+        engine=engine, backends=backends, store=store, profile=profile, bounds=bounds_for(engine, profile),
+        seed=seed, stats=stats, sink=sink))
 
 
 def hypothesis_settings(examples: int, steps: int) -> settings:
+    # too_slow: every step runs a real engine (storage, catalog, reads), which Hypothesis
+    # counts as data generation; the run's size is bounded by the profile instead.
     return settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
-                    derandomize=False, print_blob=False,
-                    suppress_health_check=list(HealthCheck),
-                    phases=(Phase.explicit, Phase.generate))   # shrinking: shrink() below
+                    derandomize=False, print_blob=False, report_multiple_bugs=False,
+                    suppress_health_check=[HealthCheck.too_slow],
+                    phases=(Phase.explicit, Phase.generate, Phase.shrink))
 
 
-def run(engine, profile: Profile, seed: int, backends: Backends, stats: Stats, sink: Sink,
-        stores=None) -> Failure | None:
-    """Run the profile's examples on each backend the engine supports; stop at the first
-    failing backend and return its (shrunk) failure."""
-    caps = engine.capabilities
-    plan = []
-    if caps.mode == A.STEPPING and MEMORY in caps.stores:
-        plan.append((MEMORY, profile.examples_memory))
-    if S3 in caps.stores:
-        plan.append((S3, profile.examples_s3 if caps.mode == A.STEPPING
-                     else profile.examples_s3 + profile.examples_memory // 10))
-    if stores is not None:
-        plan = [(s, n) for s, n in plan if s in stores]
-    for store, examples in plan:
-        if examples <= 0:
-            continue
-        cls = machine_class(engine, backends, store, profile, seed, stats, sink)
-        cls = hypothesis_seed(seed)(cls)
-        try:
-            run_state_machine_as_test(cls, settings=hypothesis_settings(examples, profile.steps))
-        except BaseException:  # noqa: BLE001 - the failure is in the sink
-            if sink.failure is None:
-                raise
-            return shrink(engine, sink.failure, profile, backends)
-    return None
-
-
-def _fails(engine, program, failure: Failure, profile, backends) -> Violation | None:
-    """The violation `program` finds, if it is one of the same property; else None."""
+def search(engine, profile: Profile, seed: int, backends, store: str, examples: int, stats, sink) -> Failure | None:
+    """Hypothesis' random search on one store; its shrunk failure, if any."""
+    cls = hypothesis_seed(seed)(machine_class(engine, backends, store, profile, seed, stats, sink))
     try:
-        replay(engine, program, profile=profile, store=failure.store, seed=failure.seed,
-               backends=backends, ctx_seed=failure.ctx_seed)
-    except Violation as v:
-        return v if v.prop == failure.violation.prop else None
-    except InvalidProgram:
-        return None                  # not a valid program for the model (a step not enabled)
+        run_state_machine_as_test(cls, settings=hypothesis_settings(examples, profile.steps))
+    except BaseException:  # noqa: BLE001 - the failure is in the sink
+        if sink.failure is None:
+            raise
+        return sink.failure
     return None
-
-
-def shrink(engine, failure: Failure, profile: Profile, backends: Backends,
-           replays_max: int = SHRINK_REPLAYS_MAX, seconds_max: float = SHRINK_SECONDS_MAX) -> Failure:
-    """Delta debugging over the program's steps: cut after the failing step, then drop
-    chunks (halves, quarters, ... single steps) while the same property still fails.
-    Bounded by `replays_max` replays and `seconds_max`; the result replays as it is."""
-    program = list(failure.program)
-    if failure.violation.step_index is not None:
-        program = program[: failure.violation.step_index + 1]
-    best = _fails(engine, program, failure, profile, backends)
-    replays = 1
-    if best is None:                      # the cut lost it (a teardown finding): keep it whole
-        program = list(failure.program)
-        best = _fails(engine, program, failure, profile, backends)
-        replays += 1
-        if best is None:
-            return failure                # not reproducible outside Hypothesis: report as found
-    deadline = time.monotonic() + seconds_max
-    quiet = [lab for lab in program if lab[0] not in READ_LABELS]
-    if quiet != program:                  # readers first: usually not needed, cheap to drop
-        found = _fails(engine, quiet, failure, profile, backends)
-        replays += 1
-        if found is not None:
-            program, best = quiet, found
-    chunk = max(1, len(program) // 2)
-    while chunk >= 1 and replays < replays_max and time.monotonic() < deadline:
-        i, progressed = 0, False
-        while i < len(program) and replays < replays_max and time.monotonic() < deadline:
-            candidate = program[:i] + program[i + chunk:]
-            found = _fails(engine, candidate, failure, profile, backends) if candidate else None
-            replays += 1
-            if found is not None:
-                program, best, progressed = candidate, found, True
-            else:
-                i += chunk
-        if not progressed:
-            chunk //= 2
-    # The program as run up to the failing step, liveness steps included (replays alone).
-    executed = getattr(best, "program", program)
-    if best.step_index is not None:
-        executed = executed[: best.step_index + 1]
-    return Failure(failure.store, list(executed), best, failure.seed, failure.ctx_seed)
-
-
-def replay(engine, program, *, profile: Profile | None = None, store: str = MEMORY, seed: int = 0,
-           backends: Backends | None = None, ctx_seed: int | None = None,
-           converge: bool = True) -> Lockstep:
-    """Run a program (a list of labels) on a fresh model and engine; raises the Violation
-    the program finds, else returns the Lockstep (history judged, writers converged)."""
-    profile = profile or PROFILES["ci"]
-    own = backends is None
-    backends = backends or Backends()
-    lock = None
-    try:
-        lock = new_lockstep(engine, backends, store, profile, seed, Stats(), ctx_seed)
-        for label in program:
-            lock.apply(tuple(label))
-        if converge:
-            lock.converge()
-            try:
-                lock.judge_history()
-            except Violation as v:
-                v.step_index, v.label = len(lock.program) - 1, ("History", 0)
-                raise
-        return lock
-    except Violation as v:
-        v.program = list(lock.program) if lock is not None else list(program)
-        raise
-    finally:
-        if lock is not None:
-            lock.close()
-        if own:
-            backends.close()

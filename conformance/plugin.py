@@ -45,30 +45,9 @@ def conformance_engine(request):
 
 def run_suite(engine, spec: str, profile_name: str = "ci", seed: int = 0, profile=None):
     """Run the suite; returns the RunResult (its `passed`, `violated`, `vacuity`)."""
-    import time
-
-    from icefloe.conformance import conform, machine as M, report as R
-    from icefloe.conformance.stats import Stats
-
-    profile = profile or M.PROFILES[profile_name]
-    stats, backends, sink = Stats(), M.Backends(), M.Sink()
-    started = time.monotonic()
-    try:
-        failure = M.run(engine, profile, seed, backends, stats, sink)
-        history = verdict = None
-        if failure is not None:
-            history, verdict = conform.replay_history(engine, failure, profile, backends)
-            conform.name_anomalies(failure, verdict)
-        elif "history" in sink.extra:
-            history, verdict = sink.extra["history"]
-    finally:
-        backends.close()
-    expected = M.expected_rules(engine, profile)
-    vacuous = conform.vacuity(stats, engine, expected, M.bounds_for(engine, profile)) \
-        if failure is None and profile.name == "ci" else []
-    return R.RunResult(spec, engine.name, None, profile.name, seed, stats, engine.capabilities.interleaving,
-                       expected, failure, vacuous, history, verdict, time.monotonic() - started,
-                       conform.unchecked(engine), R.git_commit())
+    from icefloe.conformance import suite
+    from icefloe.conformance.profiles import PROFILES
+    return suite.run_suite(engine, spec, profile or PROFILES[profile_name], seed)
 
 
 class ConformanceFailed(Exception):

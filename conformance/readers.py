@@ -114,3 +114,35 @@ class Readers:
         if engine_head is not None and got.snapshot_id != engine_head:
             raise Violation(AGREEMENT, f"main's head: the model's {row_id(meta.head)} (snapshot {engine_head}), "
                             f"the engine's {got.snapshot_id}", engine_head, got.snapshot_id)
+
+    def check_handle(self, w: int) -> None:
+        """After writer w's operation ended: its own table handle, as it stands, shows a
+        state the table really had (main's head at some value of the pointer, with that
+        snapshot's rows); never the metadata of an attempt that did not land."""
+        lock = self.lock
+        lock.stats.reads += 1
+        heads = {}
+        for mid in lock.model.hist:
+            meta = iceberg.mget(lock.model.metas, mid)
+            if meta.head in lock.snapshot_id:
+                heads[lock.snapshot_id[meta.head]] = self.rows(snap_of(meta, meta.head).files)
+        try:
+            got = lock.table.read_handle(w)
+        except A.UnreadableSnapshot as e:
+            if e.snapshot_id not in heads:
+                raise Violation("P4 ReadersSeeCommitted", f"writer {w}'s own handle shows snapshot {e.snapshot_id}, "
+                                f"which was never main's head (a commit that did not land; and its files are "
+                                f"gone: {e.cause})", sorted(heads), e.snapshot_id) from e
+            raise Violation("P8 NoDanglingRefs", f"writer {w}'s handle cannot read snapshot {e.snapshot_id}: "
+                            f"{e.cause}", "rows", repr(e)) from e
+        except Exception as e:  # noqa: BLE001 - an engine that cannot read what it committed
+            raise Violation("P8 NoDanglingRefs", f"writer {w}'s handle cannot be read: {type(e).__name__}: {e}",
+                            "rows", repr(e)) from e
+        if got.snapshot_id not in heads:
+            raise Violation("P4 ReadersSeeCommitted", f"writer {w}'s own handle shows snapshot {got.snapshot_id}, "
+                            "which was never main's head (a commit that did not land)",
+                            sorted(heads), got.snapshot_id)
+        if got.rows != heads[got.snapshot_id]:
+            raise Violation("P6 Isolation", f"writer {w}'s own handle shows snapshot {got.snapshot_id} with rows "
+                            f"{list(got.rows)}, the model's {list(heads[got.snapshot_id])}",
+                            heads[got.snapshot_id], got.rows)

@@ -39,6 +39,7 @@ class RunResult:
     elapsed_s: float = 0.0
     unchecked: tuple = ()             # properties the engine's capabilities leave unobserved
     commit: str = ""
+    coverage: dict = field(default_factory=dict)   # family -> {"covered": n, "total": m, ...}
 
     @property
     def violated(self) -> list:
@@ -77,6 +78,7 @@ class RunResult:
             "properties": self.verdicts(), "violated": self.violated,
             "interleaving": self.interleaving, "vacuity": self.vacuity,
             "counts": self.stats.to_json(), "expected_rules": list(self.expected_rules),
+            "coverage": self.coverage,
             "elapsed_s": round(self.elapsed_s, 2),
             "rerun": self.rerun_command(),
             "counterexample": None if f is None else {
@@ -245,11 +247,13 @@ def write_report(r: RunResult, directory: str | Path) -> Path:
     if r.failure is not None:
         (d / "program.py").write_text(
             f'"""Replay: {r.failure.violation}"""\n'
-            "from icefloe.conformance import adapter, machine\n\n"
-            "PROGRAM = [\n" + "\n".join(program_lines(r.failure.program)) + "\n]\n\n"
+            "from icefloe.conformance import adapter, runs\n"
+            "from icefloe.model.iceberg import Bounds\n\n"
+            "PROGRAM = [\n" + "\n".join(program_lines(r.failure.program)) + "\n]\n"
+            f"BOUNDS = {r.failure.bounds!r}\n\n"
             "if __name__ == \"__main__\":\n"
             f"    engine = {_engine_call(r)}\n"
-            f"    machine.replay(engine, PROGRAM, store={r.failure.store!r})\n")
+            f"    runs.replay(engine, PROGRAM, bounds=BOUNDS, store={r.failure.store!r}, ctx_seed={r.failure.ctx_seed!r})\n")
     if r.history is not None:
         (d / "versions.dot").write_text(H.version_dot(r.history) + "\n")
         write_png(r.history, d / "versions.png")

@@ -83,10 +83,11 @@ class Tagged:
 
 
 class IcefloeCommit:
-    """A SteppingCommit over one PendingCommit."""
+    """A SteppingCommit over one PendingCommit begun on a writer's table handle; once it is
+    done the handle adopts its outcome (Table.adopt), as a write method does."""
 
-    def __init__(self, pending: C.PendingCommit):
-        self.pending = pending
+    def __init__(self, pending: C.PendingCommit, handle: Table | None = None):
+        self.pending, self.handle = pending, handle
 
     @property
     def phase(self) -> str:
@@ -97,7 +98,10 @@ class IcefloeCommit:
         return self.pending.done
 
     def step(self) -> str:
-        return self.pending.step()
+        phase = self.pending.step()
+        if self.pending.done and self.handle is not None:
+            self.handle.adopt(self.pending)
+        return phase
 
     @property
     def snapshot_id(self):
@@ -124,7 +128,8 @@ class IcefloeTable:
         self.shared_store = MemoryStore() if ctx.warehouse.startswith("memory://") else None
         self.shared_catalog = engine.make_catalog(self, ctx) if self.shared_store is not None else None
         self.io = {}           # writer -> WriterStore
-        self.catalogs = {}     # writer -> WriterCatalog
+        self.catalogs = {}     # writer -> its catalog (FaultInjectingCatalog for writers 1..)
+        self.handles = {}      # writer -> its own Table handle
         base_store, base_catalog = self.parts(0)
         location = f"{ctx.warehouse.rstrip('/')}/{ctx.identifier.replace('.', '/')}"
         create_table(base_catalog, ctx.identifier, SCHEMA, location=location, io=base_store, env=self.env)
@@ -179,12 +184,19 @@ class IcefloeTable:
                 out.append(task.data_file.file_path)
         return out
 
+    def handle(self, writer: int) -> Table:
+        """Writer `writer`'s own table handle (its store and catalog, its caches)."""
+        if writer not in self.handles:
+            store, catalog = self.parts(writer)
+            self.handles[writer] = Table(catalog, self.table.identifier, store, self.env, self.retry)
+        return self.handles[writer]
+
     def begin(self, writer: int, op: A.OpSpec):
-        store, catalog = self.parts(writer)
         operation = self.operation(op)
         if operation is not None and getattr(operation, "produces_snapshot", False):
             operation = Tagged(operation, op.op_id)
-        return IcefloeCommit(C.PendingCommit(catalog, self.table.identifier, store, operation, self.env, self.retry))
+        handle = self.handle(writer)
+        return IcefloeCommit(handle.begin(operation), handle)
 
     # -- readers ---------------------------------------------------------------------------
 
@@ -205,6 +217,18 @@ class IcefloeTable:
         rows = self.table.scan(snapshot_id=snapshot_id)
         files = [t.data_file.file_path for t in self.table.plan_files(snapshot_id=snapshot_id)]
         return self._result(snapshot_id, rows, files)
+
+    def read_handle(self, writer: int) -> A.ReadResult:
+        handle = self.handle(writer)                 # as it stands: no refresh
+        snap = handle.current_snapshot()
+        if snap is None:
+            return A.ReadResult(None, (), frozenset())
+        try:
+            rows = handle.scan(snapshot_id=snap.snapshot_id)
+            files = [t.data_file.file_path for t in handle.plan_files(snapshot_id=snap.snapshot_id)]
+        except StoreError as e:
+            raise A.UnreadableSnapshot(snap.snapshot_id, str(e)) from e
+        return self._result(snap.snapshot_id, rows, files)
 
     def read_incremental(self, since_snapshot_id: int) -> A.ReadResult:
         self.table.refresh()

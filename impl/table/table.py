@@ -130,19 +130,29 @@ class Table:
     def new_commit(self, operation) -> PendingCommit:
         return PendingCommit(self.catalog, self.identifier, self.io, operation, self.env, self.retry)
 
-    def _run(self, operation) -> CommitOutcome:
-        # The commit starts from what this handle holds (its metadata if the pointer still
-        # names it, its cached manifest lists) and, once acknowledged, the handle takes the
-        # metadata it committed: no GET of an object this handle has read or written.
-        commit = PendingCommit(self.catalog, self.identifier, self.io, operation, self.env, self.retry,
-                               tree=self.tree, known=(self.metadata_location, self._metadata))
-        outcome = commit.run()
+    def begin(self, operation) -> PendingCommit:
+        """A commit of `operation` that starts from what this handle holds (its metadata if
+        the pointer still names it, its cached manifest lists), to run or step phase by
+        phase; `adopt(commit)` once it is done brings the handle up to date."""
+        return PendingCommit(self.catalog, self.identifier, self.io, operation, self.env, self.retry,
+                             tree=self.tree, known=(self.metadata_location, self._metadata))
+
+    def adopt(self, commit: PendingCommit) -> CommitOutcome:
+        """After a commit begun here ended: once acknowledged, the handle takes the metadata
+        it committed (no GET of an object this handle has read or written); otherwise it
+        refreshes, so it never shows a commit that did not land."""
+        outcome = commit.outcome
         if (isinstance(outcome, Committed) and commit.new_metadata is not None
                 and outcome.metadata_location == commit.new_metadata_location):
             self._metadata, self.metadata_location = commit.new_metadata, commit.new_metadata_location
         else:
             self.refresh()
         return outcome
+
+    def _run(self, operation) -> CommitOutcome:
+        commit = self.begin(operation)
+        commit.run()
+        return self.adopt(commit)
 
     def append(self, rows: pa.Table, *, branch: str = MAIN_BRANCH) -> CommitOutcome:
         return self._run(P.FastAppend(rows, branch))

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance import conform, machine as M
+from icefloe.conformance import conform
+from icefloe.conformance.profiles import MEMORY, PROFILES, S3, bounds_for
+from icefloe.conformance.runs import replay
 from icefloe.conformance.violation import InvalidProgram, Violation
 from icefloe.conformance.plugin import run_suite
 
@@ -26,10 +29,10 @@ def test_engine_conforms(conformance_engine, pytestconfig):
     assert not result.vacuity, result.vacuity
     assert set(result.verdicts().values()) <= {"holds", "unknown"}
     caps = conformance_engine.capabilities
-    if M.S3 in caps.stores:
-        assert result.stats.backends[M.S3] > 0
-    if M.MEMORY in caps.stores and caps.mode == A.STEPPING:
-        assert result.stats.backends[M.MEMORY] > result.stats.backends.get(M.S3, 0)
+    if S3 in caps.stores:
+        assert result.stats.backends[S3] > 0
+    if MEMORY in caps.stores and caps.mode == A.STEPPING:
+        assert result.stats.backends[MEMORY] > result.stats.backends.get(S3, 0)
 
 
 def _icefloe():
@@ -45,11 +48,11 @@ RACE = [("Begin", 1, "append"), ("Begin", 2, "append"),
 def test_replayed_race_commits_both_appends():
     """Goal: a hand-written program replays on icefloe and the history holds both commits.
     Method: two appends race for one swap; the loser retries; the history checker judges."""
-    lock = M.replay(_icefloe(), RACE, converge=False)
+    lock = replay(_icefloe(), RACE, finish=False)
     assert lock.stats.commits == 2 and lock.stats.retries == 1
     outcomes = {(w, k): type(rec.outcome).__name__ for (w, k), rec in lock.ops.items()}
     assert outcomes == {(1, 1): "Committed", (2, 1): "Committed"}
-    assert lock.last_history_verdict is None      # converge=False judges nothing
+    assert lock.last_history_verdict is None      # finish=False judges nothing
 
 
 def test_unknown_outcomes_resolve_both_ways():
@@ -57,11 +60,11 @@ def test_unknown_outcomes_resolve_both_ways():
     (a delayed swap dropped). Method: two replayed programs with those faults."""
     lost = [("Faults", 0, ("ack_lost",)), ("Begin", 1, "append"), ("WriteData", 1), ("WriteManifests", 1),
             ("WriteManifestList", 1), ("WriteMetadata", 1), ("AckLost", 1), ("Resolve", 1)]
-    lock = M.replay(_icefloe(), lost)
+    lock = replay(_icefloe(), lost)
     assert lock.stats.unknown_resolved_committed == 1 and lock.stats.unknown_resolved_not_committed == 0
     delayed = [("Begin", 1, "append"), ("WriteData", 1), ("WriteManifests", 1), ("WriteManifestList", 1),
                ("WriteMetadata", 1), ("SwapDelayed", 1), ("Drop", 1, 1, 1), ("Resolve", 1)]
-    lock = M.replay(_icefloe(), delayed)
+    lock = replay(_icefloe(), delayed)
     assert lock.stats.unknown_resolved_not_committed == 1
     assert lock.last_history_verdict.valid is True
 
@@ -69,7 +72,7 @@ def test_unknown_outcomes_resolve_both_ways():
 def test_a_step_the_model_does_not_allow_is_refused():
     """Goal: a program cannot smuggle in a step the model forbids. Method: Swap before Begin."""
     with pytest.raises(InvalidProgram, match="not enabled"):
-        M.replay(_icefloe(), [("Swap", 1)])
+        replay(_icefloe(), [("Swap", 1)])
 
 
 def test_cli_usage_errors_exit_2(capsys):
@@ -103,7 +106,7 @@ def test_variant_fails_with_a_replayable_counterexample(tmp_path):
     program = [tuple(x if not isinstance(x, list) else tuple(x) for x in lab)
                for lab in verdict["counterexample"]["program"]]
     with pytest.raises(Violation) as found:
-        M.replay(A.load_variant("no-revalidate"), program, store=verdict["counterexample"]["store"])
+        replay(A.load_variant("no-revalidate"), program, store=verdict["counterexample"]["store"])
     assert found.value.prop == verdict["counterexample"]["property"]
 
 
@@ -130,23 +133,21 @@ def test_incremental_read_takes_an_overwrite_that_removed_nothing():
     d = [("WriteManifests", 1), ("WriteManifestList", 1), ("WriteMetadata", 1), ("Swap", 1)]
     program = [("Begin", 1, "delete"), *d, ("Begin", 1, "delete"), *d, ("Begin", 1, "overwrite"),
                ("WriteData", 1), *d, ("ReadIncremental", 0, (0, 2))]
-    lock = M.replay(_icefloe(), program)          # raises a P10 Violation if the rows differ
+    lock = replay(_icefloe(), program)          # raises a P10 Violation if the rows differ
     assert lock.stats.reads >= 1 and lock.kind_of[(1, 3)] == "overwrite"
     assert lock.last_history_verdict.valid is True
 
 
 def test_engine_may_abort_sooner_than_the_model_when_the_model_aborts_too():
-    """Goal: an overwrite whose manifests a concurrent expiry deleted fails at once, and the
-    suite accepts it because the model's writer, alone, aborts as well (found by the deep
-    profile). Method: replay that program with the deep profile's three writers."""
-    program = [("Begin", 3, "rewrite"), ("WriteData", 3), ("Begin", 2, "delete"), ("WriteManifests", 3),
-               ("WriteManifestList", 3), ("WriteFails", 2), ("WriteMetadata", 3), ("Begin", 2, "overwrite"), ("Swap", 3),
-               ("Begin", 3, "expire"), ("WriteMetadata", 3), ("Heal", 0), ("Swap", 3), ("WriteData", 2),
-               ("WriteManifests", 2)]
-    lock = M.replay(_icefloe(), program, profile=M.PROFILES["deep"])
-    # Since the table handle keeps one cache of opened manifests (impl/table/files.py), the
-    # overwrite no longer re-reads the deleted manifests at WriteManifests: it fails at its
-    # validation, as the model's writer does, instead of sooner. A program that reaches an
-    # early abort again is the conformance engineer's (notes/format-to-conformance.md).
-    assert lock.stats.early_aborts == 0
-    assert isinstance(lock.ops[(2, 2)].outcome, A.Conflict)
+    """Goal: a compaction whose input a concurrent delete and expiry removed fails as soon as
+    it reads what is gone, and the suite accepts it because the model's writer, alone, aborts
+    as well (its starting snapshot was expired). Method: replay that program with three
+    writers of one operation each."""
+    bounds = replace(bounds_for(_icefloe(), PROFILES["deep"]), ops=1, faults=(), fault_budget=0)
+    program = [("Begin", 1, "rewrite"), ("Begin", 2, "delete"), ("WriteManifests", 2), ("WriteManifestList", 2),
+               ("WriteMetadata", 2), ("Swap", 2), ("Begin", 3, "expire"), ("WriteMetadata", 3), ("Swap", 3),
+               ("WriteData", 1)]
+    lock = replay(_icefloe(), program, bounds=bounds)
+    assert lock.stats.early_aborts == 1
+    out = lock.ops[(1, 1)].outcome
+    assert isinstance(out, A.Conflict) and out.cause == "store", out

@@ -19,7 +19,10 @@ from dataclasses import replace
 import pytest
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance import machine as M
+from icefloe.conformance import suite
+from icefloe.conformance.backends import Backends
+from icefloe.conformance.profiles import MEMORY, PROFILES, Profile, bounds_for
+from icefloe.conformance.runs import Sink, new_lockstep
 from icefloe.conformance.engines.flawed import DESCRIPTIONS, VARIANTS
 from icefloe.conformance.engines.icefloe_engine import engine as reference_engine
 from icefloe.conformance.stats import Stats
@@ -28,7 +31,7 @@ from icefloe.model import variants as model_variants
 
 SEED = 1
 PROGRAM_LABELS_MAX = 16
-SEARCH = replace(M.PROFILES["ci"], name="variants", examples_s3=0)
+SEARCH = replace(PROFILES["ci"], name="variants", examples_s3=0)
 # The search runs each variant at its model twin's bounds (model/variants.py: writers, ops),
 # so that it finds and shrinks in seconds; `icefloe conform --variant` runs the ci profile
 # (docs/regressions.md records what it names for each variant). No twin: the bounds of the
@@ -41,7 +44,7 @@ SEARCH_EXAMPLES = 100
 SEARCH_STEPS = 30
 
 
-def search_profile(name: str) -> M.Profile:
+def search_profile(name: str) -> Profile:
     bounds = model_variants.get(TWIN[name]).defaults
     return replace(SEARCH, examples_memory=SEARCH_EXAMPLES, steps=SEARCH_STEPS, writers=bounds["writers"],
                    ops=bounds["ops"], fault_budget=1)
@@ -94,21 +97,20 @@ REPLAYS = {
 
 @pytest.fixture(scope="module")
 def backends():
-    b = M.Backends()
+    b = Backends()
     yield b
     b.close()
 
 
 def replay_judged(engine, program, backends, ctx_seed=None, profile=SEARCH):
     """Replay `program`; return (the Violation the suite raises or None, the damage)."""
-    lock = M.new_lockstep(engine, backends, M.MEMORY, profile, SEED, Stats(), ctx_seed)
+    lock = new_lockstep(engine, backends, MEMORY, bounds_for(engine, profile), SEED, Stats(), ctx_seed)
     violation = None
     try:
         try:
             for label in program:
                 lock.apply(tuple(label))
-            lock.converge()
-            lock.judge_history()
+            lock.finish()
         except Violation as v:
             violation = v
         return violation, damage(lock)
@@ -186,7 +188,7 @@ def test_suite_catches_variant_with_a_short_replayable_counterexample(name, back
     the shrunk program replayed: the variant fails it naming the same property, the
     reference passes it."""
     profile = search_profile(name)
-    failure = M.run(VARIANTS[name](), profile, SEED, backends, Stats(), M.Sink(), stores=(M.MEMORY,))
+    failure = suite.run(VARIANTS[name](), profile, SEED, backends, Stats(), Sink(), stores=(MEMORY,))
     assert failure is not None, f"{name} was not caught"
     assert failure.violation.prop in NAMED[name], failure.violation
     assert len(failure.program) <= PROGRAM_LABELS_MAX, failure.program

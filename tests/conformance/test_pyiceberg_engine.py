@@ -8,7 +8,8 @@ import threading
 import pytest
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance import conform, machine as M
+from icefloe.conformance import conform
+from icefloe.conformance.profiles import PROFILES, Profile
 from icefloe.conformance.engines.pyiceberg_engine import CAPABILITIES, UnsupportedOperation, engine
 
 
@@ -90,7 +91,7 @@ def test_bounded_conformance_run_writes_a_verdict(tmp_path, monkeypatch, capsys)
     """Goal: `icefloe conform --engine pyiceberg` produces a verdict.json with a verdict per
     property, holds or not. Method: the ci profile bounded to one S3 example of 12 steps (a
     run this small may be judged vacuous: then the exit code is 1 and says so)."""
-    monkeypatch.setitem(M.PROFILES, "ci", M.Profile("ci", examples_memory=0, examples_s3=1, steps=12))
+    monkeypatch.setitem(PROFILES, "ci", Profile("ci", examples_memory=0, examples_s3=1, steps=12, directed=False))
     report = tmp_path / "report"
     code = conform.main(["--engine", "pyiceberg", "--profile", "ci", "--seed", "0", "--report", str(report),
                          "--no-progress"])

@@ -1,0 +1,67 @@
+"""What a conformance run needs started once and handed to each program: moto S3 on
+127.0.0.1, a FaultProxy in front of it for black-box engines, and a directory for SQLite
+catalogs; `context()` makes each program's fresh TableContext."""
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from pathlib import Path
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance.profiles import MEMORY
+
+
+class Backends:
+    """Storage and catalogs for a run: started lazily, stopped by `close()`."""
+
+    def __init__(self):
+        # SQLite catalogs on a RAM file system where there is one: every swap is a
+        # transaction, and an fsync per step would dominate a run's time.
+        ram = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+        self.tmp = tempfile.TemporaryDirectory(prefix="icefloe-conform-", dir=ram)
+        self.moto = None
+        self.proxy = None
+        self.counter = itertools.count(1)
+
+    def s3(self):
+        if self.moto is None:
+            from icefloe.conformance.testing.moto_server import MotoS3Server
+            self.moto = MotoS3Server().start()
+        return self.moto
+
+    def fault_proxy(self):
+        if self.proxy is None:
+            from icefloe.conformance.testing.proxy import FaultProxy
+            self.proxy = FaultProxy(self.s3().endpoint_url).start()
+        return self.proxy
+
+    def context(self, engine, store: str, seed: int, attempts_max: int) -> A.TableContext:
+        n = next(self.counter)
+        workdir = Path(self.tmp.name) / f"ex{n}"
+        workdir.mkdir()
+        hooks = A.FaultHooks()
+        keys = {w: f"w{w}" for w in range(0, 8)}
+        catalog = f"sqlite:///{workdir / 'catalog.db'}"
+        if store == MEMORY:
+            return A.TableContext(warehouse="memory://warehouse", catalog_uri=catalog, faults=hooks,
+                                  commit_attempts_max=attempts_max, seed=seed + n, workdir=str(workdir),
+                                  access_keys=keys)
+        from icefloe.conformance.testing.moto_server import DEFAULT_SECRET_KEY
+        black_box = engine.capabilities.mode == A.BLACK_BOX
+        endpoint = self.fault_proxy().endpoint_url if black_box else self.s3().endpoint_url
+        if not black_box and n % 2:
+            catalog = None          # every other S3 example keeps its pointer in the S3 catalog
+        return A.TableContext(warehouse=f"s3://{self.s3().bucket}/conform/ex{n}", catalog_uri=catalog,
+                              s3_endpoint=endpoint, access_keys=keys, secret_key=DEFAULT_SECRET_KEY,
+                              faults=hooks, commit_attempts_max=attempts_max, seed=seed + n,
+                              workdir=str(workdir))
+
+    def close(self):
+        if self.proxy is not None:
+            self.proxy.stop()
+            self.proxy = None
+        if self.moto is not None:
+            self.moto.stop()
+            self.moto = None
+        self.tmp.cleanup()

@@ -1,0 +1,111 @@
+"""The directed phase of a run: every transition class of the model (conformance.coverage),
+each reached on the engine by a program derived from the model's state graph, run before
+any random search and with no seed involved.
+
+`plan(engine, profile)` searches each family's instance twice: with every operation and
+fault (the model's classes: the coverage totals) and as the engine can be driven (its
+capabilities, stepping or black-box). A class of the first set the engine cannot reach
+is reported with the reason. `run` executes the selected programs (each on a fresh
+table, ended as every program is: liveness, history checker, retained snapshots read)
+and records what each covered; the first violation is shrunk and returned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance import coverage as C
+from icefloe.conformance.profiles import Profile, bounds_for, model_bounds
+from icefloe.conformance.runs import Failure, replay, shrink
+from icefloe.conformance.stats import Stats
+from icefloe.conformance.violation import Violation
+
+
+@dataclass
+class FamilyPlan:
+    family: C.Family
+    total: frozenset                  # the model's classes at the family's bounds
+    reachable: frozenset              # those this engine can be driven to
+    programs: list                    # Programs that together reach every reachable class
+    why_not: dict = field(default_factory=dict)   # class -> why this engine cannot reach it
+
+
+@dataclass
+class Plan:
+    families: list
+
+    @property
+    def programs(self) -> list:
+        return [p for f in self.families for p in f.programs]
+
+    def coverage(self, tracker: C.Tracker) -> dict:
+        """verdict.json's coverage: per family, classes exercised on the engine / classes in
+        the model, and how many (and why) the engine cannot reach."""
+        out = {}
+        for f in self.families:
+            covered = tracker.covered[f.family.name] & f.total
+            entry = {"covered": len(covered), "total": len(f.total)}
+            if f.why_not:
+                reasons: dict = {}
+                for why in f.why_not.values():
+                    reasons[why] = reasons.get(why, 0) + 1
+                entry["unreachable"] = len(f.why_not)
+                entry["why_unreachable"] = dict(sorted(reasons.items()))
+            missed = f.reachable - covered
+            if missed:
+                entry["missed"] = [list(c) for c in sorted(missed, key=repr)[:10]]
+            out[f.family.name] = entry
+        return out
+
+    def missed(self, tracker: C.Tracker) -> list:
+        """Reachable classes the run did not exercise (none, by construction, unless the
+        directed phase was cut short)."""
+        return [(f.family.name, c) for f in self.families
+                for c in sorted(f.reachable - tracker.covered[f.family.name], key=repr)]
+
+
+def _why(cls, caps: A.Capabilities) -> str:
+    words = set(x for x in cls if isinstance(x, str)) | {y for x in cls if isinstance(x, tuple) for y in x}
+    for op in A.COMMIT_OPERATIONS:
+        if op in words and op not in caps.operations:
+            return f"operation {op} not supported"
+    for fault in A.FAULT_KINDS:
+        if fault in words and fault not in caps.faults:
+            return f"fault {fault} not injectable"
+    if caps.mode == A.BLACK_BOX:
+        return "a black-box commit cannot be interleaved phase by phase"
+    return "not reachable with this engine's capabilities"
+
+
+def plan(engine, profile: Profile) -> Plan:
+    caps = engine.capabilities
+    black_box = caps.mode == A.BLACK_BOX
+    full, mine = model_bounds(engine, profile), bounds_for(engine, profile)
+    families = []
+    for family in C.FAMILIES:
+        model = C.explore(family, family.bounds(full), False)
+        engine_view = C.explore(family, family.bounds(mine), black_box)
+        reachable = engine_view.classes & model.classes
+        programs = C.cover(engine_view, black_box) if reachable else []
+        why_not = {c: _why(c, caps) for c in model.classes - reachable}
+        families.append(FamilyPlan(family, model.classes, reachable, programs, why_not))
+    return Plan(families)
+
+
+def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, sink) -> Failure | None:
+    """Every directed program on the engine, in order; the first failure, shrunk."""
+    tracker = sink.coverage
+    for program in the_plan.programs:
+        watch = [tracker.watch(program.bounds)] if tracker is not None else []
+        stats.examples += 1
+        stats.backends[store] += 1
+        try:
+            replay(engine, program.labels, bounds=program.bounds, store=store, seed=seed, backends=backends,
+                   stats=stats, observers=watch)
+        except Violation as v:
+            sink.failures_seen += 1
+            failure = Failure(store, list(v.program or program.labels), v, seed, seed, program.bounds, "directed")
+            return shrink(engine, failure, backends)
+        if sink.on_example is not None:
+            sink.on_example(stats)
+    return None

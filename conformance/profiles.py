@@ -1,0 +1,84 @@
+"""The suite's profiles and the model instance a run explores for an engine.
+
+A profile bounds a run: how many writers and operations, the fault budget, the attempts
+per commit (spec/PROTOCOL.md 6), and how many random programs Hypothesis draws on each
+store after the directed programs (conformance.directed) have covered every transition
+class. `bounds_for` narrows the model to what the engine's capabilities allow.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance.view import FAULT_OF_ACTION
+from icefloe.model import iceberg
+from icefloe.model.state import FAULT_KINDS, OP_KINDS
+
+MEMORY, S3 = "memory", "s3"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    examples_memory: int
+    examples_s3: int
+    steps: int
+    writers: int = 2
+    ops: int = 3
+    fault_budget: int = 3
+    attempts_max: int = 3          # first, middle and last attempts all exist
+    directed: bool = True          # run the directed programs before the random search
+
+
+PROFILES = {
+    "ci": Profile("ci", examples_memory=60, examples_s3=6, steps=40),
+    "deep": Profile("deep", examples_memory=600, examples_s3=40, steps=80, writers=3, ops=4),
+}
+
+# Rule families, in the order the report lists them.
+RULES = ("Begin", "write", "Swap", "Retry", "Resolve", "WriteFails", "SwapFails", "AckLost",
+         "SwapDelayed", "Crash", "Deliver", "Drop", "Heal", "RemoveOrphans", "ReadCurrent", "ReadAt",
+         "ReadIncremental")
+
+
+def model_bounds(engine, profile: Profile) -> iceberg.Bounds:
+    """The model at the profile's bounds with every operation and fault (what an engine
+    with every capability is tested on; coverage totals are counted here)."""
+    return iceberg.Bounds(writers=profile.writers, ops=profile.ops, kinds=OP_KINDS, faults=FAULT_KINDS,
+                          fault_budget=profile.fault_budget, attempts_max=profile.attempts_max,
+                          isolation=engine.capabilities.isolation, orphan_runs=1)
+
+
+def bounds_for(engine, profile: Profile) -> iceberg.Bounds:
+    """The model at the profile's bounds, narrowed to the engine's capabilities."""
+    caps = engine.capabilities
+    kinds = tuple(k for k in OP_KINDS if k in caps.operations)
+    faults = tuple(f for f in FAULT_KINDS if f in caps.faults)
+    if caps.mode == A.BLACK_BOX:
+        faults = ()
+    return iceberg.Bounds(writers=profile.writers, ops=profile.ops, kinds=kinds, faults=faults,
+                          fault_budget=profile.fault_budget if faults else 0,
+                          attempts_max=profile.attempts_max, isolation=caps.isolation,
+                          orphan_runs=1 if A.ORPHANS in caps.operations else 0)
+
+
+def expected_rules(engine, profile: Profile) -> tuple:
+    """The rule families the engine's capabilities allow (each must run in a run that is
+    not vacuous)."""
+    caps = engine.capabilities
+    b = bounds_for(engine, profile)
+    out = ["Begin", "write", "ReadCurrent"]
+    if caps.mode == A.STEPPING:
+        out += ["Swap", "Retry"]
+        if A.ACK_LOST in b.faults or A.SWAP_DELAYED in b.faults:
+            out.append("Resolve")
+        out += [name for name, kind in FAULT_OF_ACTION.items() if kind in b.faults]
+        if A.SWAP_DELAYED in b.faults:
+            out += ["Deliver", "Drop"]
+    if b.orphan_runs:
+        out.append("RemoveOrphans")
+    if A.READ_AT in caps.reads:
+        out.append("ReadAt")
+    if A.READ_INCREMENTAL in caps.reads:
+        out.append("ReadIncremental")
+    return tuple(r for r in RULES if r in out)

@@ -1,0 +1,152 @@
+"""Running a program outside Hypothesis: `replay` (a program on a fresh model and
+engine), `shrink` (delta debugging to a minimal program that still breaks the same
+property), and the `Failure` a run reports.
+
+A program is a list of labels (conformance.lockstep) run at a model instance (`bounds`);
+`replay` ends it as every run does (`Lockstep.finish`: liveness, the history checker,
+every retained snapshot read). The directed programs are shrunk here; the random search
+shrinks with Hypothesis' own shrinker (conformance.machine).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance.backends import Backends
+from icefloe.conformance.lockstep import Lockstep
+from icefloe.conformance.profiles import MEMORY, S3
+from icefloe.conformance.readers import READ_LABELS
+from icefloe.conformance.stats import Stats
+from icefloe.conformance.violation import InvalidProgram, Violation
+from icefloe.model import iceberg
+
+SHRINK_REPLAYS_MAX = 400
+SHRINK_SECONDS_MAX = 90.0
+
+
+@dataclass
+class Failure:
+    """A failing program (after shrinking: a minimal one), the bounds it runs at and the
+    violation it finds; `program` is the program as run up to the failing step."""
+    store: str
+    program: list
+    violation: Violation
+    seed: int
+    ctx_seed: int = 0
+    bounds: iceberg.Bounds | None = None
+    found_by: str = "search"           # "directed" (a program derived from the model) or "search"
+
+
+@dataclass
+class Sink:
+    failure: Failure | None = None
+    failures_seen: int = 0
+    on_example: object = None          # callable(stats) for progress
+    extra: dict = field(default_factory=dict)
+    coverage: object = None            # a coverage.Tracker, when the run measures coverage
+
+
+def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds, seed: int, stats: Stats,
+                 ctx_seed: int | None = None) -> Lockstep:
+    ctx = backends.context(engine, store, seed, bounds.attempts_max)
+    if ctx_seed is not None:
+        ctx.seed = ctx_seed
+    proxy = backends.proxy if store == S3 and engine.capabilities.mode == A.BLACK_BOX else None
+    if proxy is not None:
+        proxy.clear()
+    return Lockstep(engine, ctx, bounds, stats, proxy)
+
+
+def replay(engine, program, *, bounds: iceberg.Bounds | None = None, store: str = MEMORY, seed: int = 0,
+           backends: Backends | None = None, ctx_seed: int | None = None, finish: bool = True,
+           stats: Stats | None = None, observers=()) -> Lockstep:
+    """Run a program (a list of labels) on a fresh model and engine; raises the Violation
+    the program finds (with `.program`, the steps as run), else returns the Lockstep.
+    `bounds` default: the ci profile's, narrowed to the engine's capabilities."""
+    if bounds is None:
+        from icefloe.conformance.profiles import PROFILES, bounds_for
+        bounds = bounds_for(engine, PROFILES["ci"])
+    own = backends is None
+    backends = backends or Backends()
+    lock = None
+    try:
+        lock = new_lockstep(engine, backends, store, bounds, seed, stats or Stats(), ctx_seed)
+        lock.observers.extend(observers)
+        for label in program:
+            lock.apply(tuple(label))
+        if finish:
+            lock.finish()
+        return lock
+    except Violation as v:
+        v.program = list(lock.program) if lock is not None else list(program)
+        raise
+    finally:
+        if lock is not None:
+            lock.close()
+        if own:
+            backends.close()
+
+
+def _fails(engine, program, failure: Failure, backends, finish: bool = True) -> Violation | None:
+    """The violation `program` finds, if it is one of the same property; else None."""
+    try:
+        replay(engine, program, bounds=failure.bounds, store=failure.store, seed=failure.seed,
+               backends=backends, ctx_seed=failure.ctx_seed, finish=finish)
+    except Violation as v:
+        return v if v.prop == failure.violation.prop else None
+    except InvalidProgram:
+        return None                  # not a valid program for the model (a step not enabled)
+    return None
+
+
+def shrink(engine, failure: Failure, backends: Backends, replays_max: int = SHRINK_REPLAYS_MAX,
+           seconds_max: float = SHRINK_SECONDS_MAX) -> Failure:
+    """Delta debugging over the program's steps: cut after the failing step, drop every
+    read, then drop chunks (halves, quarters, ... single steps) while the same property
+    still fails; last, drop the reads the liveness phase made before the failing one.
+    Bounded by `replays_max` replays and `seconds_max`; the result replays as it is."""
+    program = list(failure.program)
+    if failure.violation.step_index is not None:
+        program = program[: failure.violation.step_index + 1]
+    best = _fails(engine, program, failure, backends)
+    replays = 1
+    if best is None:                      # the cut lost it (a teardown finding): keep it whole
+        program = list(failure.program)
+        best = _fails(engine, program, failure, backends)
+        replays += 1
+        if best is None:
+            return failure                # not reproducible: report as found
+    deadline = time.monotonic() + seconds_max
+    quiet = [lab for lab in program if lab[0] not in READ_LABELS]
+    if quiet != program:                  # readers first: usually not needed, cheap to drop
+        found = _fails(engine, quiet, failure, backends)
+        replays += 1
+        if found is not None:
+            program, best = quiet, found
+    chunk = max(1, len(program) // 2)
+    while chunk >= 1 and replays < replays_max and time.monotonic() < deadline:
+        i, progressed = 0, False
+        while i < len(program) and replays < replays_max and time.monotonic() < deadline:
+            candidate = program[:i] + program[i + chunk:]
+            found = _fails(engine, candidate, failure, backends) if candidate else None
+            replays += 1
+            if found is not None:
+                program, best, progressed = candidate, found, True
+            else:
+                i += chunk
+        if not progressed:
+            chunk //= 2
+    # The program as run up to the failing step, liveness steps included; the reads the
+    # liveness phase made before the failing step go if the failure stays without them.
+    executed = list(getattr(best, "program", None) or program)
+    if best.step_index is not None and best.step_index < len(executed):
+        executed = executed[: best.step_index + 1]
+        last = executed[-1]
+        lean = [lab for lab in executed[:-1] if lab[0] not in READ_LABELS] + [last]
+        if lean != executed and last[0] in READ_LABELS:
+            found = _fails(engine, lean, failure, backends, finish=False)
+            if found is not None:
+                executed, best = lean, found
+    return Failure(failure.store, executed, best, failure.seed, failure.ctx_seed, failure.bounds,
+                   failure.found_by)
