@@ -19,6 +19,7 @@ TLA+ (tla/IcebergCommit.tla): no action; readers only read committed snapshots.
 """
 from __future__ import annotations
 
+import threading
 from enum import Enum
 from typing import Any, Callable
 
@@ -65,8 +66,8 @@ def read_manifest_metadata(data: bytes, location: str = "<manifest>") -> dict[st
 class ManifestReader:
     """One manifest, opened once (see the module docstring). `manifest_file`, its list
     entry, supplies inherited snapshot ids and sequence numbers and the counts the
-    entries are checked against. Concurrent reads may decode an entry twice; the
-    results are equal, so either may be kept."""
+    entries are checked against. Safe to share between threads: reads of one
+    manifest take turns (a full decode releases the bytes the others would read)."""
 
     def __init__(self, data: bytes, manifest_file: ManifestFile | None = None, location: str | None = None):
         self.location = location or (manifest_file.manifest_path if manifest_file else "<manifest>")
@@ -83,9 +84,14 @@ class ManifestReader:
         self._partial: list[ManifestEntry] | None = None      # every entry, without column stats
         self._positions: list | None = None                   # where each record starts
         self._complete: dict[int, ManifestEntry] = {}         # entries decoded in full one by one
+        self._lock = threading.Lock()
 
     def read_entries(self, projection: Projection = Projection.ALL,
                      keep: Callable[[ManifestEntry], bool] | None = None) -> list[ManifestEntry]:
+        with self._lock:  # one decode at a time: a full decode releases the bytes the others read
+            return self._read_entries(projection, keep)
+
+    def _read_entries(self, projection: Projection, keep) -> list[ManifestEntry]:
         if keep is None:
             if projection is Projection.ALL or self._all is not None:
                 return self._every_field()

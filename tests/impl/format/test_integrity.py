@@ -4,6 +4,8 @@ entry; a commit never builds on a base that fails them."""
 from __future__ import annotations
 
 import io
+import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -189,3 +191,40 @@ def test_a_list_written_by_icefloe_agrees_with_its_summary(tmp_path):
         for m in fresh.tree.manifests(snapshot):
             fresh.tree.entries(m)
     assert fresh.scan().num_rows == 2 * 5 - 4 + 2 - 2  # 'a' rows replaced by two, id 4 deleted
+
+
+def test_one_reader_shared_by_threads_gives_every_entry_to_each():
+    """Goal: a ManifestReader shared by threads (a table handle's cache) answers every
+    projection fully while another thread's full decode releases the bytes. Method: 8
+    threads, each reading one projection (with and without keep) twice, on each of 100 fresh readers,
+    with the interpreter switching threads every microsecond so that reads interleave."""
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        _threads_share_one_reader()
+    finally:
+        sys.setswitchinterval(switch)
+
+
+def _threads_share_one_reader():
+    entries = [ManifestEntry(ManifestEntryStatus.ADDED, DataFile(f"f{i}", "PARQUET", ("a",), 1, 10), 1, 1, 1)
+               for i in range(200)]
+    data = write_manifest(entries, SCHEMA, SPEC)
+    mf = manifest_file_of(entries, SCHEMA, SPEC, manifest_path="m.avro", manifest_length=len(data),
+                          added_snapshot_id=1, sequence_number=1)
+    for _ in range(100):  # fresh readers: the races are in the first decodes
+        reader, failures = ManifestReader(data, mf), []
+
+        def work(projection, keep):
+            try:
+                for _ in range(2):
+                    assert len(reader.read_entries(projection, keep)) == 200
+            except Exception as e:  # collected: the main thread asserts there were none
+                failures.append(e)
+        threads = [threading.Thread(target=work, args=(p, k))
+                   for p in Projection for k in (None, lambda e: True) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert failures == []
