@@ -5,7 +5,7 @@ docs/fuzzing.md between its `<!-- fuzz:deep -->` markers.
 
     python tests/fuzz/deep.py [--runs 10000] [--examples 10000] [--doc docs/fuzzing.md]
 
-Exit 0 when no input found anything; 1 otherwise (the report says where)."""
+Exit 0 when no input found anything; 1 otherwise (the report says where; atheris' crash inputs are kept in reports/fuzz/)."""
 from __future__ import annotations
 
 import argparse
@@ -32,16 +32,21 @@ def hypothesis_run(examples: int, counts_file: Path) -> tuple[int, str]:
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", str(HERE)],
                           cwd=ROOT, env=env, capture_output=True, text=True)
     summary = [line for line in proc.stdout.splitlines() if re.search(r"\d+ (passed|failed)", line)]
-    return proc.returncode, (summary[-1] if summary else proc.stdout[-2000:])
+    failed = [line for line in proc.stdout.splitlines() if line.startswith("FAILED ")]
+    return proc.returncode, "; ".join((summary[-1:] or [proc.stdout[-2000:]]) + failed)
+
+
+ARTIFACTS = ROOT / "reports" / "fuzz"  # crash inputs atheris writes, kept for a rerun
 
 
 def atheris_run(name: str, runs: int, workdir: Path) -> dict:
     corpus = workdir / f"corpus-{name}"
     corpus.mkdir()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (corpus / "seed").write_bytes(F.SEEDS[name]())
     started = time.monotonic()
     proc = subprocess.run([sys.executable, str(HERE / "atheris_target.py"), name, f"-runs={runs}", "-seed=1",
-                           "-max_len=65536", f"-artifact_prefix={workdir}/{name}-", str(corpus)],
+                           "-max_len=65536", f"-artifact_prefix={ARTIFACTS}/{name}-", str(corpus)],
                           cwd=workdir, capture_output=True, text=True)
     done = re.search(r"Done (\d+) runs", proc.stderr)
     finding = None
