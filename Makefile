@@ -49,7 +49,7 @@ SEEDS ?= 0
 mutants: venv
 	$(BIN)/python -m mutants.run --seeds $(SEEDS) $(MUTANTS_ARGS)
 
-# The deep fuzz run (tests/fuzz/deep.py): 10,000 Hypothesis inputs per parser, then 10,000
+# The deep fuzz run (tests/fuzz/deep.py): 10,000 Hypothesis inputs per parser, then 100,000
 # atheris runs per target; writes docs/fuzzing.md. Not in `make test` (it has a bounded share).
 fuzz-deep: venv
 	nice -n 10 $(BIN)/python tests/fuzz/deep.py

@@ -28,7 +28,7 @@ from typing import Any
 
 from icefloe.impl.format.avro_decode import Reader, read_long
 
-__all__ = ["Container", "open_container", "decode_blocks", "expand_names", "MAGIC", "SYNC_SIZE",
+__all__ = ["Container", "open_container", "decode_blocks", "block_offsets", "expand_names", "MAGIC", "SYNC_SIZE",
            "BLOCK_BYTES_MAX", "NAMED_TYPES_MAX", "DECODE_ERRORS"]
 
 MAGIC = b"Obj\x01"
@@ -170,12 +170,8 @@ def _decompressor(codec: str):
     return _CODECS[codec]
 
 
-def decode_blocks(data: bytes, container: Container, read: Reader, positions: list | None = None) -> list:
-    """Every record of the file's blocks, each read by `read`. With `positions`, (decoded
-    block, offset) of each record is appended to it, so that a record can be decoded
-    again later with another reader."""
-    decompress = _decompressor(container.codec)
-    out: list = []
+def _raw_blocks(data: bytes, container: Container):
+    """(record count, raw block bytes, offset after the block) of each block, in order."""
     pos, end = container.start, len(data)
     while pos < end:
         count, pos = read_long(data, pos)
@@ -187,6 +183,23 @@ def decode_blocks(data: bytes, container: Container, read: Reader, positions: li
         if data[pos:pos + SYNC_SIZE] != container.sync:
             raise ValueError("sync marker does not match the header")
         pos += SYNC_SIZE
+        yield count, block, pos
+
+
+def block_offsets(data: bytes) -> list[int]:
+    """Where the first block starts and where each block ends: the lengths at which the
+    file is a valid, shorter container (what integrity.py guards against)."""
+    container = open_container(data)
+    return [container.start] + [end for _, _, end in _raw_blocks(data, container)]
+
+
+def decode_blocks(data: bytes, container: Container, read: Reader, positions: list | None = None) -> list:
+    """Every record of the file's blocks, each read by `read`. With `positions`, (decoded
+    block, offset) of each record is appended to it, so that a record can be decoded
+    again later with another reader."""
+    decompress = _decompressor(container.codec)
+    out: list = []
+    for count, block, _ in _raw_blocks(data, container):
         block = decompress(block)
         if count > len(block):  # a record of a manifest or manifest list is never empty
             raise ValueError(f"block of {count} records in {len(block)} bytes")

@@ -2,12 +2,14 @@
 engine for Python: icefloe's modules are instrumented, so inputs that reach new branches of
 the Avro, JSON, Parquet and filter readers are kept and mutated further.
 
-    python tests/fuzz/atheris_target.py NAME -runs=10000 [-seed=N] [CORPUS_DIR...]
+    python tests/fuzz/atheris_target.py NAME INPUTS [libFuzzer options...] [CORPUS_DIR...]
 
-Exits 0 after the runs; a finding (any exception other than the target's typed errors)
-stops the run with libFuzzer's report and a crash file."""
+After INPUTS inputs it prints "Done INPUTS runs" and leaves at once (os._exit): libFuzzer's
+own exit can hang while pyarrow's thread pools are alive. A finding (any exception other
+than the target's typed errors) stops the run with libFuzzer's report and a crash file."""
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -20,9 +22,19 @@ with atheris.instrument_imports(include=["icefloe"]):
 
 
 def main() -> None:
-    name, rest = sys.argv[1], sys.argv[2:]
+    name, inputs, rest = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     target = F.TARGETS[name]
-    atheris.Setup([sys.argv[0], *rest], target)
+    seen = 0
+
+    def one_input(data: bytes) -> None:
+        nonlocal seen
+        target(data)
+        seen += 1
+        if seen >= inputs:
+            print(f"Done {seen} runs", file=sys.stderr, flush=True)
+            os._exit(0)
+
+    atheris.Setup([sys.argv[0], *rest], one_input)
     atheris.Fuzz()
 
 

@@ -1,9 +1,9 @@
 """The deep fuzz run (`make fuzz-deep`; issue 14 item 7): at least 10,000 generated inputs
 per parser from Hypothesis (the tests of tests/fuzz under HYPOTHESIS_PROFILE=deep), then
-atheris' coverage-guided runs over the same targets, and the figures written to
+100,000 of atheris' coverage-guided runs per target over the same targets, and the figures written to
 docs/fuzzing.md between its `<!-- fuzz:deep -->` markers.
 
-    python tests/fuzz/deep.py [--runs 10000] [--examples 10000] [--doc docs/fuzzing.md]
+    python tests/fuzz/deep.py [--runs 100000] [--examples 10000] [--doc docs/fuzzing.md]
 
 Exit 0 when no input found anything; 1 otherwise (the report says where; atheris' crash inputs are kept in reports/fuzz/)."""
 from __future__ import annotations
@@ -37,6 +37,7 @@ def hypothesis_run(examples: int, counts_file: Path) -> tuple[int, str]:
 
 
 ARTIFACTS = ROOT / "reports" / "fuzz"  # crash inputs atheris writes, kept for a rerun
+RUN_SECONDS_MAX = 1800  # one target's atheris run; an input slower than 60 s is a finding (-timeout)
 
 
 def atheris_run(name: str, runs: int, workdir: Path) -> dict:
@@ -45,15 +46,22 @@ def atheris_run(name: str, runs: int, workdir: Path) -> dict:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (corpus / "seed").write_bytes(F.SEEDS[name]())
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(HERE / "atheris_target.py"), name, f"-runs={runs}", "-seed=1",
-                           "-max_len=65536", f"-artifact_prefix={ARTIFACTS}/{name}-", str(corpus)],
-                          cwd=workdir, capture_output=True, text=True)
-    done = re.search(r"Done (\d+) runs", proc.stderr)
+    proc = subprocess.Popen([sys.executable, str(HERE / "atheris_target.py"), name, str(runs), "-seed=1",
+                             "-max_len=65536", "-timeout=60", f"-artifact_prefix={ARTIFACTS}/{name}-", str(corpus)],
+                            cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _, stderr = proc.communicate(timeout=RUN_SECONDS_MAX)
+        code = proc.returncode
+    except subprocess.TimeoutExpired:  # a hang: a finding
+        proc.kill()
+        _, stderr = proc.communicate()
+        code = -9
+    done = re.search(r"Done (\d+) runs", stderr)
     finding = None
-    if proc.returncode != 0:
-        lines = [line for line in proc.stderr.splitlines() if "Error" in line or "Exception" in line]
-        finding = lines[-1] if lines else proc.stderr[-500:]
-    cov = re.findall(r"cov: (\d+)", proc.stderr)
+    if code != 0:
+        lines = [line for line in stderr.splitlines() if "Error" in line or "Exception" in line or "timeout" in line]
+        finding = lines[-1] if lines else stderr[-300:]
+    cov = re.findall(r"cov: (\d+)", stderr)
     return {"runs": int(done.group(1)) if done else None, "finding": finding, "branches": int(cov[-1]) if cov else None,
             "seconds": round(time.monotonic() - started)}
 
@@ -96,7 +104,7 @@ def write_section(doc: Path, body: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=10_000)
-    ap.add_argument("--runs", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=100_000)
     ap.add_argument("--doc", type=Path, default=ROOT / "docs" / "fuzzing.md")
     args = ap.parse_args(argv)
     started = time.monotonic()

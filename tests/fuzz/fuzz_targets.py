@@ -9,11 +9,13 @@ entries or rows than the object's description says) escapes as an exception: a f
 """
 from __future__ import annotations
 
+import io
 import json
 from collections import Counter
 from dataclasses import replace
 from functools import lru_cache
 
+import fastavro
 import pyarrow as pa
 
 from icefloe.impl.catalog.base import CatalogError, TableIdentifier
@@ -55,10 +57,20 @@ def seed_manifest() -> tuple[bytes, ManifestFile]:
                       split_offsets=(4,)) for i in range(ENTRIES_N)]
     entries = [ManifestEntry(ManifestEntryStatus.ADDED if i % 2 else ManifestEntryStatus.EXISTING, f, 7, 1, 1)
                for i, f in enumerate(files)]
-    data = write_manifest(entries, SCHEMA, SPEC)
+    data = _in_small_blocks(write_manifest(entries, SCHEMA, SPEC))
     mf = manifest_file_of(entries, SCHEMA, SPEC, manifest_path="s3://b/t/metadata/m0.avro",
                           manifest_length=len(data), added_snapshot_id=7, sequence_number=1)
     return data, mf
+
+
+def _in_small_blocks(data: bytes) -> bytes:
+    """The same container re-encoded with a block every few records (Java writes a block
+    about every 64 KB), so that cuts and drops at block boundaries have blocks to act on."""
+    reader = fastavro.reader(io.BytesIO(data))
+    out = io.BytesIO()
+    fastavro.writer(out, reader.writer_schema, list(reader), codec="deflate", sync_interval=100,
+                    metadata={k: v for k, v in reader.metadata.items() if not k.startswith("avro.")})
+    return out.getvalue()
 
 
 @lru_cache(maxsize=None)
@@ -66,7 +78,7 @@ def seed_manifest_list() -> tuple[bytes, dict[str, str]]:
     """A manifest list of three manifests and the summary totals that describe it."""
     _, mf = seed_manifest()
     listed = [mf, replace(mf, manifest_path="m1.avro"), replace(mf, manifest_path="m2.avro")]
-    data = write_manifest_list(listed, 7, 6, 2)
+    data = _in_small_blocks(write_manifest_list(listed, 7, 6, 2))
     files = sum(m.added_files_count + m.existing_files_count for m in listed)
     rows = sum(m.added_rows_count + m.existing_rows_count for m in listed)
     return data, {"operation": "append", "total-data-files": str(files), "total-records": str(rows)}

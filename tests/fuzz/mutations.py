@@ -10,8 +10,7 @@ import os
 
 from hypothesis import strategies as st
 
-from icefloe.impl.format import avro_container
-from icefloe.impl.format.avro_decode import read_long
+from icefloe.impl.format.avro_container import block_offsets
 
 DEEP = os.environ.get("HYPOTHESIS_PROFILE") == "deep"
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", 10_000 if DEEP else 300))
@@ -55,22 +54,10 @@ def mutated(seed: bytes) -> st.SearchStrategy[bytes]:
                      st.binary(max_size=256), st.integers(0, len(seed)).map(lambda n: seed[:n]))
 
 
-def block_boundaries(data: bytes) -> list[int]:
-    """Offsets after an Avro container's header and after each of its blocks."""
-    c = avro_container.open_container(data)
-    ends, pos = [c.start], c.start
-    while pos < len(data):
-        _, pos = read_long(data, pos)
-        size, pos = read_long(data, pos)
-        pos += size + avro_container.SYNC_SIZE
-        ends.append(pos)
-    return ends
-
-
 def avro_mutated(seed: bytes) -> st.SearchStrategy[bytes]:
     """Mutations, plus cuts at block boundaries (valid, shorter containers) and a block
     dropped from the middle."""
-    ends = block_boundaries(seed)
+    ends = block_offsets(seed)
     dropped = [seed[:a] + seed[b:] for a, b in zip(ends, ends[1:])]
     return st.one_of(mutated(seed), st.sampled_from(ends).map(lambda n: seed[:n]), st.sampled_from(dropped))
 

@@ -16,8 +16,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from icefloe.impl.catalog.memory import MemoryCatalog
-from icefloe.impl.format import avro_container
-from icefloe.impl.format.avro_decode import read_long
+from icefloe.impl.format.avro_container import block_offsets
 from icefloe.impl.format.integrity import CorruptMetadata, check_manifest_list
 from icefloe.impl.format.manifest import (
     DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestError,
@@ -34,18 +33,6 @@ from icefloe.impl.table.table import Table, create_table
 ROWS = pa.table({"cat": pa.array(list("aabbc")), "id": pa.array(range(5), pa.int64())})
 SCHEMA = schema_from_arrow(ROWS.schema)
 SPEC = parse_partition_spec("cat", SCHEMA)
-
-
-def block_ends(data: bytes) -> list[int]:
-    """Offsets just after the header and after each block of an Avro container file."""
-    c = avro_container.open_container(data)
-    ends, pos = [c.start], c.start
-    while pos < len(data):
-        _, pos = read_long(data, pos)
-        size, pos = read_long(data, pos)
-        pos += size + avro_container.SYNC_SIZE
-        ends.append(pos)
-    return ends
 
 
 def local_path(location: str) -> Path:
@@ -69,7 +56,7 @@ def test_manifest_list_cut_after_its_header_is_corrupt_and_no_commit_builds_on_i
     snapshot = table.current_snapshot()
     path = local_path(snapshot.manifest_list)
     data = path.read_bytes()
-    path.write_bytes(data[:block_ends(data)[0]])
+    path.write_bytes(data[:block_offsets(data)[0]])
     before = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
     fresh = Table(table.catalog, "db.t", table.io)
     with pytest.raises(CorruptMetadata, match="total-data-files=9") as info:
@@ -96,7 +83,7 @@ def test_manifest_cut_at_a_block_boundary_is_corrupt(tmp_path):
     fastavro.writer(out, fastavro.parse_schema(schema), records, codec="deflate", sync_interval=1,
                     metadata={k: v for k, v in meta.items() if not k.startswith("avro.")})
     data = out.getvalue()
-    ends = block_ends(data)
+    ends = block_offsets(data)
     assert len(ends) == 1 + len(records) == 4  # one block per entry
     for end in ends[:-1]:
         path.write_bytes(data[:end])
@@ -120,7 +107,7 @@ def test_a_manifest_read_with_its_list_entry_never_returns_fewer_entries(n, data
     out = io.BytesIO()
     fastavro.writer(out, fastavro.parse_schema(reader.writer_schema), list(reader), sync_interval=1)
     whole = out.getvalue()
-    cut = data.draw(st.sampled_from(block_ends(whole)) | st.integers(0, len(whole)))
+    cut = data.draw(st.sampled_from(block_offsets(whole)) | st.integers(0, len(whole)))
     mf = manifest_file_of(entries, SCHEMA, SPEC, manifest_path="m.avro", manifest_length=len(whole),
                           added_snapshot_id=1, sequence_number=1)
     for length in (len(whole), cut):  # the list entry's length right, or agreeing with the cut
