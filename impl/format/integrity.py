@@ -59,21 +59,26 @@ def check_manifest_list(manifests: Iterable[ManifestFile], summary: Mapping[str,
             (ManifestContent.DATA, "total-data-files", ("total-records",)),
             (ManifestContent.DELETES, "total-delete-files", ("total-position-deletes", "total-equality-deletes"))):
         listed = [m for m in manifests if m.content == content]
-        counts = [(m.added_files_count, m.existing_files_count, m.added_rows_count, m.existing_rows_count)
-                  for m in listed]
-        if any(None in c for c in counts):
-            continue  # a v1 list may leave counts out
-        files = sum(c[0] + c[1] for c in counts)
-        rows = sum(c[2] + c[3] for c in counts)
+        files = _live_sum(listed, "added_files_count", "existing_files_count")
+        rows = _live_sum(listed, "added_rows_count", "existing_rows_count")
         expected_files = _total(summary, files_key)
-        if expected_files is not None and files != expected_files:
+        if files is not None and expected_files is not None and files != expected_files:
             raise CorruptMetadata(location, f"lists {files} live {content.name.lower()} files in "
                                             f"{len(listed)} manifests, the summary says {files_key}="
                                             f"{expected_files}", described_by)
         totals = [_total(summary, k) for k in rows_keys]
-        if None not in totals and rows != sum(totals):
+        if rows is not None and None not in totals and rows != sum(totals):
             raise CorruptMetadata(location, f"lists {rows} live {content.name.lower()} rows, the summary "
                                             f"says {'+'.join(rows_keys)}={sum(totals)}", described_by)
+
+
+def _live_sum(manifests: list[ManifestFile], added: str, existing: str) -> int | None:
+    """The sum of two counts over the list entries; None when an entry leaves one out
+    (a v1 list may): then there is no evidence either way."""
+    values = [(getattr(m, added), getattr(m, existing)) for m in manifests]
+    if any(None in v for v in values):
+        return None
+    return sum(a + e for a, e in values)
 
 
 def check_manifest_length(manifest: ManifestFile | None, size: int, location: str) -> None:

@@ -288,11 +288,19 @@ def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>",
     """The rows of a Parquet file as a table of `schema`: columns matched by field id,
     absent optional columns read as null, types promoted; then `row_filter` applied. With
     `data_file` (its manifest entry), the file's row count is checked against the entry's
-    record_count (integrity.py): CorruptMetadata on a mismatch."""
+    record_count (integrity.py): CorruptMetadata on a mismatch. Both are checked on the
+    footer, before any row is decoded: a footer whose row groups claim more rows than the
+    file has would make the reader allocate for them (found by fuzzing: 80 billion rows
+    claimed by a 1 KB file)."""
     try:
-        file_table = pq.read_table(io.BytesIO(data))
+        parquet_file = pq.ParquetFile(io.BytesIO(data))
+        footer = parquet_file.metadata
+        claimed = sum(footer.row_group(i).num_rows for i in range(footer.num_row_groups))
+        if claimed != footer.num_rows or footer.num_rows < 0:
+            raise DataFileError(f"the footer says {footer.num_rows} rows, its row groups {claimed}", location)
         if data_file is not None:
-            integrity.check_data_file(data_file, file_table.num_rows)
+            integrity.check_data_file(data_file, footer.num_rows)
+        file_table = parquet_file.read()
         if file_table.num_columns and all(_field_id(f) is None for f in file_table.schema):
             raise DataFileError("the file has no field ids (name mapping is not supported)", location)
         # Columns by position: a corrupt file's names need not even be valid UTF-8.

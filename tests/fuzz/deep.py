@@ -45,6 +45,8 @@ def atheris_run(name: str, runs: int, workdir: Path) -> dict:
     corpus.mkdir()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     (corpus / "seed").write_bytes(F.SEEDS[name]())
+    for found in (HERE / "regressions").glob(f"{name}-*"):  # what earlier runs found, as starting points
+        (corpus / found.name).write_bytes(found.read_bytes())
     started = time.monotonic()
     proc = subprocess.Popen([sys.executable, str(HERE / "atheris_target.py"), name, str(runs), "-seed=1",
                              "-max_len=65536", "-timeout=60", f"-artifact_prefix={ARTIFACTS}/{name}-", str(corpus)],

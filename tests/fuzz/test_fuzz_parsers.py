@@ -5,6 +5,8 @@ targets of tests/fuzz/fuzz_targets.py; EXAMPLES inputs per parser (a bounded sha
 `make test`, 10,000 in the deep run)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
@@ -116,3 +118,15 @@ def test_filter(data):
     """Goal: a row filter of any text is an ExpressionError or binds to the schema.
     Method: mutations of a valid filter, token soups, deep nesting."""
     F.filter_text(data)
+
+
+REGRESSIONS = sorted((Path(__file__).resolve().parent / "regressions").iterdir())
+
+
+@pytest.mark.parametrize("path", REGRESSIONS, ids=[p.name for p in REGRESSIONS])
+def test_inputs_the_deep_run_found(path):
+    """Goal: every input a deep run found stays handled. Method: each file of
+    tests/fuzz/regressions/ (named TARGET-what.ext) through its target: a Parquet footer
+    whose row group claims 80 billion rows (the reader allocated for them), a manifest
+    list with a block dropped and its row counts made optional (read as fewer files)."""
+    F.TARGETS[path.name.split("-", 1)[0]](path.read_bytes())
