@@ -32,8 +32,14 @@ they allow:
   isolation    the isolation level the engine claims for overwrite-by-filter
                ("serializable" or "snapshot"); the model and checker judge at it;
   stores       where its tables can live: "memory" (a memory:// warehouse, stepping
-               engines only) and/or "s3" (moto S3 on 127.0.0.1; black-box engines get
-               the FaultProxy's endpoint).
+               engines only) and/or "s3" (moto S3 on 127.0.0.1 behind the suite's
+               FaultProxy);
+  transport    a subset of TRANSPORTS, the transport-level faults a stepping engine can
+               meet (conformance.transport): "s3" (it sends its S3 requests to
+               `ctx.s3_endpoint`, signed with each writer's own key, so the proxy can lose
+               a request or its response), "sql" (its SQL catalog's connections ask
+               `hooks.on_commit(writer)` at every COMMIT and fail as it says: see
+               conformance.testing.faulty_sql).
 
 The table. Every run uses one unpartitioned table `TableContext.identifier` with one
 required string column `id` (`COLUMN`); each row is a distinct string such as "1.2".
@@ -118,6 +124,9 @@ FAULT_KINDS = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH)
 READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE = "current", "at-snapshot", "incremental", "handle"
 READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE)
 
+TRANSPORT_S3, TRANSPORT_SQL = "s3", "sql"
+TRANSPORTS = (TRANSPORT_S3, TRANSPORT_SQL)
+
 from icefloe.impl.outcomes import (  # noqa: E402 - one set of outcome types, impl's
     SERIALIZABLE, SNAPSHOT, Committed, Conflict, Outcome, Unknown,
 )
@@ -166,6 +175,7 @@ class Capabilities:
     reads: frozenset = frozenset({READ_CURRENT, READ_AT, READ_INCREMENTAL})
     isolation: str = SERIALIZABLE
     stores: frozenset = frozenset({"memory", "s3"})
+    transport: frozenset = frozenset()
 
     def __post_init__(self):
         bad = set(self.operations) - set(OPERATIONS)
@@ -181,6 +191,9 @@ class Capabilities:
             raise EngineSpecError(f"isolation must be {SERIALIZABLE!r} or {SNAPSHOT!r}")
         if not self.stores or not set(self.stores) <= {"memory", "s3"}:
             raise EngineSpecError(f"stores must be a non-empty subset of memory, s3: {sorted(self.stores)}")
+        if not set(self.transport) <= set(TRANSPORTS) or (self.transport and self.mode != STEPPING):
+            raise EngineSpecError(f"transport must be among {TRANSPORTS}, for stepping engines: "
+                                  f"{sorted(self.transport)}")
 
     @property
     def interleaving(self) -> str:
@@ -203,6 +216,7 @@ class FaultHooks:
 
     def __init__(self):
         self._armed: dict[int, str] = {}
+        self._commits: dict[int, str] = {}
         self._lock = threading.Lock()
         self.parked = ParkedSwaps()
 
@@ -241,6 +255,22 @@ class FaultHooks:
                 del self._armed[writer]
                 return kind
         return None
+
+    def arm_commit(self, writer: int, when: str) -> None:
+        """Writer `writer`'s next SQL COMMIT fails "before" or "after" it reached the
+        database (a transport fault, conformance.testing.faulty_sql)."""
+        if when not in ("before", "after"):
+            raise ValueError(f"a COMMIT fails 'before' or 'after', not {when!r}")
+        with self._lock:
+            self._commits[writer] = when
+
+    def disarm_commit(self, writer: int) -> str | None:
+        with self._lock:
+            return self._commits.pop(writer, None)
+
+    def on_commit(self, writer: int) -> str | None:
+        with self._lock:
+            return self._commits.pop(writer, None)
 
     def park(self, writer: int, deliver: Callable[[], object]) -> None:
         """The swap `on_swap` told to delay: `deliver()` applies the same compare-and-swap

@@ -36,24 +36,27 @@ class Backends:
             self.proxy = FaultProxy(self.s3().endpoint_url).start()
         return self.proxy
 
-    def context(self, engine, store: str, seed: int, attempts_max: int) -> A.TableContext:
+    def context(self, engine, store: str, seed: int, attempts_max: int, catalog: str | None = None) -> A.TableContext:
+        """A fresh table's context. On S3 every engine talks to the FaultProxy (transport
+        faults, gates); its pointer is in SQLite or, for stepping engines, in the S3 catalog:
+        `catalog` "sqlite" / "s3", or alternating between examples when None."""
         n = next(self.counter)
         workdir = Path(self.tmp.name) / f"ex{n}"
         workdir.mkdir()
         hooks = A.FaultHooks()
         keys = {w: f"w{w}" for w in range(0, 8)}
-        catalog = f"sqlite:///{workdir / 'catalog.db'}"
+        sqlite = f"sqlite:///{workdir / 'catalog.db'}"
         if store == MEMORY:
-            return A.TableContext(warehouse="memory://warehouse", catalog_uri=catalog, faults=hooks,
+            return A.TableContext(warehouse="memory://warehouse", catalog_uri=sqlite, faults=hooks,
                                   commit_attempts_max=attempts_max, seed=seed + n, workdir=str(workdir),
                                   access_keys=keys)
         from icefloe.conformance.testing.moto_server import DEFAULT_SECRET_KEY
         black_box = engine.capabilities.mode == A.BLACK_BOX
-        endpoint = self.fault_proxy().endpoint_url if black_box else self.s3().endpoint_url
-        if not black_box and n % 2:
-            catalog = None          # every other S3 example keeps its pointer in the S3 catalog
-        return A.TableContext(warehouse=f"s3://{self.s3().bucket}/conform/ex{n}", catalog_uri=catalog,
-                              s3_endpoint=endpoint, access_keys=keys, secret_key=DEFAULT_SECRET_KEY,
+        if catalog is None:
+            catalog = "s3" if not black_box and n % 2 else "sqlite"
+        return A.TableContext(warehouse=f"s3://{self.s3().bucket}/conform/ex{n}",
+                              catalog_uri=None if catalog == "s3" else sqlite,
+                              s3_endpoint=self.fault_proxy().endpoint_url, access_keys=keys, secret_key=DEFAULT_SECRET_KEY,
                               faults=hooks, commit_attempts_max=attempts_max, seed=seed + n,
                               workdir=str(workdir))
 

@@ -201,7 +201,7 @@ FAMILIES = (
     Sequences("sequences", "three commits in a row on main", ()),
     Orphans("orphans", "orphan removal after an operation ended so"),
 )
-FAMILY_NAMES = tuple(f.name for f in FAMILIES)
+FAMILY_NAMES = tuple(f.name for f in FAMILIES) + ("transport",)
 
 
 # -- search ---------------------------------------------------------------------------------
@@ -209,10 +209,13 @@ FAMILY_NAMES = tuple(f.name for f in FAMILIES)
 @dataclass(frozen=True)
 class Program:
     """A directed program: the model's bounds it runs at and its labels (the liveness phase
-    completes it)."""
+    completes it); `store` and `catalog` where it must run (None: the run's default)."""
     family: str
     bounds: iceberg.Bounds
     labels: tuple
+    store: str | None = None
+    catalog: str | None = None
+    cls: tuple | None = None          # the class it was made for (transport programs)
 
 
 @dataclass
@@ -286,6 +289,7 @@ class Tracker:
     def __init__(self, families=FAMILIES):
         self.families = families
         self.covered: dict = {f.name: set() for f in families}
+        self.covered[TRANSPORT] = set()
 
     def watch(self, bounds: iceberg.Bounds) -> "Watch":
         return Watch(self, bounds)
@@ -300,6 +304,10 @@ class Watch:
         for f in self.tracker.families:
             self.tags[f.name], done = f.observe(self.bounds, self.tags[f.name], s, label, t)
             self.tracker.covered[f.name].update(done)
+
+    def note(self, family: str, cls: tuple) -> None:
+        """A class the lockstep saw directly (the transport faults, which are not model actions)."""
+        self.tracker.covered[family].add(cls)
 
 
 def simulate(program: Program, black_box: bool, tracker: Tracker) -> None:
@@ -324,3 +332,65 @@ def simulate(program: Program, black_box: bool, tracker: Tracker) -> None:
                 break
         else:
             raise AssertionError(f"program step {label} is not enabled in the model")
+
+
+# -- transport faults (conformance.transport) -------------------------------------------------
+
+TRANSPORT = "transport"
+TRANSPORT_DESCRIPTION = "a transport fault (S3 request or answer lost, SQL COMMIT failing) at a phase"
+# (layer, fault, phase, operation kind) -> where the programs run: layer "sql" on the memory
+# store (its catalog is SQLite), "s3" on S3 with the S3 catalog. What the S3 store and catalog
+# do with a lost request or answer does not depend on the operation (how the commit loop takes
+# the outcome that results does, and the faults and unknowns families cover that per operation
+# on the memory store), so on S3 an append is faulted at each of its phases.
+_S3_WRITES = ("data", "manifests", "list", "metadata")
+MODEL_FAULT_AT = {"swap": "AckLost", "data": "WriteFails", "manifests": "WriteFails", "list": "WriteFails",
+                  "metadata": "WriteFails"}
+
+
+def transport_classes(kinds: tuple, layers: tuple, faults: tuple) -> list:
+    """The transport classes for an engine that can be faulted at `layers`, whose mirrors
+    are among the model's `faults` (a swap fault is mirrored as swap_fail, ack_lost or
+    swap_delayed, a write fault as write_fail)."""
+    out = []
+    swaps = {"swap_fail", "ack_lost", "swap_delayed"} <= set(faults)
+    writes = "write_fail" in faults
+    if "sql" in layers and swaps:
+        out += [("sql", fault, "swap", kind) for fault in ("ResponseLost", "RequestLost") for kind in kinds]
+    if "s3" in layers and writes:
+        out += [("s3", fault, phase, "append") for fault in ("ResponseLost", "RequestLost", "Blackout")
+                for phase in _S3_WRITES if "append" in kinds]
+    if "s3" in layers and swaps:
+        out += [("s3", fault, "swap", "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "HoldAnswer",
+                                                              "HoldAnswer+rival") if "append" in kinds]
+    return out
+
+
+def transport_programs(faults: Graph, classes: list) -> dict:
+    """class -> Program: the faults family's shortest program to the model fault at that
+    phase of that operation, with the fault replaced by the transport fault (and, for a
+    held swap answer, a rival append that commits on top before the answer is lost)."""
+    out = {}
+    for cls in classes:
+        layer, fault, phase, kind = cls
+        witness = next((p for c, p in faults.witnesses.items()
+                        if c[0] == kind and c[1] == phase and c[2] == _FAULT_KIND[MODEL_FAULT_AT[phase]]), None)
+        if witness is None:
+            continue
+        cut = next(i for i, lab in enumerate(witness.labels) if lab[0] == MODEL_FAULT_AT[phase])
+        w = witness.labels[cut][1]
+        labels = witness.labels[:cut]
+        if fault == "HoldAnswer+rival":
+            rival = 2 if w == 1 else 1
+            labels += (("HoldAnswer", w), ("Begin", rival, "append"), ("WriteData", rival), ("WriteManifests", rival),
+                       ("WriteManifestList", rival), ("WriteMetadata", rival), ("Swap", rival), ("LoseAnswer", w))
+        elif fault == "HoldAnswer":
+            labels += (("HoldAnswer", w), ("LoseAnswer", w))
+        else:
+            labels += ((fault, w),)
+        store, catalog = ("memory", None) if layer == "sql" else ("s3", "s3")
+        out[cls] = Program(TRANSPORT, witness.bounds, labels, store, catalog, cls)
+    return out
+
+
+_FAULT_KIND = {"AckLost": "ack_lost", "WriteFails": "write_fail"}

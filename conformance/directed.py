@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance import coverage as C
-from icefloe.conformance.profiles import Profile, bounds_for, model_bounds
+from icefloe.conformance.profiles import MEMORY, S3, Profile, bounds_for, model_bounds
 from icefloe.conformance.runs import Failure, replay, shrink
 from icefloe.conformance.stats import Stats
 from icefloe.conformance.violation import Violation
@@ -89,22 +89,44 @@ def plan(engine, profile: Profile) -> Plan:
         programs = C.cover(engine_view, black_box) if reachable else []
         why_not = {c: _why(c, caps) for c in model.classes - reachable}
         families.append(FamilyPlan(family, model.classes, reachable, programs, why_not))
+        if family.name == "faults":
+            families.append(_transport_plan(engine, caps, family, full, mine, model, engine_view))
     return Plan(families)
+
+
+def _transport_plan(engine, caps, family, full, mine, model_faults, engine_faults) -> FamilyPlan:
+    """The transport family: every transport fault at every phase it can hit, for the
+    layers the engine's capabilities and stores allow (directed programs built from the
+    faults family's, conformance.coverage.transport_programs)."""
+    layers = []
+    if A.TRANSPORT_SQL in caps.transport and MEMORY in caps.stores:
+        layers.append("sql")
+    if A.TRANSPORT_S3 in caps.transport and S3 in caps.stores:
+        layers.append("s3")
+    total = frozenset(C.transport_programs(model_faults, C.transport_classes(full.kinds, ("sql", "s3"), full.faults)))
+    programs = C.transport_programs(engine_faults, C.transport_classes(mine.kinds, tuple(layers), mine.faults))
+    reachable = frozenset(programs) & total
+    why_not = {c: ("transport " + c[0] + " not faultable" if c[0] not in layers else _why(c, caps))
+               for c in total - reachable}
+    return FamilyPlan(C.Family(C.TRANSPORT, C.TRANSPORT_DESCRIPTION), total, reachable,
+                      [programs[c] for c in sorted(reachable, key=repr)], why_not)
 
 
 def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, sink) -> Failure | None:
     """Every directed program on the engine, in order; the first failure, shrunk."""
     tracker = sink.coverage
-    for program in the_plan.programs:
+    for program in sorted(the_plan.programs, key=lambda p: p.store is not None and p.store != store):
         watch = [tracker.watch(program.bounds)] if tracker is not None else []
+        where = program.store or store
         stats.examples += 1
-        stats.backends[store] += 1
+        stats.backends[where] += 1
         try:
-            replay(engine, program.labels, bounds=program.bounds, store=store, seed=seed, backends=backends,
-                   stats=stats, observers=watch)
+            replay(engine, program.labels, bounds=program.bounds, store=where, seed=0, backends=backends,
+                   stats=stats, observers=watch, ctx_seed=0, catalog=program.catalog)
         except Violation as v:
             sink.failures_seen += 1
-            failure = Failure(store, list(v.program or program.labels), v, seed, seed, program.bounds, "directed")
+            failure = Failure(where, list(v.program or program.labels), v, 0, 0, program.bounds, "directed",
+                              program.catalog)
             return shrink(engine, failure, backends)
         if sink.on_example is not None:
             sink.on_example(stats)

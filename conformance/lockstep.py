@@ -29,6 +29,7 @@ from icefloe.conformance.divergence import check_snapshot_ids, engine_failure
 from icefloe.conformance.operations import OpRecord, op_spec
 from icefloe.conformance.readers import READ_LABELS, Readers, row_id
 from icefloe.conformance.stats import WRITE_ACTIONS, Stats, rule_of
+from icefloe.conformance.transport import TRANSPORT_LABELS, Transport
 from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
 from icefloe.conformance.view import FAULT_OF_ACTION, converge_choice, solo, visible
 from icefloe.model import checks, iceberg
@@ -61,6 +62,7 @@ class Lockstep:
         self.ops: dict = {}                  # (w, k) -> OpRecord
         self.active: dict = {}               # w -> OpRecord in progress
         self.readers = Readers(self)
+        self.transport = Transport(self)
         self.observers: list = []            # callables (state, label, next state)
         self.handles_to_read: list = []      # writers whose operation just ended
         self.driver = BlackBoxDriver(self) if self.black_box else None
@@ -76,9 +78,13 @@ class Lockstep:
     # -- the program ----------------------------------------------------------------------
 
     def enabled(self) -> dict:
-        """label -> next model state, for every model action a program may name here."""
+        """label -> next model state, for every model action a program may name here (none
+        of a writer whose swap answer the transport holds)."""
         return {label: nxt for label, nxt in iceberg.successors(self.bounds, self.model)
-                if visible(label, self.black_box)}
+                if visible(label, self.black_box) and not self.transport.busy(label[1])}
+
+    def transport_labels(self) -> list:
+        return self.transport.labels(self.enabled())
 
     def advance(self, label, nxt) -> None:
         """The model takes one transition (every model change goes through here, so the
@@ -99,6 +105,10 @@ class Lockstep:
             if label not in self.readers.labels():
                 raise InvalidProgram(label, "is not a read this engine can make here")
             nxt = None
+        elif label[0] in TRANSPORT_LABELS:
+            if label not in self.transport.labels(self.enabled()):
+                raise InvalidProgram(label, "is not a transport fault this engine can meet here")
+            nxt = TRANSPORT_LABELS
         else:
             choices = self.enabled()
             if label not in choices:
@@ -110,6 +120,8 @@ class Lockstep:
         try:
             if nxt is None:
                 self.readers.read(label)
+            elif nxt is TRANSPORT_LABELS:
+                self._transport(label)
             else:
                 self._step(label, nxt)
             self.check(reads=label[0] not in PRIVATE_ACTIONS)
@@ -174,6 +186,9 @@ class Lockstep:
                 self.stats.unknown_resolved_not_committed += 1
         if w and self.model.writers[w - 1].k != wr.k:
             self._ended(w, wr.k)
+
+    def _transport(self, label) -> None:
+        self.transport.step(label)
 
     def _fault(self, w: int, name: str, kind: str, wr) -> None:
         """A hooked fault: armed for the writer's next request, which this step makes."""
@@ -326,7 +341,7 @@ class Lockstep:
             return
         for w, wr in enumerate(self.model.writers, start=1):
             rec = self.active.get(w)
-            if wr.phase in (PLAN, DONE) or rec is None or rec.commit is None:
+            if wr.phase in (PLAN, DONE) or rec is None or rec.commit is None or self.transport.busy(w):
                 continue
             if rec.commit.phase != wr.phase:
                 raise Violation(AGREEMENT, f"writer {w}: the model is in {wr.phase}, the engine in "
@@ -337,6 +352,8 @@ class Lockstep:
     def converge(self) -> None:
         """Heal, then drive every writer to its end (non-fault steps, delayed swaps
         delivered); then the final-state properties."""
+        for w in sorted(self.transport.held):
+            self.apply(("LoseAnswer", w))     # a held swap answer is lost first
         for _ in range(LIVENESS_STEPS_MAX):
             label = converge_choice(self.bounds, self.model, self.black_box)
             if label is None:
@@ -351,9 +368,10 @@ class Lockstep:
             assert why is None, f"the model itself breaks {name}: {why}"
 
     def read_retained(self) -> None:
-        """Every retained snapshot's rows (P7, P8: nothing a snapshot reaches was lost)."""
+        """Every retained snapshot's rows (P7, P8: nothing a snapshot reaches was lost), and
+        what an incremental reader since each of main's ancestors gets (P10)."""
         for label in self.readers.labels():
-            if label[0] == "ReadAt":
+            if label[0] in ("ReadAt", "ReadIncremental"):
                 self.apply(label)
 
     def finish(self) -> None:
@@ -372,6 +390,7 @@ class Lockstep:
         return histories.judge(self)
 
     def close(self) -> None:
+        self.transport.close()
         if self.driver is not None:
             self.driver.close()
         self.table.close()

@@ -9,12 +9,12 @@ body draws one such step. Every step goes through `Lockstep.apply`, which mirror
 compares observations; teardown ends the program as every run does (`Lockstep.finish`:
 liveness, the history checker, every retained snapshot read). `machine_class` binds the
 machine to one engine and store (class attributes, no rule is added). A failure shrinks
-with Hypothesis' own shrinker, and the executed steps are kept as a program (a list of
+with Hypothesis' own shrinker (every health check on), and the executed steps are kept as a program (a list of
 labels, valid Python) that replays outside Hypothesis (conformance.runs.replay).
 """
 from __future__ import annotations
 
-from hypothesis import HealthCheck, Phase, seed as hypothesis_seed, settings
+from hypothesis import Phase, seed as hypothesis_seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
 
@@ -93,8 +93,9 @@ class ConformanceMachine(RuleBasedStateMachine):
         v = e if isinstance(e, Violation) else Violation(AGREEMENT, f"{type(e).__name__}: {e}")
         v.at(len(self.lock.program) - 1, self.lock.program[-1] if self.lock.program else None)
         self.sink.failures_seen += 1
+        catalog = None if self.store != "s3" else "sqlite" if self.lock.ctx.catalog_uri else "s3"
         self.sink.failure = Failure(self.store, list(self.lock.program), v, self.seed, self.lock.ctx.seed,
-                                    self.bounds)
+                                    self.bounds, "search", catalog)
 
     # -- the rules ---------------------------------------------------------------------------
 
@@ -129,6 +130,13 @@ class ConformanceMachine(RuleBasedStateMachine):
     def in_flight(self, data):
         self._draw(data, IN_FLIGHT, "delayed swap")
 
+    @precondition(lambda self: bool(self.lock.transport_labels()))
+    @rule(data=st.data())
+    def transport(self, data):
+        """A transport fault (S3 request or answer lost, SQL COMMIT failing), where the
+        engine's store or catalog can meet one (conformance.transport)."""
+        self._apply(data.draw(st.sampled_from(self.lock.transport_labels()), label="transport fault"))
+
     @precondition(lambda self: bool(self._labels(MAINTENANCE)))
     @rule()
     def remove_orphans(self):
@@ -162,12 +170,11 @@ def machine_class(engine, backends, store: str, profile: Profile, seed: int, sta
 
 
 def hypothesis_settings(examples: int, steps: int) -> settings:
-    # too_slow: every step runs a real engine (storage, catalog, reads), which Hypothesis
-    # counts as data generation; the run's size is bounded by the profile instead.
+    # Every health check is on. deadline=None: a step runs a real engine (storage, catalog,
+    # reads), whose time is not the test's to bound; the profile bounds the run instead.
     return settings(max_examples=examples, stateful_step_count=steps, deadline=None, database=None,
                     derandomize=False, print_blob=False, report_multiple_bugs=False,
-                    suppress_health_check=[HealthCheck.too_slow],
-                    phases=(Phase.explicit, Phase.generate, Phase.shrink))
+                    suppress_health_check=[], phases=(Phase.explicit, Phase.generate, Phase.shrink))
 
 
 def search(engine, profile: Profile, seed: int, backends, store: str, examples: int, stats, sink) -> Failure | None:

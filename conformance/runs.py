@@ -36,6 +36,7 @@ class Failure:
     ctx_seed: int = 0
     bounds: iceberg.Bounds | None = None
     found_by: str = "search"           # "directed" (a program derived from the model) or "search"
+    catalog: str | None = None         # on S3: "sqlite" or "s3" (None: as the example's number chose)
 
 
 @dataclass
@@ -48,11 +49,11 @@ class Sink:
 
 
 def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds, seed: int, stats: Stats,
-                 ctx_seed: int | None = None) -> Lockstep:
-    ctx = backends.context(engine, store, seed, bounds.attempts_max)
+                 ctx_seed: int | None = None, catalog: str | None = None) -> Lockstep:
+    ctx = backends.context(engine, store, seed, bounds.attempts_max, catalog)
     if ctx_seed is not None:
         ctx.seed = ctx_seed
-    proxy = backends.proxy if store == S3 and engine.capabilities.mode == A.BLACK_BOX else None
+    proxy = backends.proxy if store == S3 else None
     if proxy is not None:
         proxy.clear()
     return Lockstep(engine, ctx, bounds, stats, proxy)
@@ -60,7 +61,7 @@ def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds,
 
 def replay(engine, program, *, bounds: iceberg.Bounds | None = None, store: str = MEMORY, seed: int = 0,
            backends: Backends | None = None, ctx_seed: int | None = None, finish: bool = True,
-           stats: Stats | None = None, observers=()) -> Lockstep:
+           stats: Stats | None = None, observers=(), catalog: str | None = None) -> Lockstep:
     """Run a program (a list of labels) on a fresh model and engine; raises the Violation
     the program finds (with `.program`, the steps as run), else returns the Lockstep.
     `bounds` default: the ci profile's, narrowed to the engine's capabilities."""
@@ -71,7 +72,7 @@ def replay(engine, program, *, bounds: iceberg.Bounds | None = None, store: str 
     backends = backends or Backends()
     lock = None
     try:
-        lock = new_lockstep(engine, backends, store, bounds, seed, stats or Stats(), ctx_seed)
+        lock = new_lockstep(engine, backends, store, bounds, seed, stats or Stats(), ctx_seed, catalog)
         lock.observers.extend(observers)
         for label in program:
             lock.apply(tuple(label))
@@ -92,7 +93,7 @@ def _fails(engine, program, failure: Failure, backends, finish: bool = True) -> 
     """The violation `program` finds, if it is one of the same property; else None."""
     try:
         replay(engine, program, bounds=failure.bounds, store=failure.store, seed=failure.seed,
-               backends=backends, ctx_seed=failure.ctx_seed, finish=finish)
+               backends=backends, ctx_seed=failure.ctx_seed, finish=finish, catalog=failure.catalog)
     except Violation as v:
         return v if v.prop == failure.violation.prop else None
     except InvalidProgram:
@@ -149,4 +150,4 @@ def shrink(engine, failure: Failure, backends: Backends, replays_max: int = SHRI
             if found is not None:
                 executed, best = lean, found
     return Failure(failure.store, executed, best, failure.seed, failure.ctx_seed, failure.bounds,
-                   failure.found_by)
+                   failure.found_by, failure.catalog)

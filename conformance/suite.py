@@ -57,7 +57,8 @@ def run(engine, profile: Profile, seed: int, backends: Backends, stats: Stats, s
 
 def replay_history(engine, failure: Failure, backends):
     """Replay the failing program to record the engine's history at the failure."""
-    lock = new_lockstep(engine, backends, failure.store, failure.bounds, failure.seed, Stats(), failure.ctx_seed)
+    lock = new_lockstep(engine, backends, failure.store, failure.bounds, failure.seed, Stats(), failure.ctx_seed,
+                        failure.catalog)
     try:
         try:
             for label in failure.program:

@@ -140,6 +140,9 @@ class ListingEngine(FlawedEngine):
         assert ctx.warehouse.startswith("memory://"), "the listing variants run on the memory store"
         return R.ListingCatalog(handle.shared_store, **handle.listing_options)
 
+    def writer_catalog(self, handle, writer, hooks):
+        return handle.shared_catalog
+
 
 def _listing(options: dict) -> type:
     return type("ListingTable", (ListingTable,), {"listing_options": dict(options)})

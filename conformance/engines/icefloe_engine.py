@@ -34,7 +34,7 @@ SCHEMA = Schema((NestedField(1, A.COLUMN, StringType(), True),))
 ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False)])
 CAPABILITIES = A.Capabilities(
     operations=frozenset(A.OPERATIONS), mode=A.STEPPING, faults=frozenset(A.FAULT_KINDS),
-    swap_over_s3=True, reads=frozenset(A.READS), isolation=A.SERIALIZABLE)
+    swap_over_s3=True, reads=frozenset(A.READS), isolation=A.SERIALIZABLE, transport=frozenset(A.TRANSPORTS))
 
 
 def rows_table(rows) -> pa.Table:
@@ -120,7 +120,7 @@ class IcefloeTable:
     """The TableHandle of icefloe."""
 
     def __init__(self, engine: "IcefloeEngine", ctx: A.TableContext):
-        self.ctx = ctx
+        self.ctx, self.engine = ctx, engine
         self.env = Env.seeded(ctx.seed)
         self.retry = C.RetryPolicy(num_retries=ctx.commit_attempts_max - 1, retry_wait_ms_min=0,
                                    retry_wait_ms_max=0)
@@ -139,21 +139,25 @@ class IcefloeTable:
 
     def parts(self, writer: int):
         if writer not in self.io:
+            hooks = self.ctx.faults if writer else None
             if self.shared_store is not None:
-                store, catalog = self.shared_store, self.shared_catalog
+                store = self.shared_store
+                catalog = self.engine.writer_catalog(self, writer, hooks)
             else:
                 from icefloe.impl.s3.store import S3Store
                 store = S3Store.from_config(self.ctx.s3_endpoint, self.ctx.access_key(writer), self.ctx.secret_key,
                                             self.ctx.region, client_name=f"w{writer}")
-                catalog = make_catalog(self.ctx, store)
-                self._closers.append(catalog)
-            hooks = self.ctx.faults if writer else None
+                catalog = self._own(make_catalog(self.ctx, store, hooks, writer))
             self.io[writer] = WriterStore(store, hooks, writer)
             if hooks is not None:
                 catalog = FaultInjectingCatalog(catalog, hooks.parked, lambda _table, w=writer: hooks.on_swap(w),
                                                 writer=writer)
             self.catalogs[writer] = catalog
         return self.io[writer], self.catalogs[writer]
+
+    def _own(self, catalog):
+        self._closers.append(catalog)
+        return catalog
 
     # -- writers ---------------------------------------------------------------------------
 
@@ -276,10 +280,16 @@ class IcefloeTable:
         self._closers.clear()
 
 
-def make_catalog(ctx: A.TableContext, store):
+def make_catalog(ctx: A.TableContext, store, hooks: A.FaultHooks | None = None, writer: int = 0):
+    """The table's catalog as writer `writer` reaches it: SQLite (its COMMITs failing as the
+    harness arms them, conformance.testing.faulty_sql), the S3 catalog, or memory."""
     if ctx.catalog_uri:
-        from icefloe.impl.catalog.sql import SqlCatalog
-        return SqlCatalog(ctx.catalog_uri)
+        from icefloe.impl.catalog.sql import SqlCatalog, connection_factory
+        dialect, connect = connection_factory(ctx.catalog_uri)
+        if hooks is not None:
+            from icefloe.conformance.testing.faulty_sql import wrap_connect
+            connect = wrap_connect(connect, lambda: hooks.on_commit(writer))
+        return SqlCatalog(ctx.catalog_uri, dialect=dialect, connect=connect)
     if ctx.warehouse.startswith("s3://"):
         from icefloe.impl.catalog.s3 import S3Catalog
         return S3Catalog(store, ctx.warehouse)
@@ -294,6 +304,14 @@ class IcefloeEngine:
         catalog = make_catalog(ctx, handle.shared_store)
         handle._closers.append(catalog)
         return catalog
+
+    def writer_catalog(self, handle: IcefloeTable, writer: int, hooks):
+        """A memory warehouse's catalog as writer `writer` reaches it: a SQL catalog gives
+        each writer its own connections (and COMMIT faults); icefloe's memory catalog is
+        one object all writers share."""
+        if not handle.ctx.catalog_uri or not writer:
+            return handle.shared_catalog
+        return handle._own(make_catalog(handle.ctx, handle.shared_store, hooks, writer))
 
     def create_table(self, ctx: A.TableContext) -> IcefloeTable:
         return IcefloeTable(self, ctx)

@@ -102,9 +102,10 @@ def backends():
     b.close()
 
 
-def replay_judged(engine, program, backends, ctx_seed=None, profile=SEARCH):
-    """Replay `program`; return (the Violation the suite raises or None, the damage)."""
-    lock = new_lockstep(engine, backends, MEMORY, bounds_for(engine, profile), SEED, Stats(), ctx_seed)
+def replay_judged(engine, program, backends, ctx_seed=None, profile=SEARCH, bounds=None):
+    """Replay `program` (at `bounds`, default the profile's); return (the Violation the suite
+    raises or None, the damage)."""
+    lock = new_lockstep(engine, backends, MEMORY, bounds or bounds_for(engine, profile), SEED, Stats(), ctx_seed)
     violation = None
     try:
         try:
@@ -192,9 +193,10 @@ def test_suite_catches_variant_with_a_short_replayable_counterexample(name, back
     assert failure is not None, f"{name} was not caught"
     assert failure.violation.prop in NAMED[name], failure.violation
     assert len(failure.program) <= PROGRAM_LABELS_MAX, failure.program
-    again, _ = replay_judged(VARIANTS[name](), failure.program, backends, failure.ctx_seed, profile)
+    again, _ = replay_judged(VARIANTS[name](), failure.program, backends, failure.ctx_seed, profile, failure.bounds)
     assert again is not None and again.prop == failure.violation.prop, (failure.program, again)
-    ok, harm = replay_judged(reference_engine(), failure.program, backends, failure.ctx_seed, profile)
+    ok, harm = replay_judged(reference_engine(), failure.program, backends, failure.ctx_seed, profile,
+                             failure.bounds)
     assert ok is None and harm == set(), (ok, harm)
 
 
