@@ -23,12 +23,13 @@ import json
 import lzma
 import struct
 import zlib
+from array import array
 from dataclasses import dataclass
 from typing import Any
 
 from icefloe.impl.format.avro_decode import Reader, read_long
 
-__all__ = ["Container", "open_container", "decode_blocks", "block_offsets", "expand_names", "MAGIC", "SYNC_SIZE",
+__all__ = ["Container", "RecordPositions", "open_container", "decode_blocks", "block_offsets", "expand_names", "MAGIC", "SYNC_SIZE",
            "BLOCK_BYTES_MAX", "NAMED_TYPES_MAX", "DECODE_ERRORS"]
 
 MAGIC = b"Obj\x01"
@@ -193,10 +194,29 @@ def block_offsets(data: bytes) -> list[int]:
     return [container.start] + [end for _, _, end in _raw_blocks(data, container)]
 
 
-def decode_blocks(data: bytes, container: Container, read: Reader, positions: list | None = None) -> list:
-    """Every record of the file's blocks, each read by `read`. With `positions`, (decoded
-    block, offset) of each record is appended to it, so that a record can be decoded
-    again later with another reader."""
+class RecordPositions:
+    """Where each record of a container starts: `positions[i]` is (its decoded block, its
+    offset in it). Kept as arrays, not a tuple per record: a manifest's positions live as
+    long as its cached reader, and tens of thousands of small long-lived objects are what
+    makes the garbage collector's full collections expensive."""
+
+    def __init__(self):
+        self.blocks: list[bytes] = []
+        self.block_of = array("L")
+        self.offset = array("Q")
+
+    def __len__(self) -> int:
+        return len(self.offset)
+
+    def __getitem__(self, index: int) -> tuple[bytes, int]:
+        return self.blocks[self.block_of[index]], self.offset[index]
+
+
+def decode_blocks(data: bytes, container: Container, read: Reader,
+                  positions: RecordPositions | None = None) -> list:
+    """Every record of the file's blocks, each read by `read`. With `positions`, where
+    each record starts is recorded in it, so that a record can be decoded again later
+    with another reader."""
     decompress = _decompressor(container.codec)
     out: list = []
     for count, block, _ in _raw_blocks(data, container):
@@ -204,9 +224,13 @@ def decode_blocks(data: bytes, container: Container, read: Reader, positions: li
         if count > len(block):  # a record of a manifest or manifest list is never empty
             raise ValueError(f"block of {count} records in {len(block)} bytes")
         p = 0
+        if positions is not None:
+            positions.blocks.append(block)
+            number = len(positions.blocks) - 1
         for _ in range(count):
             if positions is not None:
-                positions.append((block, p))
+                positions.block_of.append(number)
+                positions.offset.append(p)
             value, p = read(block, p)
             out.append(value)
         if p != len(block):

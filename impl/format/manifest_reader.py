@@ -48,7 +48,7 @@ def _open(data: bytes, location: str) -> avro_container.Container:
 
 
 def _decode(data: bytes, container: avro_container.Container, location: str, skip=None,
-            positions: list | None = None) -> list[dict]:
+            positions: avro_container.RecordPositions | None = None) -> list[dict]:
     """Raw records, the fields for which `skip(field)` holds left out."""
     try:
         read = avro_decode.compile_reader(container.schema, skip) if skip else \
@@ -82,7 +82,7 @@ class ManifestReader:
                                 self.location) from None
         self._all: list[ManifestEntry] | None = None          # every entry, every field
         self._partial: list[ManifestEntry] | None = None      # every entry, without column stats
-        self._positions: list | None = None                   # where each record starts
+        self._positions: avro_container.RecordPositions | None = None  # where each record starts
         self._complete: dict[int, ManifestEntry] = {}         # entries decoded in full one by one
         self._lock = threading.Lock()
 
@@ -128,7 +128,7 @@ class ManifestReader:
 
     def _without_stats(self) -> list[ManifestEntry]:
         if self._partial is None:
-            positions: list = []
+            positions = avro_container.RecordPositions()
             stats = self._fields.stats_fields
             records = _decode(self._data, self._container, self.location,
                               lambda f: any(f is x for x in stats), positions)

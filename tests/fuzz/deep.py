@@ -62,7 +62,7 @@ def atheris_run(name: str, runs: int, workdir: Path) -> dict:
     finding = None
     if code != 0:
         lines = [line for line in stderr.splitlines() if "Error" in line or "Exception" in line or "timeout" in line]
-        finding = lines[-1] if lines else stderr[-300:]
+        finding = (lines[-1] if lines else stderr[-300:]).replace("\n", " ").replace("|", "/")[:200]
     cov = re.findall(r"cov: (\d+)", stderr)
     return {"runs": int(done.group(1)) if done else None, "finding": finding, "branches": int(cov[-1]) if cov else None,
             "seconds": round(time.monotonic() - started)}
@@ -84,7 +84,7 @@ _Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, load average {os.getl
 {took:.0f} s in all (`make fuzz-deep`)._
 
 Hypothesis ({examples:,} examples per test, profile deep): {pytest_line}.
-Atheris (coverage-guided over icefloe's instrumented modules, one seed per target).
+Atheris (coverage-guided over icefloe's instrumented modules; corpus: the seed and the inputs of\ntests/fuzz/regressions/ for that target).
 
 | parser | Hypothesis inputs | atheris inputs | branches atheris reached | findings |
 |---|---|---|---|---|
