@@ -73,7 +73,9 @@ know whether it landed" are different facts and must never be merged.
 
 Reads return a `ReadResult` (snapshot id, sorted rows, data file locations or None):
 `read_current()`, `read_at(snapshot_id)`, `read_incremental(since_snapshot_id)`, and with
-the `handle` read, `read_handle(writer)`: the current snapshot of the table handle writer
+the optional `current_snapshot_id()` (cheap: the current snapshot's id only; the suite
+then re-reads the rows only when it changed), and with the `handle` read,
+`read_handle(writer)`: the current snapshot of the table handle writer
 `writer`'s operations ran through, as that handle holds it, without refreshing it. The
 suite reads it after every outcome: a handle must never show a commit that did not land
 (it may show an older committed state).

@@ -43,3 +43,18 @@ def check_snapshot_ids(lock) -> None:
                             f"now {sid} (spec/PROTOCOL.md 1.5: an operation keeps its snapshot id across "
                             "attempts, so the snapshot it reports is the one that landed)",
                             rec.planned_snapshot_id, sid)
+
+
+def check_retained(lock) -> None:
+    """At the end of a program: the engine retains no snapshot the model expired (an expiry
+    that keeps what it was asked to remove did something else than the operation says)."""
+    from icefloe.model import iceberg
+    th = lock.last_history.table if lock.last_history is not None else None
+    if th is None or not th.versions:
+        return
+    model = {lock.snapshot_id[s.id] for s in iceberg.current(lock.model).snaps if s.id in lock.snapshot_id}
+    known = set(lock.snapshot_id.values())
+    kept = sorted((set(th.versions[-1].snapshot_ids) & known) - model)
+    if kept:
+        raise Violation(AGREEMENT, f"the engine retains snapshots {kept}, which the model's expiry removed",
+                        sorted(model), sorted(th.versions[-1].snapshot_ids))

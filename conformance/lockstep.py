@@ -25,7 +25,7 @@ from dataclasses import replace
 
 from icefloe.conformance import adapter as A, histories
 from icefloe.conformance.blackbox import BlackBoxDriver
-from icefloe.conformance.divergence import check_snapshot_ids, engine_failure
+from icefloe.conformance.divergence import check_retained, check_snapshot_ids, engine_failure
 from icefloe.conformance.operations import OpRecord, op_spec
 from icefloe.conformance.readers import READ_LABELS, Readers, row_id
 from icefloe.conformance.stats import WRITE_ACTIONS, Stats, rule_of
@@ -64,10 +64,10 @@ class Lockstep:
         self.readers = Readers(self)
         self.transport = Transport(self)
         self.observers: list = []            # callables (state, label, next state)
+        self._enabled_key, self._enabled = None, {}
         self.handles_to_read: list = []      # writers whose operation just ended
         self.driver = BlackBoxDriver(self) if self.black_box else None
-        self.last_history = None
-        self.last_history_verdict = None
+        self.last_history = self.last_history_verdict = None
         self.table = engine.create_table(ctx)
         for k in (1, 2):
             out = self._run_whole(0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))
@@ -79,9 +79,15 @@ class Lockstep:
 
     def enabled(self) -> dict:
         """label -> next model state, for every model action a program may name here (none
-        of a writer whose swap answer the transport holds)."""
-        return {label: nxt for label, nxt in iceberg.successors(self.bounds, self.model)
-                if visible(label, self.black_box) and not self.transport.busy(label[1])}
+        of a writer whose swap answer the transport holds). Memoized per model state (the
+        random search asks once per rule per step)."""
+        key = (self.model, self.bounds, frozenset(self.transport.held))
+        if not (self._enabled_key and all(a is b for a, b in zip(self._enabled_key[:2], key[:2]))
+                and self._enabled_key[2] == key[2]):      # identity: the key holds the state alive
+            self._enabled = {label: nxt for label, nxt in iceberg.successors(self.bounds, self.model)
+                             if visible(label, self.black_box) and not self.transport.busy(label[1])}
+            self._enabled_key = key
+        return self._enabled
 
     def transport_labels(self) -> list:
         return self.transport.labels(self.enabled())
@@ -92,9 +98,6 @@ class Lockstep:
         before, self.model = self.model, nxt
         for observe in self.observers:
             observe(before, label, nxt)
-
-    def reader_labels(self) -> list:
-        return self.readers.labels()
 
     def apply(self, label) -> None:
         label = tuple(label)
@@ -121,7 +124,7 @@ class Lockstep:
             if nxt is None:
                 self.readers.read(label)
             elif nxt is TRANSPORT_LABELS:
-                self._transport(label)
+                self.transport.step(label)
             else:
                 self._step(label, nxt)
             self.check(reads=label[0] not in PRIVATE_ACTIONS)
@@ -186,9 +189,6 @@ class Lockstep:
                 self.stats.unknown_resolved_not_committed += 1
         if w and self.model.writers[w - 1].k != wr.k:
             self._ended(w, wr.k)
-
-    def _transport(self, label) -> None:
-        self.transport.step(label)
 
     def _fault(self, w: int, name: str, kind: str, wr) -> None:
         """A hooked fault: armed for the writer's next request, which this step makes."""
@@ -369,16 +369,19 @@ class Lockstep:
 
     def read_retained(self) -> None:
         """Every retained snapshot's rows (P7, P8: nothing a snapshot reaches was lost), and
-        what an incremental reader since each of main's ancestors gets (P10)."""
-        for label in self.readers.labels():
-            if label[0] in ("ReadAt", "ReadIncremental"):
-                self.apply(label)
+        what an incremental reader gets since main's oldest retained ancestor and since the
+        head's parent (P10: every kind of commit in between, and the shortest span)."""
+        labels = self.readers.labels()
+        since = [lab for lab in labels if lab[0] == "ReadIncremental"]   # newest first
+        for label in [lab for lab in labels if lab[0] == "ReadAt"] + since[-1:] + since[1:2]:
+            self.apply(label)
 
     def finish(self) -> None:
         """The end of a program: liveness, the history checker, every retained snapshot."""
         self.converge()
         try:
             self.judge_history()
+            check_retained(self)
         except Violation as v:
             raise v.at(len(self.program) - 1, HISTORY)
         self.read_retained()

@@ -75,7 +75,7 @@ class ConformanceMachine(RuleBasedStateMachine):
     # -- how every rule runs a step --------------------------------------------------------
 
     def _labels(self, families) -> list:
-        out = [lab for lab in self.lock.reader_labels() if lab[0] in families]
+        out = [lab for lab in self.lock.readers.labels() if lab[0] in families]
         return out + [lab for lab in sorted(self.lock.enabled()) if rule_of(lab) in families]
 
     def _draw(self, data, families, name) -> None:

@@ -207,6 +207,10 @@ class IcefloeTable:
     def _result(self, snapshot_id, rows: pa.Table, files) -> A.ReadResult:
         return A.ReadResult(snapshot_id, tuple(sorted(rows.column(A.COLUMN).to_pylist())), frozenset(files))
 
+    def current_snapshot_id(self) -> int | None:
+        self.table.refresh()
+        return self.table.metadata.current_snapshot_id
+
     def read_current(self) -> A.ReadResult:
         self.table.refresh()
         snap = self.table.current_snapshot()
