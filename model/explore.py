@@ -17,10 +17,12 @@ Exit codes: 0 every property holds; 1 a property is violated (named in the outpu
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
 from collections import Counter
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from icefloe.model import variants
@@ -44,6 +46,9 @@ class Result:
     message: str | None = None
     trace: list = field(default_factory=list)       # [(label or None, state)]
     reachable: list | None = None                   # every state, when collected
+    collision_bound: float = 0.0                    # P(two states merged by fingerprint)
+    exact: bool = False                             # de-duplicated by the states themselves
+    workers: int = 1
 
     def to_json(self) -> dict:
         return {
@@ -52,6 +57,7 @@ class Result:
             "final_states": self.final_states, "seconds": round(self.seconds, 3),
             "coverage": dict(sorted(self.coverage.items())),
             "events": dict(sorted(self.events.items())),
+            "collision_bound": self.collision_bound, "exact": self.exact, "workers": self.workers,
             "property": self.property, "message": self.message,
             "trace": [None if lab is None else list(lab) for lab, _ in self.trace],
         }
@@ -65,95 +71,161 @@ def _check(checks, state) -> tuple[str, str] | None:
     return None
 
 
+FINGERPRINT_BITS = 64
+
+
+def safety_checker(spec):
+    """check(state, parent=None) -> (property, message) | None: the spec's own
+    `check_safety(state, parent)` (which may reuse what held in the parent), else every
+    safety property, one by one."""
+    own = getattr(spec, "check_safety", None)
+    if own is not None:
+        return own
+    safety = spec.safety
+    return lambda s, parent=None: _check(safety, s)
+
+
+def collision_bound(states: int, bits: int = FINGERPRINT_BITS) -> float:
+    """An upper bound on the probability that two of `states` distinct states share a
+    fingerprint (the birthday bound n(n-1)/2 / 2^bits): the chance that the search merged
+    two states and so skipped one. 0 for an exact search."""
+    return states * (states - 1) / 2 / 2.0 ** bits
+
+
+class _Level:
+    """What one process learns while expanding part of a BFS level (merged by the caller)."""
+
+    def __init__(self):
+        self.transitions = 0
+        self.final_states = 0
+        self.coverage: Counter = Counter()
+        self.events: Counter = Counter()
+        self.violation = None           # ((property, message), key of the state)
+
+
+def _expand(spec, frontier, key_of, is_new, on_new, check_safety, terminal, event_actions, level: _Level):
+    """Expand `frontier` (the states of one BFS level this process owns). For each
+    successor, `is_new(key, state)` decides whether it is unseen here; `on_new(key, parent_key,
+    label, state)` records it and says whether to check it here, `check_safety(state, parent)`.
+    Stops at the first violation."""
+    successors, is_terminal, events = spec.successors, spec.is_terminal, spec.events
+    coverage, counted = level.coverage, level.events
+    for s in frontier:
+        key_s = key_of(s)
+        succ = list(successors(s))
+        if not succ:
+            level.final_states += 1
+            why = ("Deadlock", "no action is enabled in a non-final state") \
+                if not is_terminal(s) else _check(terminal, s)
+            if why:
+                level.violation = (why, key_s)
+                return
+            continue
+        level.transitions += len(succ)
+        for label, t in succ:
+            name = label[0]
+            coverage[name] += 1
+            if event_actions is None or name in event_actions:
+                for ev in events(s, label, t):
+                    counted[ev] += 1
+            key = key_of(t)
+            if not is_new(key, t):
+                continue
+            if on_new(key, key_s, label, t):
+                why = check_safety(t, s)
+                if why:
+                    level.violation = (why, key)
+                    return
+
+
 def explore(spec, max_states: int | None = None, collect: bool = False,
-            progress=None) -> Result:
-    """Breadth-first search of every state reachable from spec.initial()."""
+            progress=None, exact: bool = False, workers: int = 1) -> Result:
+    """Breadth-first search of every state reachable from spec.initial().
+
+    States are de-duplicated by 64-bit fingerprint (`hash`), with the collision bound
+    reported (`Result.collision_bound`), or exactly (`exact=True`: the states themselves
+    are the keys; more memory). `workers` > 1 splits every level between forked
+    processes, each owning the states whose fingerprint falls in its share
+    (model/explore_parallel.py); it needs neither `collect` nor `exact`."""
+    if workers > 1:
+        if collect or exact:
+            raise ValueError("a parallel search neither collects states nor de-duplicates exactly")
+        from icefloe.model.explore_parallel import explore_parallel
+        return explore_parallel(spec, workers, max_states, progress)
     t0 = time.monotonic()
     res = Result(spec.name, "holds")
-    # A spec may offer check_safety (all safety properties, cached); else check them one by one.
-    safety_checks = spec.safety
-    check_safety = getattr(spec, "check_safety", None) or (lambda s: _check(safety_checks, s))
-    terminal = spec.terminal
-    parents: dict[int, tuple[int | None, tuple | None]] = {}
-    frontier = []
+    check_safety = safety_checker(spec)
+    key_of = (lambda s: s) if exact else hash
+    parents: dict = {}
     reachable = [] if collect else None
+    frontier = []
     violation = None
     for s0 in spec.initial():
-        fp = hash(s0)
-        if fp in parents:
+        k = key_of(s0)
+        if k in parents:
             continue
-        parents[fp] = (None, None)
+        parents[k] = (None, None)
         frontier.append(s0)
         if collect:
             reachable.append(s0)
-        violation = violation or (check_safety(s0), fp)
-        if violation[0]:
+        why = check_safety(s0)
+        if why:
+            violation = (why, k)
             break
+    event_actions = getattr(spec, "EVENT_ACTIONS", None)
+    next_frontier: list = []
+
+    def on_new(key, parent_key, label, state) -> bool:
+        parents[key] = (parent_key, label)
+        next_frontier.append(state)
+        if collect:
+            reachable.append(state)
+        return True
+
     depth = 0
-    while frontier and not (violation and violation[0]):
-        nxt_frontier = []
-        for s in frontier:
-            fp_s = hash(s)
-            succ = list(spec.successors(s))
-            if not succ:
-                res.final_states += 1
-                why = ("Deadlock", "no action is enabled in a non-final state") \
-                    if not spec.is_terminal(s) else _check(terminal, s)
-                if why:
-                    violation = (why, fp_s)
-                    break
-                continue
-            for label, t in succ:
-                res.transitions += 1
-                res.coverage[label[0]] += 1
-                for ev in spec.events(s, label, t):
-                    res.events[ev] += 1
-                fp = hash(t)
-                if fp in parents:
-                    continue
-                parents[fp] = (fp_s, label)
-                nxt_frontier.append(t)
-                if collect:
-                    reachable.append(t)
-                why = check_safety(t)
-                if why:
-                    violation = (why, fp)
-                    break
-            if violation and violation[0]:
-                break
-            if max_states is not None and len(parents) > max_states:
-                res.verdict = "unknown"
-                res.message = f"stopped after {max_states} states (--max-states)"
-                break
-        if res.verdict == "unknown":
+    while frontier and violation is None:
+        next_frontier = []
+        level = _Level()
+        _expand(spec, frontier, key_of, lambda k, _: k not in parents, on_new, check_safety, spec.terminal,
+                event_actions, level)
+        res.transitions += level.transitions
+        res.final_states += level.final_states
+        res.coverage.update(level.coverage)
+        res.events.update(level.events)
+        violation = level.violation
+        if violation is None and max_states is not None and len(parents) > max_states:
+            res.verdict = "unknown"
+            res.message = f"stopped after {max_states} states (--max-states)"
             break
-        if nxt_frontier and not (violation and violation[0]):
+        if next_frontier and violation is None:
             depth += 1
-        frontier = nxt_frontier
+        frontier = next_frontier
         if progress:
             progress(depth, len(parents), len(frontier), time.monotonic() - t0)
     res.states, res.depth, res.seconds = len(parents), depth, time.monotonic() - t0
+    res.exact, res.collision_bound = exact, 0.0 if exact else collision_bound(res.states)
     res.reachable = reachable
-    if violation and violation[0]:
-        (res.property, res.message), fp = violation
+    if violation is not None:
+        (res.property, res.message), k = violation
         res.verdict = "violated"
-        res.trace = _replay(spec, parents, fp)
+        res.trace = replay(spec, lambda key: parents[key], k, key_of)
         res.depth = len(res.trace) - 1
     return res
 
 
-def _replay(spec, parents, fp) -> list:
-    """Rebuild the path to `fp` from parent pointers, then re-run it forward."""
-    path = [fp]
-    while parents[path[-1]][0] is not None:
-        path.append(parents[path[-1]][0])
+def replay(spec, parent_of, key, key_of=hash) -> list:
+    """Rebuild the path to the state `key` from parent pointers (`parent_of(key)` gives
+    (parent key, label)), then re-run it forward through the transition relation."""
+    path = [key]
+    while parent_of(path[-1])[0] is not None:
+        path.append(parent_of(path[-1])[0])
     path.reverse()
-    state = {hash(s): s for s in spec.initial()}[path[0]]
+    state = {key_of(s): s for s in spec.initial()}[path[0]]
     trace = [(None, state)]
     for want in path[1:]:
-        label = parents[want][1]
+        label = parent_of(want)[1]
         for lab, t in spec.successors(state):
-            if lab == label and hash(t) == want:
+            if lab == label and key_of(t) == want:
                 state = t
                 break
         else:
@@ -176,7 +248,10 @@ def report(res: Result, spec, out=None) -> None:
     p(f"bounds: {b}")
     p(f"states: {res.states}  transitions: {res.transitions}  depth: {res.depth}  "
       f"final states: {res.final_states}  time: {res.seconds:.1f} s"
-      f"  ({res.states / max(res.seconds, 1e-9):,.0f} states/s)")
+      f"  ({res.states / max(res.seconds, 1e-9):,.0f} states/s, {res.workers} process"
+      f"{'es' if res.workers > 1 else ''})")
+    p("de-duplication: " + ("exact (the states themselves)" if res.exact else
+                            f"64-bit fingerprints; P(two states merged) <= {res.collision_bound:.1e}"))
     p("coverage (transitions per action):")
     for name, n in sorted(res.coverage.items()):
         p(f"  {name:<16} {n:>10}")
@@ -245,6 +320,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--all-variants", action="store_true",
                     help="run every flawed variant on its own bounds; exit 0 iff each is caught")
     ap.add_argument("--max-states", type=int, default=None, help="give up (exit 2) past this many states")
+    ap.add_argument("--workers", type=int, default=None,
+                    help="processes sharing the search (default: one per core; 1: no fork)")
+    ap.add_argument("--exact", action="store_true",
+                    help="de-duplicate by the states themselves, not 64-bit fingerprints (one process, more memory)")
     ap.add_argument("--json", action="store_true", help="print the result as JSON")
     return ap
 
@@ -289,6 +368,21 @@ def run_all_variants(max_states, as_json) -> int:
     return EXIT_HOLDS if failures == 0 else EXIT_VIOLATED
 
 
+@contextmanager
+def _gc_paused_for_this_command():
+    """The command owns its process: the search builds millions of immutable, acyclic
+    tuples, which the cyclic garbage collector would re-scan (half the search's time,
+    measured) and could never free. The collector is restored afterwards. The library
+    function `explore` never touches it; forked workers pause it in their own process."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def main(argv=None) -> int:
     ap = build_parser()
     try:
@@ -307,7 +401,13 @@ def main(argv=None) -> int:
     progress = None if args.json else (
         lambda d, n, f, t: print(f"  depth {d:>3}: {n:>10,} states, frontier {f:>9,}, {t:7.1f} s",
                                  file=sys.stderr, flush=True))
-    res = explore(spec, max_states=args.max_states, progress=progress)
+    if args.workers is not None and args.workers < 1:
+        print("error: --workers must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    from icefloe.model.explore_parallel import default_workers
+    workers = 1 if args.exact else (args.workers or default_workers())
+    with _gc_paused_for_this_command():
+        res = explore(spec, max_states=args.max_states, progress=progress, exact=args.exact, workers=workers)
     if args.json:
         print(json.dumps(res.to_json(), indent=2))
     else:

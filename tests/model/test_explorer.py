@@ -120,3 +120,96 @@ def test_partial_order_reduction_keeps_every_final_state_and_verdict():
         if v.breaks and name in ICEBERG_VARIANTS:
             res = explore(v.make(por=True))
             assert res.verdict == "violated" and res.property in v.breaks, name
+
+
+class _Reads:
+    """A state that records which of its fields a check reads."""
+
+    def __init__(self, state, log):
+        object.__setattr__(self, "_state", state)
+        object.__setattr__(self, "_log", log)
+
+    def __getattr__(self, name):
+        self._log.add(name)
+        return getattr(self._state, name)
+
+
+def _small_spaces():
+    for kw in (dict(writers=2, ops=1), dict(writers=1, ops=3, orphan_runs=1)):
+        spec = variants.get("correct").make(**kw)
+        yield spec, explore(spec, collect=True).reachable
+
+
+def test_declared_check_reads_cover_what_every_check_reads():
+    """Goal: the explorer may keep a parent's verdict only for checks whose fields did not
+    change, so the declared read sets must cover every read. Method: run every safety
+    check on every reachable state of two small spaces through a recording proxy and
+    compare the fields read with IcebergSpec.CHECK_READS (metas aside: see the next test)."""
+    from icefloe.model import checks
+    from icefloe.model.spec import IcebergSpec
+    for spec, states in _small_spaces():
+        for s in states:
+            for name, fn in checks.SAFETY_CHECKS.items():
+                log = set()
+                fn(spec.bounds, _Reads(s, log))
+                declared = set(IcebergSpec.CHECK_READS[name]) | {"metas"}
+                assert log <= declared, (name, log - declared)
+                if name in checks.HISTORY_CHECKS:
+                    assert log - {"metas"} <= set(IcebergSpec.HISTORY_READS), (name, log)
+
+
+def test_a_transition_only_adds_metadata_versions():
+    """Goal: the premise of the parent-verdict reuse: along any transition every metadata
+    version keeps its record (metas only grows). Method: every transition of two small
+    spaces, with and without faults."""
+    from icefloe.model.state import mget
+    for spec, states in _small_spaces():
+        for s in states:
+            for _, t in spec.successors(s):
+                for mid, meta in s.metas:
+                    assert mget(t.metas, mid) is meta
+
+
+def test_parent_verdict_reuse_changes_no_verdict():
+    """Goal: checking a successor with its parent's help gives the verdict a full check
+    gives. Method: every transition from a passing state, in the correct model's small
+    spaces and in every Iceberg-shaped flawed variant (where the verdicts are violations)."""
+    specs = [spec for spec, _ in _small_spaces()]
+    specs += [v.make() for name, v in variants.VARIANTS.items() if v.breaks and name in ICEBERG_VARIANTS]
+    compared = 0
+    for spec in specs:
+        fresh = type(spec)(spec.bounds)          # an empty history-verdict cache each time
+        for s in explore(spec, collect=True, max_states=20_000).reachable:
+            if fresh.check_safety(s) is not None:
+                continue
+            for _, t in spec.successors(s):
+                full = type(spec)(spec.bounds).check_safety(t)
+                assert fresh.check_safety(t, s) == full, (t, full)
+                compared += 1
+    assert compared > 10_000
+
+
+def test_parallel_search_is_the_same_search():
+    """Goal: splitting the search between processes changes nothing it finds. Method:
+    one process, two and three forked workers, and the exact (state-keyed) search explore
+    one space; states, transitions, final states, depth, coverage and events are equal;
+    each flawed variant is still caught, with a counterexample that replays."""
+    spec = variants.get("correct").make(writers=2, ops=1)
+    one = explore(spec)
+    runs = [explore(spec, workers=2), explore(spec, workers=3), explore(spec, exact=True)]
+    for r in runs:
+        assert (r.verdict, r.states, r.transitions, r.final_states, r.depth) == \
+            (one.verdict, one.states, one.transitions, one.final_states, one.depth)
+        assert r.coverage == one.coverage and r.events == one.events
+    assert runs[-1].exact and runs[-1].collision_bound == 0 and 0 < one.collision_bound < 1e-9
+    for name, v in variants.VARIANTS.items():
+        if not v.breaks:
+            continue
+        spec = v.make()
+        res = explore(spec, workers=2)
+        assert res.verdict == "violated" and res.property in v.breaks, name
+        state = res.trace[0][1]
+        for label, nxt in res.trace[1:]:
+            assert (label, nxt) in list(spec.successors(state)), name
+            state = nxt
+        assert len(res.trace) - 1 == len(explore(spec).trace) - 1, name   # still a shortest one
