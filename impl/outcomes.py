@@ -97,6 +97,17 @@ class IcefloeError(Exception):
     """Base of every typed error icefloe raises."""
 
 
+class InvalidArgument(IcefloeError, ValueError):
+    """A caller's mistake: an argument outside what the call accepts. (Assertions in impl
+    state icefloe's own invariants only; what a caller passes is checked with this.)"""
+
+
+def require(condition: bool, message: str) -> None:
+    """Check a caller's argument: InvalidArgument(message) unless `condition` holds."""
+    if not condition:
+        raise InvalidArgument(message)
+
+
 class CommitConflictError(IcefloeError):
     def __init__(self, outcome: Conflict):
         super().__init__(outcome.reason)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 from icefloe.impl.catalog.base import NoSuchTable, TableAlreadyExists, TableIdentifier
-from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped
+from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, require
 
 
 class MemoryCatalog:
@@ -23,7 +23,7 @@ class MemoryCatalog:
     # -- namespaces -------------------------------------------------------------------
 
     def create_namespace(self, namespace: tuple[str, ...]) -> None:
-        assert namespace and all(namespace), namespace
+        require(bool(namespace) and all(namespace), f"not a namespace: {namespace!r}")
         with self._lock:
             self._namespaces.add(tuple(namespace))
 
@@ -57,8 +57,7 @@ class MemoryCatalog:
                 raise NoSuchTable(str(identifier))
 
     def swap(self, identifier: TableIdentifier, expected_location: str, new_location: str) -> SwapResult:
-        if expected_location == new_location:
-            raise ValueError(f"a swap must move the pointer: {expected_location!r} to itself")
+        require(expected_location != new_location, "a swap must move the pointer")
         with self._lock:
             return self._apply(identifier, expected_location, new_location)
 

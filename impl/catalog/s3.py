@@ -80,7 +80,7 @@ from icefloe.impl.io.base import (
     StoreOutcomeUnknown,
     StoreUnavailable,
 )
-from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown
+from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown, require
 from icefloe.impl.s3.store import S3Store
 
 POINTER_FORMAT = 1
@@ -105,11 +105,13 @@ class Pointer:
     def decode(cls, data: bytes, where: str) -> "Pointer":
         try:
             obj = json.loads(data)
-            assert obj["format"] == POINTER_FORMAT, f"pointer format {obj['format']!r}"
+            if obj["format"] != POINTER_FORMAT:
+                raise ValueError(f"pointer format {obj['format']!r}")
             location = obj["metadata-location"]
-            assert isinstance(location, str) and location, "no metadata-location"
+            if not isinstance(location, str) or not location:
+                raise ValueError("no metadata-location")
             return cls(location, obj.get("previous-metadata-location"), str(obj["entry-uuid"]))
-        except (ValueError, KeyError, TypeError, AssertionError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:  # nested past json's depth
             raise CatalogUnavailable(f"{where}: unreadable pointer: {e}") from None
 
 
@@ -125,7 +127,7 @@ class S3Catalog:
 
     def __init__(self, store: S3Store, warehouse: str, *, name: str = "s3",
                  new_uuid: Callable[[], str] = lambda: str(uuid.uuid4())):
-        assert warehouse.startswith(("s3://", "s3a://")), f"not an s3 warehouse: {warehouse!r}"
+        require(warehouse.startswith(("s3://", "s3a://")), f"not an s3 warehouse: {warehouse!r}")
         self.name = name
         self.store = store
         self.warehouse = warehouse.rstrip("/")
@@ -205,7 +207,8 @@ class S3Catalog:
             raise TableAlreadyExists(str(identifier)) from None
         except StoreError as e:
             raise CatalogUnavailable(f"create {identifier}: {e}") from e
-        assert info.etag, "S3 acknowledged the pointer without an etag"
+        if not info.etag:
+            raise CatalogUnavailable(f"{self.pointer_location(identifier)}: S3 acknowledged the pointer without an etag")
         self._remember(identifier, _Seen(pointer, info.etag))
         self._update_index(self._tables_location(identifier.namespace), "tables", identifier.name, add=True)
 
@@ -230,7 +233,7 @@ class S3Catalog:
         return sorted(tuple(ns) for ns in self._read_index(self._namespaces_location(), "namespaces")[0])
 
     def swap(self, identifier: TableIdentifier, expected_location: str, new_location: str) -> SwapResult:
-        assert expected_location != new_location, "a swap must move the pointer"
+        require(expected_location != new_location, "a swap must move the pointer")
         seen = self._recall(identifier, expected_location)
         if seen is None:  # never saw `expected`: find its etag (+1 GET, nothing sent yet)
             try:
@@ -256,8 +259,8 @@ class S3Catalog:
                 return self._reconcile(identifier, expected_location, new_location, str(e))
             except StoreError as e:  # StoreUnavailable and other definite errors: not applied
                 return SwapRejected(expected_location, None, f"not applied: {e}")
-            assert info.etag and info.etag != seen.etag, "an acknowledged swap must change the etag"
-            self._remember(identifier, _Seen(pointer, info.etag))
+            if info.etag and info.etag != seen.etag:     # else: a store that breaks If-Match's
+                self._remember(identifier, _Seen(pointer, info.etag))   # contract; read it again next time
             return Swapped(new_location)
         return SwapRejected(expected_location, expected_location,
                             f"refused {STALE_ETAG_REFRESHES_MAX + 1} times under the current etag")
@@ -287,10 +290,11 @@ class S3Catalog:
             return SwapUnknown(expected_location, new_location, f"{why}; reconcile: pointer absent")
         except (StoreError, CatalogUnavailable) as e:
             return SwapUnknown(expected_location, new_location, f"{why}; reconcile: pointer unreadable: {e}")
-        assert current.previous_metadata_location != current.metadata_location, "a swap must move the pointer"
         if current.metadata_location == new_location:
-            assert current.previous_metadata_location == expected_location, "only our request writes `new`"
-            return Swapped(new_location)
+            return Swapped(new_location)  # `new` is ours alone (a fresh name): our request landed
+        if current.previous_metadata_location == current.metadata_location:
+            return SwapUnknown(expected_location, new_location,
+                               f"{why}; reconcile: the pointer names itself as its previous version")
         if current.metadata_location == expected_location:
             return SwapUnknown(expected_location, new_location,
                                f"{why}; reconcile: pointer still at expected, the request may land later")
@@ -315,9 +319,10 @@ class S3Catalog:
             raise CatalogUnavailable(f"{where}: {e}") from e
         try:
             obj = json.loads(data)
-            assert obj["format"] == INDEX_FORMAT
+            if obj["format"] != INDEX_FORMAT:
+                raise ValueError(f"index format {obj['format']!r}")
             return list(obj[field]), info.etag
-        except (ValueError, KeyError, TypeError, AssertionError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             raise CatalogUnavailable(f"{where}: unreadable index: {e!r}") from None
 
     def _update_index(self, where: str, field: str, entry: Any, *, add: bool) -> None:

@@ -32,7 +32,7 @@ from icefloe.impl.catalog.base import (
     TableAlreadyExists,
     TableIdentifier,
 )
-from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown
+from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown, require
 
 DEFAULT_CATALOG_NAME = "icefloe"
 BUSY_TIMEOUT_MS_DEFAULT = 5_000
@@ -217,7 +217,10 @@ class SqlCatalog:
         except conn.Error as e:
             self._discard_conn()
             raise CatalogUnavailable(f"{self.dialect.name}: cannot read iceberg_tables: {e}") from e
-        assert {"catalog_name", "table_namespace", "table_name", "metadata_location"} <= columns, columns
+        missing = {"catalog_name", "table_namespace", "table_name", "metadata_location"} - columns
+        if missing:
+            raise CatalogUnavailable(f"{self.dialect.name}: the table iceberg_tables is not an Iceberg JDBC "
+                                     f"catalog table (no column {', '.join(sorted(missing))})")
         return "v1" if "iceberg_type" in columns else "v0"
 
     def _type_filter(self) -> str:
@@ -241,7 +244,7 @@ class SqlCatalog:
         return False
 
     def create_namespace(self, namespace: tuple[str, ...], properties: dict[str, str] | None = None) -> None:
-        assert namespace and all(namespace), namespace
+        require(bool(namespace) and all(namespace), f"not a namespace: {namespace!r}")
         ns = ".".join(namespace)
         with self._write_transaction() as run:
             if self._namespace_exists(run, ns):
@@ -309,7 +312,7 @@ class SqlCatalog:
                 raise NoSuchTable(str(identifier))
 
     def swap(self, identifier: TableIdentifier, expected_location: str, new_location: str) -> SwapResult:
-        assert expected_location != new_location, "a swap must move the pointer"
+        require(expected_location != new_location, "a swap must move the pointer")
         key = (self.name, identifier.namespace_str, identifier.name)
         stage = "connect"
         try:
@@ -322,7 +325,10 @@ class SqlCatalog:
                 "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?"
                 " WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND metadata_location = ?"
                 + self._type_filter()), (new_location, expected_location, *key, expected_location))
-            assert cur.rowcount in (0, 1), f"primary key violated: {cur.rowcount} rows for {identifier}"
+            if cur.rowcount not in (0, 1):   # a foreign table without the JDBC catalog's key
+                cur.execute("ROLLBACK")
+                return SwapRejected(expected_location, None, f"{cur.rowcount} catalog rows for {identifier}: "
+                                    "iceberg_tables lacks the Iceberg JDBC catalog's primary key; nothing changed")
             if cur.rowcount == 1:
                 stage = "commit"
                 cur.execute("COMMIT")
@@ -333,9 +339,6 @@ class SqlCatalog:
                 " WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?" + self._type_filter()), key)
             row = cur.fetchone()
             cur.execute("ROLLBACK")
-        except AssertionError:
-            self._discard_conn()
-            raise
         except Exception as e:  # noqa: BLE001 - every failure must become a result, and which one matters
             self._discard_conn()
             if stage == "commit":

@@ -65,6 +65,7 @@ from botocore.exceptions import PartialCredentialsError
 from icefloe.impl.io.base import (
     AlreadyExists, CountingMixin, NotFound, ObjectInfo, PreconditionFailed, StoreError,
     StoreOutcomeUnknown, StoreUnavailable)
+from icefloe.impl.outcomes import require
 
 # The request header naming the client (a writer) on every request this store sends,
 # so a server-side observer (a test proxy, a request log) can tell writers apart.
@@ -156,8 +157,9 @@ class S3Store(CountingMixin):
                  retry_wait_ms_min: int = 0, retry_wait_ms_max: int = 0,
                  sleep: Callable[[float], None] = time.sleep,
                  rng: random.Random | None = None):
-        assert attempts_max >= 1
-        assert 0 <= retry_wait_ms_min <= retry_wait_ms_max
+        require(attempts_max >= 1, f"attempts_max must be at least 1, not {attempts_max}")
+        require(0 <= retry_wait_ms_min <= retry_wait_ms_max,
+                f"need 0 <= retry_wait_ms_min <= retry_wait_ms_max, not {retry_wait_ms_min}, {retry_wait_ms_max}")
         self._init_counts()
         self.client = client
         self.attempts_max = attempts_max
@@ -314,14 +316,14 @@ class S3Store(CountingMixin):
         return self._conditional_put("put_if_absent", location, data, IfNoneMatch="*")
 
     def compare_and_swap(self, location: str, data: bytes, expected_etag: str) -> ObjectInfo:
-        assert expected_etag, "compare_and_swap needs the etag it expects"
+        require(bool(expected_etag), "compare_and_swap needs the etag it expects")
         return self._conditional_put("compare_and_swap", location, data,
                                      IfMatch=f'"{_etag(expected_etag)}"')
 
     def _conditional_put(self, kind: str, location: str, data: bytes,
                          **condition: str) -> ObjectInfo:
         bucket, key = split_location(location)
-        assert key, f"no key in {location!r}"
+        require(bool(key), f"no key in {location!r}")
         ambiguous: _Failure | None = None  # first attempt that may have landed
         last: Exception | None = None
         for attempt in range(1, self.attempts_max + 1):
@@ -346,7 +348,8 @@ class S3Store(CountingMixin):
                 location=location, size=len(data), etag=_etag(response["ETag"]),
                 last_modified_ms=_ms_of_http_date(
                     headers.get("last-modified") or headers.get("date")))
-            assert info.etag, "S3 acknowledged a write without an etag"
+            if not info.etag:   # not S3's contract: what happened cannot be told apart
+                raise StoreOutcomeUnknown(location, "S3 acknowledged a write without an etag")
             return info
         if ambiguous is None:
             raise StoreUnavailable(location, f"{kind}: no attempt could have applied; "

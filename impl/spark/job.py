@@ -29,7 +29,7 @@ from icefloe.impl.format.manifest import DataFile
 from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.io.base import AlreadyExists, NotFound, ObjectStore, StoreError
 from icefloe.impl.io.locations import canonical_location
-from icefloe.impl.outcomes import STORE, Committed, CommitOutcome, Conflict, IcefloeError, Unknown
+from icefloe.impl.outcomes import STORE, Committed, CommitOutcome, Conflict, IcefloeError, Unknown, require
 from icefloe.impl.table.commit import PLAN, PendingCommit
 from icefloe.impl.table.requirements import check_all
 
@@ -47,7 +47,7 @@ class ValidationFailed(IcefloeError):
 
 
 def job_prefix(table_location: str, job_id: str) -> str:
-    assert job_id and "/" not in job_id, job_id
+    require(bool(job_id) and "/" not in job_id, f"not a job id: {job_id!r}")
     return f"{table_location.rstrip('/')}/data/{JOB_PREFIX}{job_id}/"
 
 

@@ -107,7 +107,8 @@ def warehouse_location(ref: TableRef) -> str:
         raise SparkOptionError("creating a table needs the option warehouse (a directory or s3://bucket/prefix)")
     if "://" not in warehouse and not warehouse.startswith("file:"):
         warehouse = Path(warehouse).resolve().as_uri()
-    assert ref.identifier is not None
+    if ref.identifier is None:
+        raise SparkOptionError("creating a table needs a table identifier (namespace.table), not a path")
     return f"{warehouse.rstrip('/')}/{ref.identifier.namespace_str}.db/{ref.identifier.name}"
 
 

@@ -31,6 +31,7 @@ from icefloe.impl.io.base import AlreadyExists, ObjectStore, StoreError, StoreOu
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import (
     ATTEMPTS, COLLISION, STORE, TIME, VALIDATION, Committed, CommitOutcome, Conflict, IcefloeError,
+    InvalidArgument, require,
     SwapRejected, Swapped, SwapUnknown, Unknown,
 )
 from icefloe.impl.table import updates as U
@@ -80,12 +81,16 @@ class RetryPolicy:
     @classmethod
     def from_properties(cls, props) -> "RetryPolicy":
         def get(key, default):
-            return int(props.get(key, default))
+            try:
+                return int(props.get(key, default))
+            except (TypeError, ValueError):
+                raise InvalidArgument(f"table property {key} is not a whole number: {props.get(key)!r}") from None
         policy = cls(get("commit.retry.num-retries", NUM_RETRIES_DEFAULT),
                      get("commit.retry.min-wait-ms", MIN_WAIT_MS_DEFAULT),
                      get("commit.retry.max-wait-ms", MAX_WAIT_MS_DEFAULT),
                      get("commit.retry.total-timeout-ms", TOTAL_TIMEOUT_MS_DEFAULT))
-        assert policy.num_retries >= 0 and 0 <= policy.retry_wait_ms_min <= policy.retry_wait_ms_max, policy
+        require(policy.num_retries >= 0 and 0 <= policy.retry_wait_ms_min <= policy.retry_wait_ms_max,
+                f"commit.retry.* out of range: {policy}")
         return policy
 
     @property
@@ -171,10 +176,10 @@ class PendingCommit:
 
     def step(self) -> str:
         """Run the current phase; returns the next one."""
+        require(not self.done, "a finished commit takes no more steps")
         handler = {PLAN: self.refresh_and_plan, DATA: self.write_data, MANIFESTS: self.write_manifests,
                    LIST: self.write_manifest_list, METADATA: self.write_metadata, SWAP: self.swap,
                    RETRY: self.reconcile, UNKNOWN: self.reconcile}[self.phase]
-        assert not self.done, "a finished commit takes no more steps"
         try:
             handler()
         except AlreadyExists as e:

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from icefloe.impl.format import types as T
-from icefloe.impl.format.integrity import check_data_file
+from icefloe.impl.format.integrity import CorruptMetadata, check_data_file
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.parquet import read_data_file
 from icefloe.impl.io.base import ObjectStore
@@ -70,7 +70,8 @@ class DeleteReader:
 
     def equality_keys(self, delete: DataFile, schema: T.Schema) -> tuple[tuple[int, ...], set[tuple]]:
         ids = tuple(delete.equality_ids or ())
-        assert ids, f"equality delete without equality ids: {delete.file_path}"
+        if not ids:
+            raise CorruptMetadata(delete.file_path, "an equality delete file without equality ids")
         key = (delete.file_path, ids)
         cached = self._equalities.get(key)
         if cached is None:

@@ -12,6 +12,7 @@ from icefloe.impl.format.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.impl.table import updates as U
 from icefloe.impl.table.commit import METADATA, PendingCommit
 from icefloe.impl.table.requirements import AssertRefSnapshotId, SnapshotRetained
+from icefloe.impl.outcomes import require
 
 MIN_SNAPSHOTS_TO_KEEP_DEFAULT = 1
 MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 3600 * 1000  # Iceberg's history.expire.max-snapshot-age-ms
@@ -44,7 +45,8 @@ class SetRef(_MetadataOnly):
     def __init__(self, name: str, snapshot_id: int, ref_type: str = "branch", *,
                  min_snapshots_to_keep: int | None = None, max_snapshot_age_ms: int | None = None,
                  max_ref_age_ms: int | None = None, must_be_ancestor: bool = False):
-        assert ref_type in ("branch", "tag") and (name != MAIN_BRANCH or ref_type == "branch")
+        require(ref_type in ("branch", "tag"), f"a ref is a branch or a tag, not {ref_type!r}")
+        require(name != MAIN_BRANCH or ref_type == "branch", "main is a branch")
         self.ref, self.snapshot_id, self.ref_type = name, snapshot_id, ref_type
         self.retention = dict(min_snapshots_to_keep=min_snapshots_to_keep,
                               max_snapshot_age_ms=max_snapshot_age_ms, max_ref_age_ms=max_ref_age_ms)
@@ -73,7 +75,7 @@ class SetRef(_MetadataOnly):
 
 class RemoveRef(_MetadataOnly):
     def __init__(self, name: str):
-        assert name != MAIN_BRANCH
+        require(name != MAIN_BRANCH, "main cannot be removed")
         self.ref = name
 
     def plan(self, c):

@@ -35,7 +35,7 @@ from icefloe.impl.table.requirements import (
 )
 from icefloe.impl.table.scan import plan_files, read_task, snapshot_schema
 
-from icefloe.impl.outcomes import SERIALIZABLE, SNAPSHOT  # noqa: E402,F401 - re-exported
+from icefloe.impl.outcomes import SERIALIZABLE, SNAPSHOT, require  # noqa: E402,F401 - re-exported
 
 
 def write_rows(c: PendingCommit, rows: pa.Table) -> list[DataFile]:
@@ -127,7 +127,7 @@ class FileChange(_Producer):
     operation = "overwrite"
 
     def __init__(self, ref: str = MAIN_BRANCH, isolation: str = SERIALIZABLE):
-        assert isolation in (SERIALIZABLE, SNAPSHOT), isolation
+        require(isolation in (SERIALIZABLE, SNAPSHOT), f"isolation is {SERIALIZABLE} or {SNAPSHOT}, not {isolation!r}")
         self.ref, self.isolation = ref, isolation
         self.removed: dict[str, DataFile] = {}
         self.rows_to_add: list[pa.Table] = []
@@ -308,7 +308,8 @@ class RowDelta(FileChange):
     def __init__(self, delete_files: list[DataFile], data_files: list[DataFile] = (),
                  referenced_paths=(), ref: str = MAIN_BRANCH, spec_id: int | None = None):
         super().__init__(ref)
-        assert all(f.content != DataFileContent.DATA for f in delete_files)
+        require(all(f.content != DataFileContent.DATA for f in delete_files),
+                "a row delta's delete files must be position or equality deletes")
         self.added_deletes, self.added = list(delete_files), list(data_files)
         self.referenced = frozenset(referenced_paths)
         self.spec_id = spec_id

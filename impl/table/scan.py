@@ -23,7 +23,8 @@ from icefloe.impl.format.manifest_reader import Projection
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
 from icefloe.impl.format.parquet import read_data_file
 from icefloe.impl.io.base import ObjectStore
-from icefloe.impl.outcomes import IcefloeError
+from icefloe.impl.format.integrity import CorruptMetadata
+from icefloe.impl.outcomes import IcefloeError, require
 from icefloe.impl.table.deletes import DeleteReader, equality_delete_applies, position_delete_applies
 from icefloe.impl.table.files import LIVE, TreeReader
 
@@ -77,7 +78,9 @@ def _plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot,
     def for_spec(spec_id: int):
         if spec_id not in evaluators:
             spec = metadata.spec_by_id(spec_id)
-            assert spec is not None, f"manifest spec {spec_id} is not in the metadata"
+            if spec is None:
+                raise CorruptMetadata(snapshot.manifest_list, f"a manifest names partition spec {spec_id}, "
+                                      "which the table metadata does not define")
             evaluators[spec_id] = (spec, EV.ManifestEvaluator(expr, spec, schema),
                                    EV.PartitionEvaluator(expr, spec, schema))
         return evaluators[spec_id]
@@ -180,7 +183,7 @@ def incremental_append_scan(io: ObjectStore, metadata: TableMetadata, from_snaps
     `to_snapshot_id` (inclusive), in commit order."""
     tree = tree or TreeReader(io)
     to = metadata.snapshot_by_id(to_snapshot_id)
-    assert to is not None, f"snapshot {to_snapshot_id} is not retained"
+    require(to is not None, f"snapshot {to_snapshot_id} is not retained")
     schema = snapshot_schema(metadata, to)
     tasks = []
     for snap in appended_between(metadata, from_snapshot_id, to_snapshot_id):

@@ -19,7 +19,7 @@ from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, Tab
 from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.format.types import Schema
 from icefloe.impl.io.base import ObjectStore
-from icefloe.impl.outcomes import CommitOutcome, Committed
+from icefloe.impl.outcomes import CommitOutcome, Committed, require
 from icefloe.impl.table import maintenance, operations as ops, producer as P, scan as S
 from icefloe.impl.table.commit import PendingCommit, RetryPolicy, read_metadata
 from icefloe.impl.table.env import Env, metadata_file_location
@@ -32,7 +32,7 @@ def create_table(catalog: Catalog, identifier: TableIdentifier | str, schema: Sc
                  env: Env | None = None) -> "Table":
     """Write the first metadata file (version 0) and register it; TableAlreadyExists if
     the identifier is taken (the file written is then deleted: it was never referenced)."""
-    assert location, "a table needs a location"
+    require(bool(location), "a table needs a location")
     env = env or Env()
     identifier = TableIdentifier.parse(identifier) if isinstance(identifier, str) else identifier
     metadata = new_table_metadata(schema, location.rstrip("/"), env.uuid(), env.wall_ms(),
@@ -90,7 +90,7 @@ class Table:
     def snapshot_for(self, snapshot_id: int | None = None, ref: str | None = None,
                      as_of_ms: int | None = None) -> Snapshot | None:
         """Time travel: by id, by ref (branch or tag), by timestamp, else the current one."""
-        assert [snapshot_id, ref, as_of_ms].count(None) >= 2, "choose one of id, ref, timestamp"
+        require([snapshot_id, ref, as_of_ms].count(None) >= 2, "choose one of snapshot id, ref, timestamp")
         m = self._metadata
         if snapshot_id is not None:
             found = m.snapshot_by_id(snapshot_id)
@@ -215,7 +215,7 @@ class Table:
         if snapshot_id is not None:
             return snapshot_id
         current = self.refresh()._metadata.current_snapshot_id
-        assert current is not None, "the table has no current snapshot"
+        require(current is not None, "the table has no snapshot yet: name one")
         return current
 
 

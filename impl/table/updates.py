@@ -10,9 +10,20 @@ from typing import Callable, Iterable, Mapping
 from icefloe.impl.format.metadata import (
     MAIN_BRANCH, FrozenMap, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef, TableMetadata,
 )
+from icefloe.impl.outcomes import InvalidArgument, require
 
 Update = Callable[[TableMetadata], TableMetadata]
 PREVIOUS_VERSIONS_MAX_DEFAULT = 100  # Iceberg's write.metadata.previous-versions-max
+
+
+class InvalidUpdate(InvalidArgument):
+    """An update that cannot apply to the metadata it is given (a REST client's commit, or
+    an operation's plan against a base it did not expect)."""
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise InvalidUpdate(message)
 
 
 def _move_ref(m: TableMetadata, name: str, ref: SnapshotRef, timestamp_ms: int,
@@ -23,7 +34,7 @@ def _move_ref(m: TableMetadata, name: str, ref: SnapshotRef, timestamp_ms: int,
     refs[name] = ref
     changes.update(refs=FrozenMap(refs), last_updated_ms=max(m.last_updated_ms, timestamp_ms))
     if name == MAIN_BRANCH:
-        assert ref.type == "branch", "main must be a branch"
+        _check(ref.type == "branch", "main must be a branch")
         log = m.snapshot_log
         if m.current_snapshot_id != ref.snapshot_id:
             log = log + (SnapshotLogEntry(timestamp_ms, ref.snapshot_id),)
@@ -34,11 +45,13 @@ def _move_ref(m: TableMetadata, name: str, ref: SnapshotRef, timestamp_ms: int,
 def add_snapshot(snapshot: Snapshot, ref: str = MAIN_BRANCH) -> Update:
     """Add `snapshot` and make it the head of branch `ref` (creating the branch)."""
     def apply(m: TableMetadata) -> TableMetadata:
-        assert m.snapshot_by_id(snapshot.snapshot_id) is None, "snapshot ids are unique"
-        assert snapshot.sequence_number == m.last_sequence_number + 1, "one new sequence number per snapshot"
+        _check(m.snapshot_by_id(snapshot.snapshot_id) is None, f"snapshot id {snapshot.snapshot_id} exists already")
+        _check(snapshot.sequence_number == m.last_sequence_number + 1,
+               f"sequence number {snapshot.sequence_number}: the next one is {m.last_sequence_number + 1}")
         head = m.refs.get(ref)
-        assert (head.snapshot_id if head else None) == snapshot.parent_snapshot_id, "parent is the ref's head"
-        assert head is None or head.type == "branch", f"cannot commit to tag {ref!r}"
+        _check((head.snapshot_id if head else None) == snapshot.parent_snapshot_id,
+               f"parent {snapshot.parent_snapshot_id} is not the head of {ref!r}")
+        _check(head is None or head.type == "branch", f"cannot commit to tag {ref!r}")
         old = m.refs.get(ref)
         new_ref = replace(old, snapshot_id=snapshot.snapshot_id) if old else SnapshotRef(snapshot.snapshot_id)
         return _move_ref(m, ref, new_ref, snapshot.timestamp_ms, snapshots=m.snapshots + (snapshot,),
@@ -51,9 +64,9 @@ def set_ref(name: str, snapshot_id: int, timestamp_ms: int, ref_type: str = "bra
             max_ref_age_ms: int | None = None) -> Update:
     """Point ref `name` at a retained snapshot (rollback, set-current, branch, tag)."""
     def apply(m: TableMetadata) -> TableMetadata:
-        assert m.snapshot_by_id(snapshot_id) is not None, f"snapshot {snapshot_id} is not retained"
+        _check(m.snapshot_by_id(snapshot_id) is not None, f"snapshot {snapshot_id} is not retained")
         old = m.refs.get(name)
-        assert old is None or old.type == ref_type, f"ref {name!r} is a {old.type}"
+        _check(old is None or old.type == ref_type, f"ref {name!r} is a {old.type if old else None}")
         ref = SnapshotRef(snapshot_id, ref_type, min_snapshots_to_keep, max_snapshot_age_ms, max_ref_age_ms)
         if old is not None and min_snapshots_to_keep is None and max_snapshot_age_ms is None and max_ref_age_ms is None:
             ref = replace(old, snapshot_id=snapshot_id)
@@ -63,7 +76,7 @@ def set_ref(name: str, snapshot_id: int, timestamp_ms: int, ref_type: str = "bra
 
 def remove_ref(name: str, timestamp_ms: int) -> Update:
     def apply(m: TableMetadata) -> TableMetadata:
-        assert name != MAIN_BRANCH, "main is removed by no operation"
+        _check(name != MAIN_BRANCH, "main cannot be removed")
         refs = {k: v for k, v in m.refs.items() if k != name}
         return replace(m, refs=FrozenMap(refs), last_updated_ms=max(m.last_updated_ms, timestamp_ms))
     return apply
@@ -74,7 +87,7 @@ def remove_snapshots(snapshot_ids: Iterable[int], timestamp_ms: int) -> Update:
     ids = frozenset(snapshot_ids)
 
     def apply(m: TableMetadata) -> TableMetadata:
-        assert not any(r.snapshot_id in ids for r in m.refs.values()), "the head of every ref is retained"
+        _check(not any(r.snapshot_id in ids for r in m.refs.values()), "the head of every ref is retained")
         return replace(m, snapshots=tuple(s for s in m.snapshots if s.snapshot_id not in ids),
                        snapshot_log=tuple(e for e in m.snapshot_log if e.snapshot_id not in ids),
                        last_updated_ms=max(m.last_updated_ms, timestamp_ms))
@@ -93,7 +106,7 @@ def succeed(base: TableMetadata, base_location: str, timestamp_ms: int) -> Table
     """The new version names the version it was built on (1.7): `base_location` becomes
     the last metadata-log entry, the log trimmed to write.metadata.previous-versions-max."""
     keep = int(base.properties.get("write.metadata.previous-versions-max", PREVIOUS_VERSIONS_MAX_DEFAULT))
-    assert keep >= 1
+    require(keep >= 1, f"write.metadata.previous-versions-max must be at least 1, not {keep}")
     log = base.metadata_log + (MetadataLogEntry(base.last_updated_ms, base_location),)
     return replace(base, metadata_log=log[-keep:], last_updated_ms=max(base.last_updated_ms, timestamp_ms))
 

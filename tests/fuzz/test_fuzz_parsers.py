@@ -59,10 +59,6 @@ def test_s3_pointer(data):
     F.s3_pointer(data)
 
 
-@pytest.mark.xfail(strict=True, raises=RecursionError,
-                   reason="finding for impl/catalog/s3.py (the table engineer's): Pointer.decode lets json's "
-                          "RecursionError escape on deeply nested input (notes/format-to-table.md); "
-                          "strict: passes, and must lose this mark, once fixed")
 def test_s3_pointer_deeply_nested():
     """Goal: a pointer object nested 100,000 deep is a CatalogError, not a RecursionError.
     Method: decode `[` * 100,000 (what the metadata JSON reader already refuses)."""
