@@ -13,21 +13,39 @@ the implementation's own CLI, `icefloe.impl.cli`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
-# subcommand -> module whose main(argv) -> int runs it
+# subcommand -> (module whose main(argv) -> int runs it, one line for --help, the packages it
+# needs beyond icefloe's own dependencies, and the extra that installs them)
 COMMANDS = {
-    "conform": "icefloe.conformance.conform",
-    "demo-pipeline": "icefloe.conformance.demo_pipeline",
+    "conform": ("icefloe.conformance.conform", "run the conformance suite against an engine (icefloe conform --help)",
+                ("hypothesis", "moto"), "conform"),
+    "demo-pipeline": ("icefloe.conformance.demo_pipeline",
+                      "two Spark jobs append while a third compacts; the checker judges the history",
+                      ("pyspark",), "spark"),
 }
+EXIT_USAGE = 2
+
+
+def missing_packages(packages) -> list:
+    return [p for p in packages if importlib.util.find_spec(p) is None]
 
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in COMMANDS:
-        module = importlib.import_module(COMMANDS[argv[0]])
-        return module.main(argv[1:])
     from icefloe.impl import cli
+    if not argv or argv[0] in ("-h", "--help"):
+        parser = cli.build_parser({name: text for name, (_, text, _, _) in COMMANDS.items()})
+        (parser.print_help if argv else parser.print_usage)()
+        return 0 if argv else EXIT_USAGE
+    if argv[0] in COMMANDS:
+        module_name, _, needs, extra = COMMANDS[argv[0]]
+        missing = missing_packages(needs)
+        if missing:
+            print(f"icefloe {argv[0]}: needs {', '.join(missing)}: pip install 'icefloe[{extra}]'", file=sys.stderr)
+            return EXIT_USAGE
+        return importlib.import_module(module_name).main(argv[1:])
     return cli.main(argv)
 
 

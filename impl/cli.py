@@ -223,24 +223,30 @@ def cmd_expire(args) -> int:
     return code
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every table command. `elsewhere` (name -> one-line description) names
+    commands the console script runs from other packages (the conformance suite), so that
+    `icefloe --help` lists every command although impl imports none of them."""
     ap = argparse.ArgumentParser(prog="icefloe", description="Iceberg v2 tables with a verified commit protocol")
     ap.add_argument("--catalog", default="sqlite:///./icefloe.db", help="catalog URI: sqlite:///F, postgresql://..., or s3://bucket/prefix "
                          "(default sqlite:///./icefloe.db)")
     ap.add_argument("--warehouse", default="./warehouse", help="where new tables live: a directory or s3://bucket/prefix "
                          "(default ./warehouse)")
-    sub = ap.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("create")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, text in (elsewhere or {}).items():
+        sub.add_parser(name, help=text, add_help=False)
+    p = sub.add_parser("create", help="create an empty table with the schema of a Parquet/CSV file")
     p.add_argument("table")
     p.add_argument("--schema-from", required=True)
     p.add_argument("--partition-by")
     p.set_defaults(fn=cmd_create)
-    p = sub.add_parser("append")
+    p = sub.add_parser("append", help="append the rows of a Parquet or CSV file")
     p.add_argument("table")
     p.add_argument("file")
     p.set_defaults(fn=cmd_append)
-    for name, fn in (("scan", cmd_scan), ("history", cmd_history)):
-        p = sub.add_parser(name)
+    for name, fn, text in (("scan", cmd_scan, "print the rows of a snapshot (current, by id, time or tag)"),
+                           ("history", cmd_history, "list the snapshots, or draw them with --graph")):
+        p = sub.add_parser(name, help=text)
         p.add_argument("table", help="namespace.table, or a metadata JSON path/URI (read-only)")
         if name == "scan":
             g = p.add_mutually_exclusive_group()
@@ -254,14 +260,14 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--graph", metavar="OUT.png|OUT.dot",
                            help="draw the snapshot DAG: a PNG, or DOT text for a .dot name")
         p.set_defaults(fn=fn, snapshot_id=None, as_of=None, tag=None)
-    p = sub.add_parser("rollback")
+    p = sub.add_parser("rollback", help="move main back to an ancestor snapshot")
     p.add_argument("table")
     p.add_argument("snapshot_id", type=int)
     p.set_defaults(fn=cmd_rollback)
-    p = sub.add_parser("compact")
+    p = sub.add_parser("compact", help="rewrite small data files into one per partition")
     p.add_argument("table")
     p.set_defaults(fn=cmd_compact)
-    p = sub.add_parser("expire")
+    p = sub.add_parser("expire", help="expire old snapshots and delete the files only they reached")
     p.add_argument("table")
     p.add_argument("--older-than", type=int, help="milliseconds since the epoch")
     p.add_argument("--retain-last", type=int)
