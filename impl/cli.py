@@ -41,7 +41,7 @@ from icefloe.impl.format.types import schema_from_arrow, schema_to_arrow
 from icefloe.impl.io.locations import scheme_of
 from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.io.locations import canonical_location
-from icefloe.impl.outcomes import Committed, IcefloeError
+from icefloe.impl.outcomes import STORE, Committed, IcefloeError
 from icefloe.impl.table import scan as S
 from icefloe.impl.table.table import Table, create_table
 
@@ -87,7 +87,7 @@ def _read_only(text: str):
     if text.startswith(S3_SCHEMES):
         location = text
     else:
-        location = canonical_location(text if text.startswith("file:") else Path(text).resolve().as_uri())
+        location = canonical_location(text if text.startswith("file:") else "file://" + str(Path(text).resolve()))
     store = StoreRouter()
     return store, from_json(store.get(location), location)
 
@@ -97,7 +97,9 @@ def _table_location(warehouse: str, ident: TableIdentifier) -> str:
         return "/".join([warehouse.rstrip("/"), *ident.namespace, ident.name])
     if "://" in warehouse and scheme_of(warehouse) != "file":
         raise UsageError(f"--warehouse {warehouse}: a local directory or s3://bucket/prefix")
-    return Path(warehouse.removeprefix("file://")).resolve().joinpath(*ident.namespace, ident.name).as_uri()
+    # A plain file:// location, not a percent-encoded URI: a warehouse "./my wh" is the
+    # directory "my wh", as every reader of the metadata will take it.
+    return "file://" + str(Path(warehouse.removeprefix("file://")).resolve().joinpath(*ident.namespace, ident.name))
 
 
 def cmd_create(args) -> int:
@@ -127,9 +129,14 @@ def _report(outcome) -> int:
         print("nothing to do: no commit")
         return EXIT_OK
     if isinstance(outcome, Committed):
-        print(f"committed snapshot {outcome.snapshot_id} in {outcome.attempts} attempt(s)")
+        what = f"snapshot {outcome.snapshot_id}" if outcome.snapshot_id is not None else "no snapshot: metadata change"
+        print(f"committed {what} in {outcome.attempts} attempt(s)")
         return EXIT_OK
-    print(f"not committed: {type(outcome).__name__}: {outcome.reason}", file=sys.stderr)
+    if getattr(outcome, "cause", None) == STORE:
+        print(f"not committed: storage or catalog unavailable: {outcome.reason}", file=sys.stderr)
+        return EXIT_NOT_COMMITTED
+    cause = f" ({outcome.cause})" if getattr(outcome, "cause", None) else ""
+    print(f"not committed: {type(outcome).__name__}{cause}: {outcome.reason}", file=sys.stderr)
     return EXIT_NOT_COMMITTED
 
 
@@ -216,11 +223,29 @@ def cmd_compact(args) -> int:
     return _report(_table(args).rewrite_files())
 
 
+def _cleanup_report(cleanup, what: str) -> None:
+    print(cleanup.summary())
+    if not cleanup.complete:
+        print(f"icefloe: warning: {what}; cleanup incomplete (orphan removal can finish it later): "
+              f"{cleanup.summary()}", file=sys.stderr)
+
+
 def cmd_expire(args) -> int:
-    outcome, deleted = _table(args).expire_snapshots(args.older_than, args.retain_last)
+    outcome, cleanup = _table(args).expire_snapshots(args.older_than, args.retain_last)
     code = _report(outcome)
-    print(f"deleted {len(deleted)} file(s)")
+    if code == EXIT_OK:
+        _cleanup_report(cleanup, "committed")
     return code
+
+
+def cmd_remove_orphans(args) -> int:
+    cleanup = _table(args).remove_orphan_files(args.older_than, dry_run=args.dry_run)
+    for location in cleanup:
+        print(f"{'would delete' if args.dry_run else 'deleted'} {location}")
+    for location in cleanup.refused:
+        print(f"refused (outside the table) {location}")
+    _cleanup_report(cleanup, "orphan removal ran")
+    return EXIT_OK
 
 
 def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentParser:
@@ -272,6 +297,13 @@ def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentPa
     p.add_argument("--older-than", type=int, help="milliseconds since the epoch")
     p.add_argument("--retain-last", type=int)
     p.set_defaults(fn=cmd_expire)
+    p = sub.add_parser("remove-orphans", help="delete files no snapshot reaches (and dead writers' temporary files)")
+    p.add_argument("table")
+    p.add_argument("--older-than", type=int, metavar="MS",
+                   help="only files last modified before this time, in ms since the epoch (default: 3 days ago; "
+                        "younger files may belong to a commit in flight)")
+    p.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    p.set_defaults(fn=cmd_remove_orphans)
     return ap
 
 
@@ -280,6 +312,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     try:
         return args.fn(args)
+    except BrokenPipeError:            # `icefloe scan ... | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except (UsageError, IcefloeError, CatalogError, ValueError, KeyError, OSError) as e:
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"icefloe: {type(e).__name__}: {message}", file=sys.stderr)

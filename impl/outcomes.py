@@ -19,10 +19,13 @@ class Swapped:
 @dataclass(frozen=True)
 class SwapRejected:
     """Definitely not applied: the pointer was not `expected_location`, or the request
-    failed before it could have had any effect."""
+    failed before it could have had any effect. `unavailable`: the catalog could not take
+    the request at all (a read-only or unreachable database, an unreadable pointer), which
+    a retry reports as such rather than as losing a race."""
     expected_location: str
     actual_location: str | None
     reason: str
+    unavailable: bool = False
 
 
 @dataclass(frozen=True)

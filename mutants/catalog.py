@@ -126,8 +126,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "spec: sequence-number inheritance", model_covers=False),
     # -- requirements (7.3) --------------------------------------------------------------------
     Mutant("files-live-checks-one-snapshot", REQUIREMENTS_PY,
-           "        wanted = {canonical_location(p) for p in self.paths}\n        for snap in between:",
-           "        wanted = {canonical_location(p) for p in self.paths}\n        for snap in between[:1]:  # mutant",
+           "        wanted = {comparable_location(p) for p in self.paths}\n        for snap in between:",
+           "        wanted = {comparable_location(p) for p in self.paths}\n        for snap in between[:1]:  # mutant",
            REQUIREMENTS, "a validation looks at one snapshot in between instead of all of them",
            "apache/iceberg #10312"),
     Mutant("serializable-ignores-appends", REQUIREMENTS_PY,
@@ -147,21 +147,21 @@ MUTANTS: tuple[Mutant, ...] = (
            "apache/iceberg #10312", model_covers=False),
     # -- expiry and orphan removal (11, 12) ------------------------------------------------------
     Mutant("expire-ignores-retained-reach", MAINTENANCE_PY,
-           "            if c not in keep and _under(x, post.location)",
-           "            if _under(x, post.location)",
+           "            if c not in keep and not x.endswith(_PROTECTED_SUFFIXES):",
+           "            if not x.endswith(_PROTECTED_SUFFIXES):  # mutant",
            EXPIRY, "expiry deletes every object an expired snapshot reached, even those retained ones reach",
            "apache/iceberg #17304, #13568"),
     Mutant("expire-keeps-main-only", MAINTENANCE_PY,
-           "    keep = reachable(tree, post)\n    gone",
-           "    keep = {canonical_location(x) for s in post.ancestors_of(post.current_snapshot_id)\n"
-           "            for x in tree.reach(s)}  # mutant: blind to tags and branches\n    gone",
+           "        keep = reachable(tree, post)\n    except _READ_ERRORS",
+           "        keep = {canonical_location(x) for s in post.ancestors_of(post.current_snapshot_id)\n"
+           "                for x in tree.reach(s)}  # mutant: blind to tags and branches\n    except _READ_ERRORS",
            REFS, "expiry keeps only what main's ancestry reaches, deleting files a tag or branch still reaches",
            "apache/iceberg #13568", model_covers=False),
     Mutant("orphans-keep-current-only", MAINTENANCE_PY,
-           "    keep = reachable(tree, metadata)\n    deleted = []",
+           "    keep = reachable(tree, metadata)\n    gone: dict[str, str] = {}",
            "    current = metadata.current_snapshot()\n"
            "    keep = set() if current is None else {canonical_location(x) for x in tree.reach(current)}  # mutant\n"
-           "    deleted = []",
+           "    gone: dict[str, str] = {}",
            ORPHANS, "orphan removal keeps only the current snapshot's files (time travel breaks)",
            "spec 12.1"),
     # -- reads (10) -----------------------------------------------------------------------------

@@ -14,10 +14,26 @@ from typing import Protocol
 from icefloe.impl.outcomes import IcefloeError, SwapResult
 
 
+# Characters a level of an identifier may not hold: a level becomes a path segment of the
+# table's location, so a separator would let one identifier reach another's directory or
+# leave the warehouse (../shared/repro bug3, bug4).
+_FORBIDDEN_IN_LEVEL = ("/", "\\", "\x00")
+
+
 @dataclass(frozen=True, order=True)
 class TableIdentifier:
     namespace: tuple[str, ...]
     name: str
+
+    def __post_init__(self):
+        levels = (*self.namespace, self.name)
+        if not self.namespace:
+            raise InvalidIdentifier(f"table name must be 'namespace.table', got {self.name!r}")
+        for level in levels:
+            if not isinstance(level, str) or not level.strip() or level in (".", "..") \
+                    or any(c in level for c in _FORBIDDEN_IN_LEVEL):
+                raise InvalidIdentifier(f"{'.'.join(map(str, levels))!r}: {level!r} cannot be a level of a table "
+                                        "name (empty, '.', '..', or holding '/', '\\' or NUL)")
 
     @classmethod
     def parse(cls, text: str) -> "TableIdentifier":

@@ -241,7 +241,8 @@ class S3Catalog:
             except NotFound:
                 return SwapRejected(expected_location, None, "no such table")
             except (StoreError, CatalogUnavailable) as e:
-                return SwapRejected(expected_location, None, f"pointer unreadable, nothing sent: {e}")
+                return SwapRejected(expected_location, None, f"pointer unreadable, nothing sent: {e}",
+                                    unavailable=True)
             if seen.pointer.metadata_location != expected_location:
                 return SwapRejected(expected_location, seen.pointer.metadata_location,
                                     "metadata location changed")
@@ -258,7 +259,7 @@ class S3Catalog:
             except StoreOutcomeUnknown as e:
                 return self._reconcile(identifier, expected_location, new_location, str(e))
             except StoreError as e:  # StoreUnavailable and other definite errors: not applied
-                return SwapRejected(expected_location, None, f"not applied: {e}")
+                return SwapRejected(expected_location, None, f"not applied: {e}", unavailable=True)
             if info.etag and info.etag != seen.etag:     # else: a store that breaks If-Match's
                 self._remember(identifier, _Seen(pointer, info.etag))   # contract; read it again next time
             return Swapped(new_location)

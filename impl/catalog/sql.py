@@ -277,6 +277,13 @@ class SqlCatalog:
                              + self._type_filter(), (self.name, ".".join(namespace)))
         return sorted(TableIdentifier(tuple(namespace), r[0]) for r in rows)
 
+    def table_locations(self) -> dict[str, str]:
+        """Every table of this catalog (its name as text, since a foreign writer's name may
+        not parse) and its current metadata location, in one query."""
+        rows = self._execute("SELECT table_namespace, table_name, metadata_location FROM iceberg_tables"
+                             " WHERE catalog_name = ?" + self._type_filter(), (self.name,))
+        return {f"{r[0]}.{r[1]}": r[2] for r in rows if r[2]}
+
     def create(self, identifier: TableIdentifier, metadata_location: str) -> None:
         """Register a table (its metadata file already written); creates its namespace if needed."""
         ns = identifier.namespace_str
@@ -343,7 +350,8 @@ class SqlCatalog:
             self._discard_conn()
             if stage == "commit":
                 return SwapUnknown(expected_location, new_location, f"error on COMMIT: {e!r}")
-            return SwapRejected(expected_location, None, f"database error at {stage}, before COMMIT: {e!r}")
+            return SwapRejected(expected_location, None, f"database error at {stage}, before COMMIT: {e!r}",
+                                unavailable=True)
         if row is None:
             return SwapRejected(expected_location, None, "no such table")
         return SwapRejected(expected_location, row[0], "metadata location changed")

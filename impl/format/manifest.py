@@ -192,3 +192,16 @@ def listed_manifests(manifests: Iterable[ManifestFile], snapshot_id: int,
             changes["partitions"] = tuple(m.partitions)
         out.append(replace(m, **changes) if changes else m)
     return out
+
+
+_MOVED = {"read_manifest": "manifest_reader", "read_manifest_list": "manifest_reader",
+          "write_manifest": "manifest_writer", "write_manifest_list": "manifest_writer"}
+
+
+def __getattr__(name):
+    """The reader and writer live in manifest_reader / manifest_writer (issue 10); code
+    that imported them from here keeps working."""
+    if name in _MOVED:
+        import importlib
+        return getattr(importlib.import_module(f"icefloe.impl.format.{_MOVED[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

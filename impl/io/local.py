@@ -12,8 +12,11 @@ while it checks the etag and renames the new content into place; delete takes th
 lock, so a delete cannot slip between the check and the rename. This is acceptable
 locally because every writer of a local table runs on this host and goes through this
 code (flock is advisory); it is not a protocol for network filesystems, where flock
-semantics vary. Lock files are never removed (removing a lock file races with its next
-locker) and, like temporary files, are hidden from `list`.
+semantics vary. The holder removes the lock file before it lets go, so none is left
+behind (../shared/repro bug8); a locker that waited on a file removed meanwhile sees that
+its file is no longer the one at the path (inode check) and starts over on a fresh one.
+Lock and temporary files are hidden from `list`; `stale_temporaries` finds the temporary
+files of writers that died between writing and linking, for orphan removal.
 
 The etag is a content hash, as S3's: it changes whenever the content changes.
 """
@@ -40,6 +43,7 @@ from icefloe.impl.io.locations import local_path
 _TEMP_SUFFIX = ".icefloe-tmp"
 _LOCK_SUFFIX = ".icefloe-lock"
 _READ_CHUNK_BYTES = 1 << 20
+LOCK_ATTEMPTS_MAX = 64   # a lock file replaced this often in a row means something else is wrong
 
 
 def _is_internal(name: str) -> bool:
@@ -213,17 +217,55 @@ class LocalStore(CountingMixin):
     def _locked(self, location: str, path: str):
         directory, name = os.path.split(path)
         lock_path = os.path.join(directory, f".{name}{_LOCK_SUFFIX}")
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except (FileNotFoundError, NotADirectoryError):
-            raise NotFound(location, "no such object") from None
-        except OSError as e:
-            raise StoreUnavailable(location, f"cannot open lock file: {e}") from e
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing the descriptor releases the flock
+        for _ in range(LOCK_ATTEMPTS_MAX):
+            try:
+                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except (FileNotFoundError, NotADirectoryError):
+                raise NotFound(location, "no such object") from None
+            except OSError as e:
+                raise StoreUnavailable(location, f"cannot open lock file: {e}") from e
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    current = os.stat(lock_path).st_ino
+                except FileNotFoundError:
+                    current = None
+                if current != os.fstat(fd).st_ino:
+                    continue          # the holder before us removed this file: lock a fresh one
+                try:
+                    yield
+                finally:
+                    self._unlink_quietly(lock_path)   # still held: nobody can lock this inode now
+                return
+            finally:
+                os.close(fd)  # closing the descriptor releases the flock
+        raise StoreUnavailable(location, f"lock file replaced {LOCK_ATTEMPTS_MAX} times in a row")
+
+    # -- leftovers and links ----------------------------------------------------------
+
+    def stale_temporaries(self, prefix: str, older_than_ms: int) -> list[str]:
+        """Temporary files under `prefix` last modified before `older_than_ms`: what writers
+        that died between writing an object and linking it left behind."""
+        prefix_path = local_path(prefix)
+        base = prefix_path if prefix_path.endswith("/") else os.path.dirname(prefix_path)
+        out = []
+        for dirpath, dirnames, filenames in os.walk(base):
+            dirnames.sort()
+            for name in sorted(filenames):
+                path = os.path.join(dirpath, name)
+                if name.startswith(".") and name.endswith(_TEMP_SUFFIX) and path.startswith(prefix_path):
+                    try:
+                        if _mtime_ms(os.stat(path)) < older_than_ms:
+                            out.append(prefix + path[len(prefix_path):])
+                    except FileNotFoundError:
+                        continue
+        return out
+
+    @staticmethod
+    def resolve(location: str) -> str:
+        """The location with every symbolic link on its path resolved (what a delete would
+        really reach)."""
+        return "file://" + os.path.realpath(local_path(location))
 
     @staticmethod
     def _unlink_quietly(path: str) -> None:

@@ -55,6 +55,15 @@ def local_path(location: str) -> str:
     return path
 
 
+def comparable_location(location: str) -> str:
+    """canonical_location, or the text itself when it is not a location icefloe can parse
+    (a foreign writer's path with a '..' segment, say): for comparing, never for opening."""
+    try:
+        return canonical_location(location)
+    except InvalidLocation:
+        return location
+
+
 def canonical_location(location: str) -> str:
     """One spelling per object, for comparing locations written by different tools:
     `file:///abs/path` for local files, the location unchanged for other schemes."""

@@ -122,3 +122,13 @@ class StoreRouter:
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         return self.store_for(prefix).list(prefix)
+
+    def resolve(self, location: str) -> str:
+        """The store's view of `location` with links resolved (stores without links:
+        unchanged); see LocalStore.resolve."""
+        resolve = getattr(self.store_for(location), "resolve", None)
+        return location if resolve is None else resolve(location)
+
+    def stale_temporaries(self, prefix: str, older_than_ms: int) -> list[str]:
+        stale = getattr(self.store_for(prefix), "stale_temporaries", None)
+        return [] if stale is None else stale(prefix, older_than_ms)

@@ -38,6 +38,7 @@ from icefloe.impl.table import updates as U
 from icefloe.impl.table.env import (
     Env, backoff_wait_ms, manifest_list_location, metadata_file_location, metadata_version,
 )
+from icefloe.impl.table.confinement import Confinement, check_metadata_location
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.requirements import Requirement, check_all
 
@@ -99,7 +100,12 @@ class RetryPolicy:
 
 
 def read_metadata(io: ObjectStore, location: str) -> TableMetadata:
-    return from_json(io.get(location), location)
+    """The metadata file at `location`; CorruptMetadata if its location field disagrees with
+    the table root its own location implies (confinement.py: the commit would write, and
+    cleanup delete, wherever the field points)."""
+    metadata = from_json(io.get(location), location)
+    check_metadata_location(metadata, location)
+    return metadata
 
 
 class PendingCommit:
@@ -133,6 +139,8 @@ class PendingCommit:
         self.outcome: CommitOutcome | None = None
         self.started_ms = 0
         self.swap_results: list = []
+        self.catalog_unavailable: str | None = None   # the last rejection, when the catalog was unavailable
+
 
     # -- helpers for operations --------------------------------------------------------
 
@@ -296,6 +304,7 @@ class PendingCommit:
             except StoreError:
                 pass  # the commit stands; what was not deleted is left to orphan removal (12)
         elif isinstance(result, SwapRejected):
+            self.catalog_unavailable = result.reason if result.unavailable else None
             self.phase = RETRY
         else:
             assert isinstance(result, SwapUnknown), result
@@ -331,6 +340,10 @@ class PendingCommit:
             return
         if self.attempt >= policy.commit_attempts_max or time_up:
             why = ATTEMPTS if not time_up else TIME
+            if self.catalog_unavailable:   # not a lost race: say what the catalog said (bug10)
+                self._finish_failed(pointer, f"the catalog could not take the swap ({self.catalog_unavailable}); "
+                                             f"gave up after {self.attempt} attempt(s)", STORE)
+                return
             self._finish_failed(pointer, f"out of {why} after {self.attempt} attempt(s)", why)
             return
         problem = check_all(self.operation.requirements(self), metadata, self.starting_snapshot_id, self.tree)
@@ -379,7 +392,10 @@ class PendingCommit:
             if canonical_location(location) in self.unknown_bases:
                 self._finish_unknown(f"{reason}; the pointer is still the base of an unknown attempt")
                 return
+        confinement = Confinement.for_metadata(self.first_base_location, self.io)
         for obj in reversed(self.written):
+            if confinement is None or not confinement.allows(obj):
+                continue  # never outside the table the catalog names (left to orphan removal)
             try:
                 self.io.delete(obj)
             except StoreError:

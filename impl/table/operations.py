@@ -13,6 +13,7 @@ from icefloe.impl.table import updates as U
 from icefloe.impl.table.commit import METADATA, PendingCommit
 from icefloe.impl.table.requirements import AssertRefSnapshotId, SnapshotRetained
 from icefloe.impl.outcomes import require
+from icefloe.impl.table.maintenance import Cleanup
 
 MIN_SNAPSHOTS_TO_KEEP_DEFAULT = 1
 MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 24 * 3600 * 1000  # Iceberg's history.expire.max-snapshot-age-ms
@@ -141,7 +142,7 @@ class ExpireSnapshots(_MetadataOnly):
                  snapshot_ids=None):
         self.older_than_ms, self.retain_last = older_than_ms, retain_last
         self.snapshot_ids = None if snapshot_ids is None else frozenset(snapshot_ids)
-        self.deleted_files: list[str] = []
+        self.deleted_files = Cleanup()
 
     def _expired(self, c, m: TableMetadata) -> set[int]:
         keep = retained_snapshot_ids(m, c.env.wall_ms(), self.older_than_ms, self.retain_last)
@@ -160,5 +161,9 @@ class ExpireSnapshots(_MetadataOnly):
         return [U.remove_snapshots(self._expired(c, c.base), c.env.wall_ms())]
 
     def after_acknowledged(self, c, pre, post):
+        from icefloe.impl.table.confinement import Confinement
         from icefloe.impl.table.maintenance import expire_cleanup
-        self.deleted_files = expire_cleanup(c.io, c.tree, pre, post)
+        # The root the catalog vouched for when the operation read the table (9.x: the
+        # pointer, never the metadata file's own location field).
+        self.deleted_files = expire_cleanup(c.io, c.tree, pre, post,
+                                            Confinement.for_metadata(c.first_base_location, c.io))

@@ -17,7 +17,7 @@ from icefloe.impl.format import expressions as E
 from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.metadata import MAIN_BRANCH, TableMetadata
-from icefloe.impl.io.locations import canonical_location
+from icefloe.impl.io.locations import comparable_location
 from icefloe.impl.table.files import TreeReader, snapshots_between
 
 # Reserved field ids of a position delete file (Iceberg spec "Position Delete Files").
@@ -81,10 +81,10 @@ class FilesStillLive:
         between, problem = _between(base, self.ref, starting_snapshot_id)
         if problem:
             return problem
-        wanted = {canonical_location(p) for p in self.paths}
+        wanted = {comparable_location(p) for p in self.paths}
         for snap in between:
             for e in tree.changes(snap).removed_data:
-                if canonical_location(e.data_file.file_path) in wanted:
+                if comparable_location(e.data_file.file_path) in wanted:
                     return f"snapshot {snap.snapshot_id} removed {e.data_file.file_path}"
         return None
 

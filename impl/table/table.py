@@ -13,7 +13,7 @@ from typing import Mapping
 
 import pyarrow as pa
 
-from icefloe.impl.catalog.base import Catalog, TableAlreadyExists, TableIdentifier
+from icefloe.impl.catalog.base import Catalog, CatalogError, NoSuchTable, TableAlreadyExists, TableIdentifier
 from icefloe.impl.format.manifest import DataFile
 from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata, new_table_metadata, to_json
 from icefloe.impl.format.transforms import PartitionSpec
@@ -22,6 +22,7 @@ from icefloe.impl.io.base import ObjectStore
 from icefloe.impl.outcomes import CommitOutcome, Committed, require
 from icefloe.impl.table import maintenance, operations as ops, producer as P, scan as S
 from icefloe.impl.table.commit import PendingCommit, RetryPolicy, read_metadata
+from icefloe.impl.table.confinement import Confinement, catalog_tables, check_no_overlap
 from icefloe.impl.table.env import Env, metadata_file_location
 from icefloe.impl.table.files import TreeReader
 
@@ -30,11 +31,14 @@ def create_table(catalog: Catalog, identifier: TableIdentifier | str, schema: Sc
                  partition_spec: PartitionSpec | None = None, location: str | None = None,
                  properties: Mapping[str, str] | None = None, *, io: ObjectStore,
                  env: Env | None = None) -> "Table":
-    """Write the first metadata file (version 0) and register it; TableAlreadyExists if
-    the identifier is taken (the file written is then deleted: it was never referenced)."""
+    """Write the first metadata file (version 0) and register it. TableLocationOverlap if
+    `location` is, or is inside, or contains another table's (nothing is written then);
+    TableAlreadyExists if the identifier is taken. When the catalog refuses, the metadata
+    file written is deleted, unless the catalog may have registered it after all."""
     require(bool(location), "a table needs a location")
     env = env or Env()
     identifier = TableIdentifier.parse(identifier) if isinstance(identifier, str) else identifier
+    check_no_overlap(location, catalog_tables(catalog))
     metadata = new_table_metadata(schema, location.rstrip("/"), env.uuid(), env.wall_ms(),
                                   partition_spec or PartitionSpec(0, ()), properties=properties)
     metadata_location = metadata_file_location(metadata.location, 0, env.uuid())
@@ -44,6 +48,18 @@ def create_table(catalog: Catalog, identifier: TableIdentifier | str, schema: Sc
     except TableAlreadyExists:
         io.delete(metadata_location)
         raise
+    except CatalogError:
+        # Refused (a read-only database, say) or lost on the way back: delete the file only
+        # if the catalog now says the table is not there (../shared/repro bug10).
+        try:
+            registered = catalog.load(identifier) == metadata_location
+        except NoSuchTable:
+            registered = False
+        except CatalogError:
+            raise                            # unknown: the file stays for orphan removal
+        if not registered:
+            io.delete(metadata_location)
+            raise
     return Table(catalog, identifier, io, env)
 
 
@@ -198,18 +214,25 @@ class Table:
         return self._run(ops.SetProperties(dict(updates), removals))
 
     def expire_snapshots(self, older_than_ms: int | None = None, retain_last: int | None = None,
-                         snapshot_ids=None) -> tuple[CommitOutcome, list[str]]:
+                         snapshot_ids=None) -> tuple[CommitOutcome, "maintenance.Cleanup"]:
         """Expire and (after an acknowledged swap only) delete what became unreachable;
-        returns the outcome and the deleted locations."""
+        returns the outcome and the cleanup (the deleted locations, and what was refused
+        or failed: the expiry stands either way)."""
         operation = ops.ExpireSnapshots(older_than_ms, retain_last, snapshot_ids)
         return self._run(operation), operation.deleted_files
 
-    def remove_orphan_files(self, older_than_ms: int | None = None) -> list[str]:
-        """12: list the table location, delete unreachable objects older than the threshold."""
+    def remove_orphan_files(self, older_than_ms: int | None = None, *, dry_run: bool = False
+                            ) -> "maintenance.Cleanup":
+        """12: list the table's root (as the catalog names it), delete unreachable objects
+        and dead writers' temporary files older than the threshold (default: 3 days ago).
+        The result lists the deleted locations (with `dry_run`: those it would delete) and
+        what it refused or failed to delete."""
         self.refresh()
         if older_than_ms is None:
             older_than_ms = self.env.wall_ms() - maintenance.ORPHAN_AGE_MS_DEFAULT
-        return maintenance.remove_orphan_files(self.io, self._metadata, older_than_ms, self.tree)
+        confinement = Confinement.for_metadata(self.metadata_location, self.io)
+        return maintenance.remove_orphan_files(self.io, self._metadata, older_than_ms, self.tree,
+                                               confinement=confinement, dry_run=dry_run)
 
     def _target(self, snapshot_id: int | None) -> int:
         if snapshot_id is not None:

@@ -228,7 +228,7 @@ class Run:
 
     def _orphans(self):
         if self.variant == "orphans-no-threshold":
-            F.remove_orphans_no_threshold(self.io, self.table.refresh().metadata, 0)
+            F.remove_orphans_no_threshold(self.io, self.table.refresh().metadata_location, 0)
         else:
             self.table.remove_orphan_files()
 

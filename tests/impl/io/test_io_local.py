@@ -54,9 +54,10 @@ def test_list_keeps_the_prefix_spelling_and_hides_internal_files(tmp_path):
     """list returns locations spelled like the prefix, never lock or temporary files."""
     store = LocalStore()
     info = store.put_if_absent(f"file://{tmp_path}/t/p", b"1")
-    store.compare_and_swap(f"file://{tmp_path}/t/p", b"2", info.etag)  # leaves a lock file
+    store.compare_and_swap(f"file://{tmp_path}/t/p", b"2", info.etag)  # removes its lock file after
     (tmp_path / "t" / ".q.0123.icefloe-tmp").write_bytes(b"crashed writer's temp")
-    assert sorted(os.listdir(tmp_path / "t")) == [".p.icefloe-lock", ".q.0123.icefloe-tmp", "p"]
+    (tmp_path / "t" / ".r.icefloe-lock").write_bytes(b"")                # a lock being held
+    assert sorted(os.listdir(tmp_path / "t")) == [".q.0123.icefloe-tmp", ".r.icefloe-lock", "p"]
     assert [i.location for i in store.list(f"file:{tmp_path}/t/")] == [f"file:{tmp_path}/t/p"]
     assert [i.location for i in store.list(f"file://{tmp_path}/t/")] == [f"file://{tmp_path}/t/p"]
     assert [i.location for i in store.list(f"{tmp_path}/t/")] == [f"{tmp_path}/t/p"]
@@ -108,3 +109,49 @@ def test_racing_processes_have_one_winner(tmp_path, kind):
     assert results.count(loser) == PROCESS_RACERS - 1, results
     winner = results.index("won")
     assert store.get(location) == f"p{winner}".encode()
+
+
+def test_locks_leave_no_files_and_stay_exclusive(tmp_path):
+    """Goal: compare-and-swap and delete leave no lock file behind (../shared/repro bug8),
+    and removing the lock file does not let two lockers in at once. Method: 8 threads x 25
+    compare-and-swaps incrementing a counter object (a lost update would show as a
+    smaller count), deletes in between; then no file but the object remains."""
+    import threading
+    store = LocalStore(fsync=False)
+    loc = f"file://{tmp_path}/t/counter"
+    store.put_if_absent(loc, b"0")
+    for i in range(5):
+        store.put_if_absent(f"file://{tmp_path}/t/x{i}", b"x")
+        store.delete(f"file://{tmp_path}/t/x{i}")
+    done = []
+
+    def bump():
+        n = 0
+        while n < 25:
+            info = store.stat(loc)
+            try:
+                store.compare_and_swap(loc, str(int(store.get(loc)) + 1).encode(), info.etag)
+            except PreconditionFailed:
+                continue
+            n += 1
+        done.append(n)
+    threads = [threading.Thread(target=bump) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.get(loc) == b"200" and sum(done) == 200
+    assert sorted(os.listdir(tmp_path / "t")) == ["counter"]
+
+
+def test_stale_temporaries_are_found_by_age(tmp_path):
+    """Goal: orphan removal can find what dead writers left. Method: two temporary files,
+    one old, one fresh; only the old one is stale."""
+    store = LocalStore()
+    (tmp_path / "t").mkdir()
+    old, fresh = tmp_path / "t" / ".a.1.icefloe-tmp", tmp_path / "t" / ".b.2.icefloe-tmp"
+    old.write_bytes(b"a")
+    fresh.write_bytes(b"b")
+    os.utime(old, (1_000_000, 1_000_000))
+    found = store.stale_temporaries(f"file://{tmp_path}/t/", int(fresh.stat().st_mtime * 1000) - 1)
+    assert found == [f"file://{tmp_path}/t/.a.1.icefloe-tmp"]
