@@ -165,10 +165,13 @@ class ExpireDeletedEntries(ops.ExpireSnapshots):
         self.deleted_files = sorted(gone)
 
 
-def remove_orphans_no_threshold(io, metadata, older_than_ms, tree=None):
+def remove_orphans_no_threshold(io, metadata_location, older_than_ms, tree=None):
     """Orphan removal that ignores its age threshold: everything unreferenced goes, including
     the files of commits still in flight."""
-    return maintenance.remove_orphan_files(io, metadata, 2 ** 62, tree)
+    from icefloe.impl.table.commit import read_metadata
+    from icefloe.impl.table.confinement import Confinement
+    return maintenance.remove_orphan_files(io, read_metadata(io, metadata_location), 2 ** 62, tree,
+                                           confinement=Confinement.for_metadata(metadata_location, io))
 
 
 # -- unconditional writes --------------------------------------------------------------------
