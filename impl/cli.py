@@ -43,9 +43,10 @@ from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import STORE, Committed, IcefloeError
 from icefloe.impl.table import scan as S
+from icefloe.impl.table.append_schema import SchemaMismatch, conform_rows
 from icefloe.impl.table.table import Table, create_table
 
-EXIT_OK, EXIT_NOT_COMMITTED, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_NOT_COMMITTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -116,12 +117,11 @@ def cmd_create(args) -> int:
 def cmd_append(args) -> int:
     table = _table(args)
     rows = _read_rows(args.file)
-    target = schema_to_arrow(table.metadata.schema())
     try:
-        rows = rows.select(target.names).cast(target)
-    except (KeyError, pa.ArrowInvalid, ValueError) as e:
-        raise UsageError(f"{args.file}: does not match the table's schema: {e}") from None
-    return _report(table.append(rows))
+        rows = conform_rows(rows, table.metadata.schema(), widen=args.cast)
+    except SchemaMismatch as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    return _report(table.append(rows, widen=args.cast))
 
 
 def _report(outcome) -> int:
@@ -268,6 +268,10 @@ def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentPa
     p = sub.add_parser("append", help="append the rows of a Parquet or CSV file")
     p.add_argument("table")
     p.add_argument("file")
+    p.add_argument("--cast", action="store_true",
+                   help="also apply the safe widenings (int to long, float to double, a wider decimal); "
+                        "without it the file's column types must be the table's. Never: dropping a column, "
+                        "moving a zoned timestamp to UTC wall time, strings into numbers, narrowing")
     p.set_defaults(fn=cmd_append)
     for name, fn, text in (("scan", cmd_scan, "print the rows of a snapshot (current, by id, time or tag)"),
                            ("history", cmd_history, "list the snapshots, or draw them with --graph")):
@@ -319,6 +323,11 @@ def main(argv=None) -> int:
         message = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"icefloe: {type(e).__name__}: {message}", file=sys.stderr)
         return EXIT_USAGE
+    except Exception as e:  # noqa: BLE001 - a bug of ours: one line, its own exit code, never a traceback
+        message = str(e).splitlines()[0] if str(e) else ""
+        print(f"icefloe: internal error ({type(e).__name__}: {message}); please report it with the command",
+              file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

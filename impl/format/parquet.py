@@ -247,6 +247,10 @@ def _project(array: pa.Array, target: T.IcebergType, location: str) -> pa.Array:
     """`array` (one chunk, file types) as the Arrow type of `target`, children by id."""
     arrow_target = T.type_to_arrow(target)
     mask = array.is_null() if array.null_count else None
+    nested = {T.StructType: pa.types.is_struct, T.ListType: pa.types.is_list, T.MapType: pa.types.is_map}
+    for kind, holds in nested.items():
+        if isinstance(target, kind) and not holds(array.type):
+            raise DataFileError(f"the table's schema says {target}, the file holds {array.type}", location)
     if isinstance(target, T.StructType):
         by_id = {_field_id(array.type.field(i)): child
                  for i, child in enumerate(array.flatten())}

@@ -21,6 +21,7 @@ from icefloe.impl.format.types import Schema
 from icefloe.impl.io.base import ObjectStore
 from icefloe.impl.outcomes import CommitOutcome, Committed, require
 from icefloe.impl.table import maintenance, operations as ops, producer as P, scan as S
+from icefloe.impl.table.append_schema import conform_rows
 from icefloe.impl.table.commit import PendingCommit, RetryPolicy, read_metadata
 from icefloe.impl.table.confinement import Confinement, catalog_tables, check_no_overlap
 from icefloe.impl.table.env import Env, metadata_file_location
@@ -170,12 +171,15 @@ class Table:
         commit.run()
         return self.adopt(commit)
 
-    def append(self, rows: pa.Table, *, branch: str = MAIN_BRANCH) -> CommitOutcome:
-        return self._run(P.FastAppend(rows, branch))
+    def append(self, rows: pa.Table, *, branch: str = MAIN_BRANCH, widen: bool = False) -> CommitOutcome:
+        """Append `rows`; SchemaMismatch (nothing written) if they do not fit the table's
+        schema as they are (append_schema.py; `widen`: the spec's safe widenings too)."""
+        return self._run(P.FastAppend(conform_rows(rows, self._metadata.schema(), widen=widen), branch))
 
     def overwrite(self, rows: pa.Table, row_filter="true", *, branch: str = MAIN_BRANCH,
                   isolation: str = P.SERIALIZABLE) -> CommitOutcome:
         """Replace the rows matching `row_filter` (default: every row) with `rows`."""
+        rows = conform_rows(rows, self._metadata.schema())
         return self._run(P.DeleteWhere(_filter(row_filter), rows, branch, isolation))
 
     def delete(self, row_filter, *, branch: str = MAIN_BRANCH, isolation: str = P.SERIALIZABLE) -> CommitOutcome:

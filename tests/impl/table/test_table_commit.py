@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 
 from icefloe.impl.outcomes import Committed, Conflict
 from icefloe.impl.table import producer as P
@@ -253,14 +255,18 @@ def test_failed_cleanup_after_an_acknowledged_expiry_keeps_the_commit(mem):
 
 
 def test_rows_that_do_not_fit_the_schema_fail_the_operation_cleanly(mem):
-    """A data file that cannot be written (a column the schema lacks) ends the operation
+    """Rows with a column the schema lacks: Table.append refuses them before writing
+    (SchemaMismatch naming the column), and an operation that still tries to write them ends
     Conflict with nothing left behind, not half-done."""
     import pyarrow as pa
+    from icefloe.impl.table.append_schema import SchemaMismatch
     table = mem.create()
     table.append(rows([1]))
     before = stored(mem, table)
     bad = pa.table({"id": [2], "cat": ["a"], "v": [2.0], "extra": [1]})
-    outcome = table.append(bad)
+    with pytest.raises(SchemaMismatch, match="'extra'"):
+        table.append(bad)
+    outcome = table._run(P.FastAppend(bad))
     assert isinstance(outcome, Conflict) and "DataFileError" in outcome.reason
     assert stored(mem, table) == before
 
