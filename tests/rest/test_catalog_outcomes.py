@@ -15,7 +15,7 @@ from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.rest.service import CatalogService
 from icefloe.impl.rest.store import store_for
 
-from tests.rest.helpers import append, head, main_ancestry, make_table
+from rest_helpers import append, head, main_ancestry, make_table
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ import pytest
 from icefloe.conformance.testing.rest_client import RestClient
 from icefloe.conformance.testing.rest_server import RestServer
 
-from tests.rest.helpers import append, head, make_table, metadata_files
+from rest_helpers import append, head, make_table, metadata_files
 
 PATH = "/v1/namespaces/db/tables/t"
 

@@ -13,7 +13,7 @@ from icefloe.conformance.testing import rest_faults as F
 from icefloe.conformance.testing.rest_client import RestClient, new_key
 from icefloe.conformance.testing.rest_server import RestServer
 
-from tests.rest.helpers import append, main_ancestry, make_table
+from rest_helpers import append, main_ancestry, make_table
 
 
 @pytest.fixture
