@@ -308,6 +308,8 @@ def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentPa
                         "younger files may belong to a commit in flight)")
     p.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
     p.set_defaults(fn=cmd_remove_orphans)
+    from icefloe.impl.rest import cli as rest_cli   # `icefloe serve` (issue 13): its own module
+    rest_cli.add_parser(sub)
     return ap
 
 
