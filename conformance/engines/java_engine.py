@@ -22,7 +22,8 @@ id (a write option, or Iceberg's CommitMetadata commit properties for SQL):
   rewrite    Iceberg's rewrite_data_files Spark action (what `CALL system.rewrite_data_files`
              runs; the procedure cannot tag its snapshot), option rewrite-all;
   rollback   `CALL system.rollback_to_snapshot`;
-  expire     `CALL system.expire_snapshots(retain_last => n, older_than => the future)`.
+  expire     `Table.expireSnapshots().retainLast(n)` of Java's core API (the Spark procedure
+             commits the same update but lists files with Spark jobs, ~10 s a call here).
 The table's row-level mode (`MODE`: copy-on-write or merge-on-read) is the engine's:
 engines `java` and `java-mor`.
 
@@ -40,7 +41,6 @@ delete shows as the file's removal and a new version, as a copy-on-write one doe
 """
 from __future__ import annotations
 
-import atexit
 import hashlib
 import json
 import threading
@@ -54,7 +54,7 @@ WRITER_HEADER = "X-Icefloe-Writer"
 COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"
 NAMESPACE = "db"
 READER = 0
-FUTURE = "TIMESTAMP '9999-12-31 00:00:00'"
+EXPIRE_OLDER_THAN_MS = 2 ** 62        # every snapshot is old enough: retain_last decides
 
 
 class UnsupportedOperation(A.EngineSpecError):
@@ -68,40 +68,31 @@ CAPABILITIES = A.Capabilities(
     stores=frozenset({"s3"}))
 
 
-# -- one worker per process ------------------------------------------------------------------------
+# -- one worker per process, one catalog per writer ---------------------------------------------
 
-_worker = None
-_worker_lock = threading.Lock()
-_catalogs: dict = {}            # (kind, uri or warehouse, writer) -> catalog name
+_catalogs: dict = {}            # (worker, kind, uri or warehouse, writer) -> catalog name
+_catalogs_lock = threading.Lock()
 
 
 def worker() -> java_env.JavaWorker:
-    """The process's Java worker, started on first use (10-17 s), stopped at exit."""
-    global _worker
-    with _worker_lock:
-        if _worker is None or not _worker.alive:
-            java_env.require()
-            _worker = java_env.JavaWorker({k: v for k, v in java_env.spark_conf("boot", "hadoop", warehouse="file:///nonexistent").items()
-                                           if not k.startswith("spark.sql.catalog.boot")})
-            _catalogs.clear()
-            atexit.register(_worker.close)
-        return _worker
+    return java_env.shared_worker()
 
 
 def catalog_for(ctx: A.TableContext, writer: int) -> str:
     """Writer `writer`'s Spark catalog for ctx's catalog (configured once per worker)."""
     rest = bool(ctx.catalog_uri and ctx.catalog_uri.startswith(("http://", "https://")))
     where = ctx.catalog_uri if rest else local_path(ctx.warehouse)
-    key = ("rest" if rest else "hadoop", where, writer)
     w = worker()
-    with _worker_lock:
+    key = (id(w), "rest" if rest else "hadoop", where, writer)
+    with _catalogs_lock:
         name = _catalogs.get(key)
         if name is None:
             name = _catalogs[key] = f"c{len(_catalogs) + 1}w{writer}"
             props = {"cache-enabled": "false", f"header.{WRITER_HEADER}": ctx.access_key(writer)}
-            conf = (java_env.spark_conf(name, "rest", uri=ctx.catalog_uri, properties=props) if rest else
-                    java_env.spark_conf(name, "hadoop", warehouse=f"file://{where}", properties=props))
-            w.call("conf", values={k: v for k, v in conf.items() if k.startswith(f"spark.sql.catalog.{name}")})
+            if rest:
+                java_env.add_catalog(w, name, "rest", uri=ctx.catalog_uri, properties=props)
+            else:
+                java_env.add_catalog(w, name, "hadoop", warehouse=f"file://{where}", properties=props)
     return name
 
 
@@ -168,8 +159,7 @@ class JavaCommit:
                 w.sql(f"CALL {h.catalog(self.writer)}.system.rollback_to_snapshot({sql_string(h.ident)}, "
                       f"{int(op.target_snapshot_id)})", props)
             elif op.kind == A.EXPIRE:
-                w.sql(f"CALL {h.catalog(self.writer)}.system.expire_snapshots(table => {sql_string(h.ident)}, "
-                      f"older_than => {FUTURE}, retain_last => {int(op.retain_last)})", props)
+                w.call("expire", table=table, older_than_ms=EXPIRE_OLDER_THAN_MS, retain_last=op.retain_last)
             else:
                 raise UnsupportedOperation(f"Java adapter: no {op.kind!r}")
         except java_env.JavaError as e:

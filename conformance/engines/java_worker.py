@@ -21,6 +21,8 @@ line, and answers each with one line carrying the request's "id":
         DataFrame read with Iceberg read options (start-snapshot-id: incremental);
     {"id": n, "op": "rewrite", "table": "...", "options": {...}, "properties": {...}}
         Iceberg's rewrite_data_files Spark action, its snapshot tagged;
+    {"id": n, "op": "expire", "table": "...", "older_than_ms": n, "retain_last": n}
+        Table.expireSnapshots() of Iceberg-Java's core API;
     {"id": n, "op": "conf", "values": {...}}  runtime SQL conf (e.g. another catalog);
     {"id": n, "op": "stop"}.
 Answers: {"id": n, "ok": true, "rows": [[...], ...]} or {"id": n, "ok": false, "error":
@@ -178,6 +180,17 @@ class Worker:
             action = action.snapshotProperty(key, str(value))
         result = action.execute()
         return [[result.rewrittenDataFilesCount(), result.addedDataFilesCount()]]
+
+    def op_expire(self, req) -> list:
+        """Iceberg-Java's snapshot expiry (Table.expireSnapshots: RemoveSnapshots, expired
+        files deleted by the core's file cleanup; the Spark procedure adds a distributed
+        file listing, some 10 s a call here, and commits the same update): snapshots older
+        than `older_than_ms`, keeping `retain_last` of main."""
+        table = self.jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, req["table"])
+        update = table.expireSnapshots().expireOlderThan(int(req["older_than_ms"])) \
+            .retainLast(int(req["retain_last"]))
+        update.commit()
+        return []
 
     def op_conf(self, req) -> list:
         for key, value in req["values"].items():
