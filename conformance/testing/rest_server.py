@@ -24,15 +24,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-class RestServer:
-    def __init__(self, catalog_uri: str, warehouse: str, *, token: str | None = None, wrap=None,
-                 idempotency_lifetime_s: int = 1800, client_config: dict | None = None, service=None):
-        from icefloe.impl.rest.app import build_app
-        from icefloe.impl.rest.cli import make_service
-        self.service = service or make_service(catalog_uri, warehouse)
-        self.app = build_app(self.service, token=token, idempotency_lifetime_s=idempotency_lifetime_s,
-                             client_config=client_config)
-        self.asgi = wrap(self.app) if wrap is not None else self.app
+class AsgiServer:
+    """Any ASGI application under uvicorn on 127.0.0.1, in a thread (the fault proxy of
+    `icefloe conform --rest-uri` is one)."""
+
+    def __init__(self, asgi):
+        self.asgi = asgi
+        self.service = None
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._server = None
@@ -66,3 +64,16 @@ class RestServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+class RestServer(AsgiServer):
+    def __init__(self, catalog_uri: str, warehouse: str, *, token: str | None = None, wrap=None,
+                 idempotency_lifetime_s: int = 1800, client_config: dict | None = None, service=None,
+                 **app_options):
+        from icefloe.impl.rest.app import build_app
+        from icefloe.impl.rest.cli import make_service
+        service = service or make_service(catalog_uri, warehouse)
+        self.app = build_app(service, token=token, idempotency_lifetime_s=idempotency_lifetime_s,
+                             client_config=client_config, **app_options)
+        super().__init__(wrap(self.app) if wrap is not None else self.app)
+        self.service = service

@@ -52,13 +52,15 @@ def _error(e: E.RestError) -> JSONResponse:
 
 class RestCatalogApp:
     """Routes over one CatalogService. `client_config` is sent as /v1/config defaults
-    (a FileIO's endpoint and keys, say)."""
+    (a FileIO's endpoint and keys, say). `committer` and `idempotency` are the classes
+    that run commits and keys (a negative control overrides one method of either)."""
 
     def __init__(self, service: CatalogService, *, token: str | None = None,
-                 idempotency_lifetime_s: int = 1800, client_config: dict | None = None):
+                 idempotency_lifetime_s: int = 1800, client_config: dict | None = None,
+                 committer: type = Committer, idempotency: type = Idempotency):
         self.service, self.token = service, token
-        self.committer = Committer(service)
-        self.idempotency = Idempotency(service, idempotency_lifetime_s)
+        self.committer = committer(service)
+        self.idempotency = idempotency(service, idempotency_lifetime_s)
         self.client_config = dict(client_config or {})
         self.lifetime = iso_duration(idempotency_lifetime_s)
 

@@ -131,7 +131,7 @@ class Committer:
                 return self._answer(planned, single, None)
             stored = None if key is None else KeyRecord(key.key, key.operation, 200 if single else 204,
                                                         self._record(planned, single), key.created_at_ms)
-            result = s.store.commit([TableChange(p.ident, p.base_location, p.new_location) for p in moves], stored)
+            result = self.swap(moves, stored)
             if isinstance(result, Swapped):
                 return self._answer(planned, single, result)
             if isinstance(result, SwapRejected):
@@ -141,8 +141,17 @@ class Committer:
                 if key is not None and s.store.lookup_key(key.key) is not None:
                     raise _Replay(key.key)                   # a twin with this key landed first
                 continue                                    # lost a race: re-read and re-check
-            raise E.commit_state_unknown(f"Commit state unknown: {result.reason}")
+            raise self.unknown(result)
         raise E.commit_failed(f"the commit lost the race for the catalog {SERVER_ATTEMPTS_MAX} times in a row")
+
+    def swap(self, moves: list[Planned], stored: KeyRecord | None):
+        """Every move from the base its requirements were checked against, with the key."""
+        return self.service.store.commit([TableChange(p.ident, p.base_location, p.new_location) for p in moves],
+                                         stored)
+
+    def unknown(self, result) -> E.RestError:
+        """The answer for a swap whose outcome is unknown: never a 4xx."""
+        return E.commit_state_unknown(f"Commit state unknown: {result.reason}")
 
     def _discard(self, planned: list[Planned]) -> None:
         for p in planned:
