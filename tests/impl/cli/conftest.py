@@ -39,9 +39,9 @@ class Cli:
         """The snapshot id a `committed snapshot ID ...` line names."""
         return int(stdout.split("committed snapshot ")[1].split()[0])
 
-    def write(self, name: str, **columns) -> str:
-        pq.write_table(pa.table(columns), self.path / name)
-        return name
+    def write(self, file_name: str, /, **columns) -> str:
+        pq.write_table(pa.table(columns), self.path / file_name)
+        return file_name
 
     def pyiceberg(self, name: str = "db.t"):
         return PyIcebergSqlCatalog("icefloe", uri=f"sqlite:///{self.path / 'icefloe.db'}").load_table(name)
