@@ -10,8 +10,8 @@ environment (`ICEFLOE_S3_ENDPOINT` or `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, .
 docs/s3.md). Bad input gets one line on stderr and exit 2; a commit that did not commit
 exits 1; a bug of ours exits 3 with one line, never a traceback.
 
-Commands live in modules by group; each has `register(sub)`, which adds its subcommands
-(with `set_defaults(fn=...)`). Another package adds its own group by naming its module
+Commands live in modules by group; each has `register(sub)` (or `add_parser(sub)`), which
+adds its subcommands (with `set_defaults(fn=...)`). Another package adds its own group by naming its module
 in COMMAND_GROUPS (e.g. the REST server's `serve`); the module is imported when the
 parser is built, so it should import its heavy dependencies inside its command.
 """
@@ -36,6 +36,7 @@ COMMAND_GROUPS = [
     "icefloe.impl.cli.schema",        # schema add-column|rename-column|drop-column|widen
     "icefloe.impl.cli.refs",          # branch tag rollback set-current cherry-pick
     "icefloe.impl.cli.maintenance",   # compact expire remove-orphans
+    "icefloe.impl.rest.cli",          # serve (issue 13; its module's add_parser)
 ]
 
 _EPILOG = """\
@@ -61,8 +62,9 @@ def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentPa
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, text in (elsewhere or {}).items():
         sub.add_parser(name, help=text, add_help=False)
-    for module in COMMAND_GROUPS:
-        importlib.import_module(module).register(sub)
+    for name in COMMAND_GROUPS:
+        module = importlib.import_module(name)
+        (getattr(module, "register", None) or module.add_parser)(sub)
     return ap
 
 
