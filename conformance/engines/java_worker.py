@@ -17,6 +17,12 @@ line, and answers each with one line carrying the request's "id":
         overwrite(condition) (Iceberg's overwrite by filter), one data file;
     {"id": n, "op": "load", "location": "<...>.metadata.json", "snapshot_id": n?,
      "columns": [...]?}   rows of a table read straight from its metadata file;
+    {"id": n, "op": "read", "table": "...", "options": {...}, "columns": [...]?}  a
+        DataFrame read with Iceberg read options (start-snapshot-id: incremental);
+    {"id": n, "op": "rewrite", "table": "...", "options": {...}, "properties": {...}}
+        Iceberg's rewrite_data_files Spark action, its snapshot tagged;
+    {"id": n, "op": "expire", "table": "...", "older_than_ms": n, "retain_last": n}
+        Table.expireSnapshots() of Iceberg-Java's core API;
     {"id": n, "op": "conf", "values": {...}}  runtime SQL conf (e.g. another catalog);
     {"id": n, "op": "stop"}.
 Answers: {"id": n, "ok": true, "rows": [[...], ...]} or {"id": n, "ok": false, "error":
@@ -150,6 +156,41 @@ class Worker:
         if req.get("columns"):
             frame = frame.select(*req["columns"])
         return [list(r) for r in frame.collect()]
+
+    def op_read(self, req) -> list:
+        """A DataFrame read of a catalog table with read options (e.g. start-snapshot-id)."""
+        reader = self.spark.read.format("iceberg")
+        for key, value in (req.get("options") or {}).items():
+            reader = reader.option(key, str(value))
+        frame = reader.load(req["table"])
+        if req.get("columns"):
+            frame = frame.select(*req["columns"])
+        return [list(r) for r in frame.collect()]
+
+    def op_rewrite(self, req) -> list:
+        """Iceberg's Spark action rewrite_data_files (what CALL system.rewrite_data_files
+        runs) with action `options` and snapshot `properties`; the procedure cannot tag its
+        snapshot. Answers [[rewritten data files, added data files]]."""
+        table = self.jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, req["table"])
+        action = self.jvm.org.apache.iceberg.spark.actions.SparkActions.get(self.spark._jsparkSession) \
+            .rewriteDataFiles(table)
+        for key, value in (req.get("options") or {}).items():
+            action = action.option(key, str(value))
+        for key, value in (req.get("properties") or {}).items():
+            action = action.snapshotProperty(key, str(value))
+        result = action.execute()
+        return [[result.rewrittenDataFilesCount(), result.addedDataFilesCount()]]
+
+    def op_expire(self, req) -> list:
+        """Iceberg-Java's snapshot expiry (Table.expireSnapshots: RemoveSnapshots, expired
+        files deleted by the core's file cleanup; the Spark procedure adds a distributed
+        file listing, some 10 s a call here, and commits the same update): snapshots older
+        than `older_than_ms`, keeping `retain_last` of main."""
+        table = self.jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, req["table"])
+        update = table.expireSnapshots().expireOlderThan(int(req["older_than_ms"])) \
+            .retainLast(int(req["retain_last"]))
+        update.commit()
+        return []
 
     def op_conf(self, req) -> list:
         for key, value in req["values"].items():

@@ -13,6 +13,7 @@ module belongs to (an editable install), else in the current directory.
 """
 from __future__ import annotations
 
+import atexit
 import itertools
 import json
 import os
@@ -270,3 +271,28 @@ class JavaWorker:
 
     def __exit__(self, *exc):
         self.close()
+
+
+_shared = None
+_shared_lock = threading.Lock()
+
+
+def shared_worker() -> JavaWorker:
+    """The process's one worker (started on first use, 10-17 s; stopped at exit), with no
+    catalog: add yours with `add_catalog`. The Java engine and the tests share it."""
+    global _shared
+    with _shared_lock:
+        if _shared is None or not _shared.alive:
+            require()
+            base = {k: v for k, v in spark_conf("_", "hadoop", warehouse="file:///").items()
+                    if not k.startswith("spark.sql.catalog._")}
+            _shared = JavaWorker(base)
+            atexit.register(_shared.close)
+        return _shared
+
+
+def add_catalog(worker: JavaWorker, catalog: str, catalog_type: str, **kw) -> str:
+    """Configure one more Iceberg catalog on a running worker (spark_conf's arguments)."""
+    conf = spark_conf(catalog, catalog_type, **kw)
+    worker.call("conf", values={k: v for k, v in conf.items() if k.startswith(f"spark.sql.catalog.{catalog}")})
+    return catalog

@@ -33,11 +33,9 @@ def java_warehouse(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def java_worker(java_warehouse, tmp_path_factory):
-    """One worker for the session, with a hadoop catalog `h` on a local warehouse; tests add
-    catalogs (e.g. REST ones) with `java_worker.call("conf", values=...)`."""
-    java_env.require()
-    conf = java_env.spark_conf(HADOOP_CATALOG, "hadoop", warehouse=f"file://{java_warehouse}")
-    worker = java_env.JavaWorker(conf, log_path=tmp_path_factory.mktemp("java-log") / "worker.log")
+def java_worker(java_warehouse):
+    """The process's one worker (the Java engine's too), with a hadoop catalog `h` on a
+    local warehouse; tests add catalogs (e.g. REST ones) with java_env.add_catalog."""
+    worker = java_env.shared_worker()
+    java_env.add_catalog(worker, HADOOP_CATALOG, "hadoop", warehouse=f"file://{java_warehouse}")
     yield worker
-    worker.close()
