@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from typing import Callable
 
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format import types as T
@@ -163,11 +164,14 @@ def _written(job: JobFiles) -> list[str]:
 
 
 def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, overwrite_filter: str | None = None,
-          isolation_level: str | None = None, branch: str | None = None) -> JobResult | None:
+          isolation_level: str | None = None, branch: str | None = None,
+          before_commit: Callable[[list], None] | None = None) -> JobResult | None:
     """Write `df` to the table `path` names (options as for the data source, docs/spark.md)
     and commit one snapshot. Returns the JobResult; raises CommitConflictError /
     CommitStateUnknownError as the data source does. Tables the native path cannot write
-    (fallback_reason) go through the data source, and None is returned."""
+    (fallback_reason) go through the data source, and None is returned. `before_commit`
+    (injected scheduling, e.g. the demo pipeline's barriers) is called with the job's
+    DataFiles after they are written and before the commit begins."""
     from icefloe.impl.spark.source import _load_or_create
     opts = dict(options or {})
     ref = table_ref(opts, path)
@@ -217,6 +221,8 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
         limit = data_files_max(metadata.properties)
         if len(files) > limit:
             raise TooManyFiles(len(files), limit)
+        if before_commit is not None:
+            before_commit(files)
     except BaseException:
         abort_job(job)  # nothing was committed: every file under the job prefix goes
         raise

@@ -20,6 +20,7 @@ from icefloe.impl.format import expressions as E
 from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile, ManifestContent, ManifestFile
+from icefloe.impl.format.manifest_reader import Projection
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
 from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.table.files import TreeReader
@@ -70,16 +71,21 @@ def delete_refs(tree: TreeReader, metadata: TableMetadata, manifests: list[Manif
 
 def plan_manifest(tree: TreeReader, manifest: ManifestFile, spec: PartitionSpec, schema: T.Schema,
                   expr: E.Expression) -> list[FileScanTask]:
-    """The live data files of one manifest that may hold rows matching `expr`."""
+    """The live data files of one manifest that may hold rows matching `expr` (as
+    scan.plan_files: no column statistics decoded without a filter, and with one only for
+    the entries whose partition may match)."""
+    out = []
+    if isinstance(expr, E.AlwaysTrue):
+        for e in tree.entries(manifest, Projection.WITHOUT_COLUMN_STATS):
+            if e.status in LIVE and e.data_file.record_count != 0:
+                out.append(FileScanTask(e.data_file, manifest.partition_spec_id, e.sequence_number))
+        return out
     partition_eval = EV.PartitionEvaluator(expr, spec, schema)
     metrics = EV.MetricsEvaluator(expr, schema)
-    out = []
-    for e in tree.entries(manifest):
-        if e.status not in LIVE:
-            continue
-        f = e.data_file
-        if partition_eval.might_match(f.partition) and metrics.might_match(f):
-            out.append(FileScanTask(f, manifest.partition_spec_id, e.sequence_number))
+    keep = lambda e: e.status in LIVE and partition_eval.might_match(e.data_file.partition)  # noqa: E731
+    for e in tree.entries(manifest, Projection.ALL, keep=keep):
+        if metrics.might_match(e.data_file):
+            out.append(FileScanTask(e.data_file, manifest.partition_spec_id, e.sequence_number))
     return out
 
 
@@ -221,8 +227,6 @@ def plan_table_distributed(spark, ref, metadata: TableMetadata, snapshot: Snapsh
         stats.tasks, stats.data_manifests_read = len(groups), sum(len(g.manifests) for g in groups)
     if not groups:
         return PLAN_SCHEMA.empty_table(), deletes
-    for g in groups[1:]:
-        g.deletes = deletes
     schema_json = T.schema_to_json(schema)
 
     def run(group: ManifestGroup):
