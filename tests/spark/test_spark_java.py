@@ -13,8 +13,13 @@ from spark_helpers import TABLE, open_table
 
 pytestmark = pytest.mark.xdist_group("spark")
 
-FILTERS = ["true", "cat = 'b'", "id >= 150", "day = date'2024-01-03'", "cat = 'c' and id < 40",
-           "amount > 50.00", "note is null"]
+# (Spark SQL for Java's rows, Iceberg-Java expression for its planner, icefloe filter)
+FILTERS = [("true", ["true"], None), ("cat = 'b'", ["eq", "cat", "b"], "cat = 'b'"),
+           ("id >= 150", ["gte", "id", 150], "id >= 150"),
+           ("day = date'2024-01-03'", ["eq", "day", "2024-01-03"], "day = '2024-01-03'"),
+           ("cat = 'c' and id < 40", ["and", ["eq", "cat", "c"], ["lt", "id", 40]], "cat = 'c' and id < 40"),
+           ("amount > 50.00", ["gt", "amount", "50.00"], "amount > 50.00"),
+           ("note is null", ["isnull", "note"], "note is null")]
 
 JAVA_SCRIPT = textwrap.dedent("""
     import json, sys
@@ -24,11 +29,29 @@ JAVA_SCRIPT = textwrap.dedent("""
     for k, v in conf.items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
+    X = spark._jvm.org.apache.iceberg.expressions.Expressions
+
+    def expr(e):
+        op, args = e[0], e[1:]
+        if op == "true":
+            return X.alwaysTrue()
+        if op == "and":
+            return getattr(X, "and")(expr(args[0]), expr(args[1]))
+        if op == "isnull":
+            return X.isNull(args[0])
+        return {"eq": X.equal, "gte": X.greaterThanOrEqual, "lt": X.lessThan, "gt": X.greaterThan}[op](*args)
+
     out = {}
-    for f in json.loads(sys.argv[3]):
-        df = spark.read.format("iceberg").load(sys.argv[2]).filter(f)
-        out[f] = {"rows": sorted([r.id, r.cat, str(r.amount), r.note] for r in df.collect()),
-                  "files": len(df.inputFiles())}
+    for sql, iceberg, _ in json.loads(sys.argv[3]):
+        df = spark.read.format("iceberg").load(sys.argv[2])
+        table = df._jdf.queryExecution().analyzed().collectLeaves().head().table().table()
+        files = table.newScan().filter(expr(iceberg)).planFiles().iterator()
+        n = 0
+        while files.hasNext():
+            files.next()
+            n += 1
+        out[sql] = {"rows": sorted([r.id, r.cat, str(r.amount), r.note] for r in df.filter(sql).collect()),
+                    "files": n}
     print("RESULT " + json.dumps(out))
 """)
 
@@ -37,7 +60,8 @@ def test_iceberg_java_reads_the_native_write_path(spark, opts, tmp_path):
     """Goal: a table written by Spark's own Parquet writer under icefloe's commits is read by
     Iceberg-Java with the same rows and the same pruning. Method: native writes (identity, bucket
     and day partitions; decimals; nulls; a dynamic overwrite); Java loads the metadata file and
-    runs each filter: its rows equal icefloe's native read, its input files equal icefloe's plan."""
+    runs each filter: its rows equal icefloe's native read, and the files Iceberg-Java's planner
+    keeps (Table.newScan().filter(...).planFiles()) are as many as icefloe's plan keeps."""
     java_env.require()  # `make java-venv`: a missing reference engine fails, it is not a skip
     df = spark.range(0, 240, numPartitions=3).selectExpr(
         "id", "substr('abcd', cast(id % 4 as int) + 1, 1) as cat",
@@ -54,9 +78,9 @@ def test_iceberg_java_reads_the_native_write_path(spark, opts, tmp_path):
     done = java_env.run_script(script, json.dumps(conf), table.metadata_location, json.dumps(FILTERS), timeout_s=600)
     assert done.returncode == 0, done.stderr[-3000:]
     java = json.loads(next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))[7:])
-    for f in FILTERS:
-        scan = plan(spark, TABLE, opts, row_filter=None if f == "true" else f.replace("date'2024-01-03'", "'2024-01-03'"))
+    for sql, _, ours_filter in FILTERS:
+        scan = plan(spark, TABLE, opts, row_filter=ours_filter)
         ours = sorted([r.id, r.cat, str(r.amount), r.note] for r in scan.to_dataframe().collect())
-        assert java[f]["rows"] == ours, f
-        assert java[f]["files"] == scan.plan.num_rows, (f, java[f]["files"], scan.plan.num_rows)
+        assert java[sql]["rows"] == ours, sql
+        assert java[sql]["files"] == scan.plan.num_rows, (sql, java[sql]["files"], scan.plan.num_rows)
     assert len(java["true"]["rows"]) == 240 and java["cat = 'b'"]["files"] < java["true"]["files"]
