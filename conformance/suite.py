@@ -120,20 +120,25 @@ def unchecked(engine) -> tuple:
 
 
 def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str | None = None,
-              on_example=None, stores=None):
-    """A whole run, as a report.RunResult."""
+              on_example=None, stores=None, plan=None):
+    """A whole run, as a report.RunResult (`plan`: the directed plan, if made already)."""
     from icefloe.conformance import report as R
     stats, backends = Stats(), Backends()
     sink = Sink(on_example=on_example, coverage=C.Tracker())
+    if plan is not None:
+        sink.extra["plan"] = plan
     started = time.monotonic()
     try:
         failure = run(engine, profile, seed, backends, stats, sink, stores)
         history = verdict = None
+        example = ""
         if failure is not None:
             history, verdict = replay_history(engine, failure, backends)
             name_anomalies(failure, verdict)
+            example = f"the shrunk counterexample ({len(failure.program)} steps, {failure.store} store)"
         elif "history" in sink.extra:
             history, verdict = sink.extra["history"]
+            example = sink.extra.get("history_example", "")
     finally:
         backends.close()
     the_plan = sink.extra.get("plan")
@@ -149,4 +154,4 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
         interleaving=engine.capabilities.interleaving, expected_rules=expected_rules(engine, profile),
         failure=failure, vacuity=vacuous, history=history, history_verdict=verdict,
         elapsed_s=time.monotonic() - started, unchecked=unchecked(engine), commit=R.git_commit(),
-        coverage=coverage)
+        coverage=coverage, history_example=example)
