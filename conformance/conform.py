@@ -72,7 +72,7 @@ class Progress:
             self.phase = phase
             name, n = self.phases[phase]
             self._clear()
-            print(f"[{phase + 1}/{len(self.phases)}] {name}: {n} example(s)", file=sys.stdout, flush=True)
+            print(f"phase {phase + 1}/{len(self.phases)}: {name}: {n} example(s)", file=sys.stdout, flush=True)
         if not self.bar:
             return
         bar = "#" * (self.WIDTH * done // self.total)
