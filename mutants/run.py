@@ -23,6 +23,7 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -194,6 +195,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-unit", action="store_true", help="do not run unit tests for survivors")
     p.add_argument("--docs", action="store_true", help="rewrite the kill table in docs/conformance.md")
     p.add_argument("--timeout", type=float, default=CONFORM_TIMEOUT_S, help="seconds per conform run")
+    p.add_argument("--jobs", type=int, default=1, help="mutants run at a time (each in its own processes)")
     args = p.parse_args(argv)
     if args.list:
         for m in MUTANTS:
@@ -210,8 +212,9 @@ def main(argv=None) -> int:
     if check():
         return 1
     REPORTS.mkdir(parents=True, exist_ok=True)
-    results = []
-    for i, m in enumerate(chosen, 1):
+    done = [0]
+
+    def one(m: Mutant) -> Result:
         runs = []
         for seed in seeds if m.model_covers else seeds[:1]:   # outside the model: informative only
             runs.append(run_conform(m, seed, args.profile, args.timeout))
@@ -220,10 +223,15 @@ def main(argv=None) -> int:
         r = Result(m, runs)
         if not r.killed_by_conform and not args.no_unit:
             r.unit_killer, r.unit_ran = run_unit_tests(m, UNIT_TIMEOUT_S), True
-        results.append(r)
+        done[0] += 1
         notes = "; ".join(x.note for x in runs if x.note)
-        print(f"[{i}/{len(chosen)}] {m.name}: {r.killed_by} {', '.join(r.properties)} "
+        print(f"[{done[0]}/{len(chosen)}] {m.name}: {r.killed_by} {', '.join(r.properties)} "
               f"({r.seconds:.0f} s){' - ' + notes if notes else ''}", flush=True)
+        return r
+
+    # Each mutant runs in processes of its own; --jobs runs that many mutants at a time.
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(one, chosen))
     print()
     print(table(results, seeds))
     (REPORTS / "kills.json").write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")
