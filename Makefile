@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv java-venv system-deps run test explore tlc bench mutants fuzz-deep clean
+.PHONY: venv java-venv system-deps run test explore tlc bench mutants conform-seeds fuzz-deep clean
 
 venv: $(STAMP)
 
@@ -84,6 +84,13 @@ bench: venv system-deps
 SEEDS ?= 0
 mutants: venv
 	$(BIN)/python -m mutants.run --seeds $(SEEDS) $(MUTANTS_ARGS)
+
+# The seed gate (mutants/seeds.py): `icefloe conform --profile ci` at every seed of
+# CONFORM_SEEDS on icefloe (exit 0, every coverage family complete) and on every flawed
+# variant (exit 1 naming a property); writes its table into docs/conformance.md.
+CONFORM_SEEDS ?= 0..9
+conform-seeds: venv
+	$(BIN)/python -m mutants.seeds --seeds $(CONFORM_SEEDS) --docs
 
 # The deep fuzz run (tests/fuzz/deep.py): 10,000 Hypothesis inputs per parser, then 100,000
 # atheris runs per target; writes docs/fuzzing.md. Not in `make test` (it has a bounded share).

@@ -110,7 +110,7 @@ class RunResult:
             "elapsed_s": round(self.elapsed_s, 2),
             "rerun": self.rerun_command(),
             "counterexample": None if f is None else {
-                "store": f.store, "property": f.violation.prop, "message": f.violation.message,
+                "store": f.store, "found_by": f.found_by, "property": f.violation.prop, "message": f.violation.message,
                 "step": f.violation.step_index, "program": [list(lab) for lab in f.program],
                 "model_observed": repr(f.violation.model), "engine_observed": repr(f.violation.engine)},
             "history_verdict": None if self.history_verdict is None else self.history_verdict.to_json(),

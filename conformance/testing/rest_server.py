@@ -77,3 +77,18 @@ class RestServer(AsgiServer):
                              client_config=client_config, **app_options)
         super().__init__(wrap(self.app) if wrap is not None else self.app)
         self.service = service
+
+
+def faulty_rest_server(catalog_uri: str, warehouse: str, tokens: dict | None = None, **options) -> RestServer:
+    """`icefloe serve` with the commit fault layer installed (`server.faults`, a RestFaults;
+    writers told apart by X-Icefloe-Writer or by `tokens`: token -> writer): what a harness
+    driving black-box engines through REST starts."""
+    from icefloe.conformance.testing.rest_faults import RestFaults
+    box = {}
+
+    def wrap(app):
+        box["faults"] = RestFaults(app, tokens)
+        return box["faults"]
+    server = RestServer(catalog_uri, warehouse, wrap=wrap, **options)
+    server.faults = box["faults"]
+    return server

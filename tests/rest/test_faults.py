@@ -11,24 +11,19 @@ import pytest
 
 from icefloe.conformance.testing import rest_faults as F
 from icefloe.conformance.testing.rest_client import RestClient, new_key
-from icefloe.conformance.testing.rest_server import RestServer
+from icefloe.conformance.testing.rest_server import faulty_rest_server
 
 from rest_helpers import append, main_ancestry, make_table
 
 
 @pytest.fixture
 def faulty(catalog_uri, warehouse):
-    box = {}
-
-    def wrap(app):
-        box["faults"] = F.RestFaults(app)
-        return box["faults"]
-    with RestServer(catalog_uri, warehouse, wrap=wrap) as s:
+    with faulty_rest_server(catalog_uri, warehouse, tokens={"w3": 3}) as s:
         client = RestClient(s.url, writer=1)
         make_table(client)
         assert append(client, 1).status == 200
-        yield s, box["faults"], client
-        box["faults"].close()
+        yield s, s.faults, client
+        s.faults.close()
 
 
 def _rule(faults, kind, status=500, writer=1, **kw):
@@ -121,9 +116,12 @@ def test_gate_holds_one_writer_while_another_commits(faulty):
 
 
 def test_faults_are_per_writer(faulty):
-    """Goal: a rule for writer 2 never touches writer 1; method: reject writer 2, commit as 1 then 2."""
+    """Goal: a rule for writer 2 never touches writer 1, and a writer known by its token is
+    told apart too; method: reject writers 2 and 3 (token w3), commit as 1, 2 and 3."""
     s, faults, client = faulty
     _rule(faults, F.REJECT, writer=2, times=0)
+    _rule(faults, F.REJECT, writer=3, times=0)
     assert append(client, 2).status == 200
     assert append(RestClient(s.url, writer=2), 3).status == 409
+    assert append(RestClient(s.url, token="w3"), 4).status == 409
     assert main_ancestry(client) == [2, 1]
