@@ -80,6 +80,7 @@ class CampaignResult:
     judge_s: float = 0.0            # healing, resolving, reading the evidence and judging
     load_avg: tuple = ()            # 1, 5, 15-minute load when the writers ended
     server_errors: int = 0          # 5xx answers moto gave on its own (not injected)
+    phases: dict = field(default_factory=dict)   # seconds after the writers: heal, resolve, evidence, judge
 
     @property
     def committed(self) -> int:
@@ -137,7 +138,7 @@ class CampaignResult:
                 "commits_per_s": self.commits_per_s,
                 "outcomes": self.outcomes, "kinds": self.kinds, "retries": self.retries,
                 "faults": self.faults, "faults_injected": self.faults_injected, "requests": self.requests,
-                "server_errors": self.server_errors,
+                "server_errors": self.server_errors, "phases": self.phases,
                 "unknown_resolved": self.unknown_resolved, "read_errors": self.read_errors,
                 "anomalies": self.judgement.names(), "tally": self.judgement.tally(),
                 "verdict": self.judgement.verdict.to_json(),
@@ -147,10 +148,11 @@ class CampaignResult:
 def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults: bool = True,
                  fault_rate: float = 1.0, catalog: str = "s3", isolation: str = SERIALIZABLE,
                  mix: dict | None = None, plan: str = STANDARD, postgres_dsn: str | None = None,
-                 result_timeout_s: float | None = None) -> CampaignResult:
-    """Start moto (atomic) and the proxy (and, for `catalog="postgresql"` without a
-    `postgres_dsn`, a throwaway PostgreSQL server), create the table, race `processes`
-    writers of `commits` operations each, heal, gather the evidence and judge it."""
+                 result_timeout_s: float | None = None, separate_moto: bool = True) -> CampaignResult:
+    """Start moto (atomic; in a process of its own unless `separate_moto` is False) and the
+    proxy (and, for `catalog="postgresql"` without a `postgres_dsn`, a throwaway PostgreSQL
+    server), create the table, race `processes` writers of `commits` operations each, heal,
+    gather the evidence and judge it."""
     from icefloe.conformance.testing.moto_server import MotoS3Server
     from icefloe.conformance.testing.proxy import FaultProxy
     if processes < 1 or commits < 1:
@@ -168,7 +170,7 @@ def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults
     with contextlib.ExitStack() as stack:
         stack.enter_context(_quiet_moto())
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="icefloe-campaign-"))
-        moto = stack.enter_context(MotoS3Server(atomic=True))
+        moto = stack.enter_context(_moto_process(tmp) if separate_moto else MotoS3Server(atomic=True))
         proxy = stack.enter_context(FaultProxy(moto.endpoint_url, seed=seed))
         warehouse = f"s3://{moto.bucket}/campaign-{seed}-{uuid.uuid4().hex[:8]}"
         catalog_uri, catalog_name = None, f"campaign_{seed}_{uuid.uuid4().hex[:8]}"
@@ -205,6 +207,37 @@ def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults
             _, direct_catalog = open_catalog(direct)
         return _assemble(processes, commits, seed, faults_plan, (faults, fault_rate), catalog, isolation,
                          elapsed, results, exchanges, schedule, direct_store, direct_catalog, judging, load)
+
+
+MOTO_START_TIMEOUT_S = 60.0
+
+
+@contextlib.contextmanager
+def _moto_process(tmp: str):
+    """moto (atomic) in a process of its own: every writer's request passes through moto and
+    through the proxy; in one process they would share one interpreter lock (and, on a
+    loaded machine, one thread's share of the CPU). Its log goes to a file in `tmp`."""
+    import subprocess
+    from types import SimpleNamespace
+    from icefloe.conformance.testing.moto_server import DEFAULT_BUCKET
+    log_path = os.path.join(tmp, "moto.log")
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "icefloe.conformance.testing.moto_server",
+                                 "--bucket", DEFAULT_BUCKET], stdout=subprocess.PIPE, stderr=log)
+    try:
+        import selectors
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(MOTO_START_TIMEOUT_S) or not (line := proc.stdout.readline().decode().strip()):
+            raise RuntimeError(f"moto did not start: {open(log_path, errors='replace').read()[-2000:]}")
+        yield SimpleNamespace(endpoint_url=line, bucket=DEFAULT_BUCKET)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 @contextlib.contextmanager
@@ -277,10 +310,14 @@ def _collect(results, workers, want: str, n: int, timeout_s: float) -> list:
 def _assemble(processes, commits, seed, plan: FaultPlan, faults, catalog, isolation, elapsed, results, exchanges,
               schedule, store, catalog_obj, judging, load) -> CampaignResult:
     ops = tuple(o for r in results for o in r["ops"])
+    phases = {"heal_s": time.monotonic() - judging}
+    t = time.monotonic()
     resolutions = resolve_unknowns(ops, store, catalog_obj, TABLE)
+    phases["resolve_s"], t = time.monotonic() - t, time.monotonic()
     evidence = gather_evidence(store, catalog_obj, ops, resolutions,
                                tuple(x for r in results for x in r["reads"]),
                                tuple(x for r in results for x in r["observed"]), TABLE)
+    phases["evidence_s"], t = time.monotonic() - t, time.monotonic()
     fault_counts = Counter()
     for e in exchanges:
         for label in (e.fault or "").split("+"):
@@ -291,6 +328,7 @@ def _assemble(processes, commits, seed, plan: FaultPlan, faults, catalog, isolat
     server_errors = sum(1 for e in exchanges if e.fault is None and isinstance(e.upstream_status, int)
                         and e.upstream_status >= 500)
     judgement = judge(evidence, isolation)
+    phases["judge_s"] = time.monotonic() - t
     return CampaignResult(
         processes, commits, seed, faults[0], faults[1], catalog, isolation, elapsed,
         outcomes=dict(Counter(o.outcome for o in ops)), kinds=dict(Counter(o.kind for o in ops)),
@@ -299,7 +337,7 @@ def _assemble(processes, commits, seed, plan: FaultPlan, faults, catalog, isolat
         read_errors=sum(sum(r["read_errors"].values()) for r in results),
         judgement=judgement, evidence=evidence, plan=plan.name,
         judge_s=time.monotonic() - judging, load_avg=tuple(round(x, 2) for x in load),
-        server_errors=server_errors)
+        server_errors=server_errors, phases={k: round(v, 1) for k, v in phases.items()})
 
 
 def main(argv=None) -> int:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import sys
 import time
 from collections import Counter
@@ -58,6 +59,8 @@ def run_part(catalog: str, processes: int, commits: int, seed: int, out: Path, f
     del saved["verdict"]["lineage"]  # thousands of locations; the judgement is in the counts
     out.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(saved, indent=1, default=str))
+    with open(out / f"deep-{catalog}.evidence.pickle", "wb") as f:  # to judge again without rerunning
+        pickle.dump(result.evidence, f)
     return saved
 
 

@@ -32,7 +32,7 @@ STORE_ATTEMPTS_MAX = 4        # S3Store's default
 DEEP_STORE_ATTEMPTS_MAX = 8
 # Per swap (lost ack: per swap S3 applied). Tuned so that 16 x 100 operations leave well over
 # 100 outcomes unresolved each way (docs/campaigns.md).
-DEEP_UNRESOLVED_SWAPS = {"lost_ack": 0.12, "lost_request": 0.025, "stall": 0.025}
+DEEP_UNRESOLVED_SWAPS = {"lost_ack": 0.15, "lost_request": 0.02, "stall": 0.02}
 DEEP_STALL_S = (1.2, 2.5)
 # Per COMMIT (a SQL catalog's swap reaches COMMIT only when its UPDATE matched).
 DEEP_UNRESOLVED_COMMITS = dict(probability=0.25, weights={"after": 1.0, "before": 1.5, "stall": 1.0},
@@ -111,7 +111,7 @@ def _deep_rules(seed: int, rate: float) -> list:
         Rule(LoseResponse("500"), conditional, probability=p(0.02, 0.04)),
         Rule(Delay(LATE_DELAY_S), Match(operation="ConditionalPutObject", key="*pointer.json"),
              probability=p(0.01, 0.02)),
-        Rule(Reject(503), probability=p(0.2, 0.24)),
+        Rule(Reject(503), probability=p(0.22, 0.26)),
         Rule(Reject(500), writes, probability=p(0.04, 0.06)),
         Rule(Reset(), probability=p(0.04, 0.06)),
         Rule(Delay(round(rng.uniform(0.005, 0.02), 3)), probability=p(0.1, 0.14)),

@@ -241,8 +241,20 @@ def to_history(ev: Evidence) -> History:
     for s in ev.table.snapshots.values():
         files |= s.files
     return History(rewritten, operations=tuple(ops),
-                   reads=tuple(ev.reads), file_partitions={f: partition_of(f) for f in files},
+                   reads=tuple(r for r in ev.reads if not _reads_the_empty_table(r, ev.table, line)),
+                   file_partitions={f: partition_of(f) for f in files},
                    observed_current=tuple(ev.observed_current))
+
+
+def _reads_the_empty_table(r, table: TableHistory, line: list) -> bool:
+    """A read of the table as created, before any commit: no snapshot and no file, while the
+    lineage starts with a version without a snapshot. A committed state the checker knows
+    no snapshot for, so it is judged here (a read of no snapshot that saw files, or of a
+    table that never was empty, is left to the checker, which names it a dirty read)."""
+    if r.snapshot_id is not None or r.files or not line:
+        return False
+    first = next(v for v in table.versions if v.location == line[0])
+    return first.main is None
 
 
 def judge(ev: Evidence, isolation: str = SERIALIZABLE) -> Judgement:

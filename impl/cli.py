@@ -71,7 +71,7 @@ def _catalog(args) -> SqlCatalog | S3Catalog:
     if args.catalog.startswith(S3_SCHEMES):
         io = StoreRouter()
         return S3Catalog(io.store_for(args.catalog), args.catalog)  # type: ignore[arg-type]
-    return SqlCatalog(args.catalog)
+    return SqlCatalog(args.catalog, read_only=getattr(args, "read_only", False))
 
 
 def _table(args) -> Table:
@@ -288,7 +288,7 @@ def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentPa
             p.add_argument("--json", action="store_true")
             p.add_argument("--graph", metavar="OUT.png|OUT.dot",
                            help="draw the snapshot DAG: a PNG, or DOT text for a .dot name")
-        p.set_defaults(fn=fn, snapshot_id=None, as_of=None, tag=None)
+        p.set_defaults(fn=fn, snapshot_id=None, as_of=None, tag=None, read_only=True)
     p = sub.add_parser("rollback", help="move main back to an ancestor snapshot")
     p.add_argument("table")
     p.add_argument("snapshot_id", type=int)

@@ -69,14 +69,16 @@ UPSTREAM_TIMEOUT_S = 60.0
 SERVE_POLL_S = 0.05
 
 ERROR_CODES = {500: ("InternalError", "We encountered an internal error. Please try again."),
-               503: ("SlowDown", "Please reduce your request rate.")}
+               503: ("SlowDown", "Please reduce your request rate."),
+               403: ("AccessDenied", "Access Denied")}
 
 
 # -- faults ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Reject:
-    """Answer `status` (503 SlowDown or 500 InternalError) without forwarding."""
+    """Answer `status` (503 SlowDown, 500 InternalError, or 403 AccessDenied: a permission
+    the client lacks) without forwarding."""
     status: int = 503
 
     def __post_init__(self) -> None:
