@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv system-deps run test explore tlc bench mutants fuzz-deep campaign-deep clean
+.PHONY: venv java-venv system-deps run test explore tlc bench mutants fuzz-deep campaign-deep clean
 
 venv: $(STAMP)
 
@@ -16,6 +16,30 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[all]'
 	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+# A second venv for the reference engine, Iceberg-Java 1.10.2 through PySpark 3.5.9 (Spark
+# 3.5 and the main venv's 4.x can't share one). Its runtime jar comes from PyPI inside a
+# wheel (snowpark-connect-deps-iceberg 1.0.2; 1.0.3 lacks shaded Jackson); the stamp is
+# keyed on the pins. icefloe.conformance.testing.java_env finds it.
+JAVA_VENV   := .venv-java
+JAVA_PINS   := pyspark==3.5.9 pandas<3 pyarrow snowpark-connect-deps-iceberg==1.0.2
+JAVA_JAR    := iceberg-spark-runtime-3.5_2.12-1.10.2.jar
+JAVA_STAMP  := $(JAVA_VENV)/.installed-$(shell echo '$(JAVA_PINS) $(JAVA_JAR)' | sha1sum | cut -c1-12)
+
+java-venv: $(JAVA_STAMP)
+
+$(JAVA_STAMP):
+	@$(JAVA_VENV)/bin/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv --clear $(JAVA_VENV)
+	$(JAVA_VENV)/bin/python -m pip install -q --upgrade pip
+	$(JAVA_VENV)/bin/python -m pip install -q 'pyspark==3.5.9' 'pandas<3' pyarrow
+	rm -rf $(JAVA_VENV)/download && mkdir -p $(JAVA_VENV)/jars
+	$(JAVA_VENV)/bin/python -m pip download -q --no-deps -d $(JAVA_VENV)/download 'snowpark-connect-deps-iceberg==1.0.2'
+	$(JAVA_VENV)/bin/python -c "import glob, sys, zipfile; \
+	z = zipfile.ZipFile(glob.glob('$(JAVA_VENV)/download/*.whl')[0]); \
+	open('$(JAVA_VENV)/jars/$(JAVA_JAR)', 'wb').write(z.read('snowpark_connect_deps_iceberg/jars/$(JAVA_JAR)'))"
+	rm -rf $(JAVA_VENV)/download
+	@rm -f $(JAVA_VENV)/.installed-*
 	@touch $@
 
 # System packages the tests need, installed only when missing (CI runs as root on a
@@ -34,7 +58,7 @@ run: venv
 	$(BIN)/python -m icefloe.model.explore --all-variants
 
 # The full suite on pytest-xdist; tests/conftest.py prints the time per suite against its budget.
-test: venv system-deps
+test: venv system-deps java-venv
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests
 
 # Benchmarks side by side with their peers; writes docs/benchmarks.md (bench/run.py NAME... runs some).

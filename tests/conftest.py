@@ -51,6 +51,8 @@ SUITE_BUDGETS_S = {
     "repro": 120,  # ../shared/repro reproductions as regression tests
     "fuzz": 180,  # hostile-input fuzzing, the bounded share (the deep run is a make target)
     "mutants": 60,  # the gate's machinery only; the gate itself is `make mutants`
+    "rest": 180,  # icefloe serve: pyiceberg's REST client, errors, idempotency, faults, --rest-uri
+    "java": 300,  # Iceberg-Java 1.10.2 on Spark 3.5.9 (.venv-java): one worker per session, 10-17 s to start
 }
 
 

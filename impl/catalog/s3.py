@@ -68,6 +68,9 @@ from typing import Any, Callable
 from icefloe.impl.catalog.base import (
     CatalogUnavailable,
     InvalidIdentifier,
+    NamespaceAlreadyExists,
+    NamespaceNotEmpty,
+    NoSuchNamespace,
     NoSuchTable,
     TableAlreadyExists,
     TableIdentifier,
@@ -234,6 +237,21 @@ class S3Catalog:
     def list_tables(self, namespace: tuple[str, ...]) -> list[TableIdentifier]:
         names = self._read_index(self._tables_location(tuple(namespace)), "tables")[0]
         return sorted(TableIdentifier(tuple(namespace), n) for n in names)
+
+    def create_namespace(self, namespace: tuple[str, ...]) -> None:
+        require(bool(namespace) and all(namespace), f"not a namespace: {namespace!r}")
+        if tuple(namespace) in self.list_namespaces():
+            raise NamespaceAlreadyExists(".".join(namespace))
+        self._update_index(self._namespaces_location(), "namespaces", list(namespace), add=True)
+
+    def drop_namespace(self, namespace: tuple[str, ...]) -> None:
+        """Remove an empty namespace from the index; NamespaceNotEmpty while it holds tables."""
+        namespace = tuple(namespace)
+        if namespace not in self.list_namespaces():
+            raise NoSuchNamespace(".".join(namespace))
+        if self.list_tables(namespace):
+            raise NamespaceNotEmpty(f"namespace {'.'.join(namespace)} holds tables: drop them first")
+        self._update_index(self._namespaces_location(), "namespaces", list(namespace), add=False)
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
         return sorted(tuple(ns) for ns in self._read_index(self._namespaces_location(), "namespaces")[0])

@@ -29,7 +29,7 @@ from typing import Any, Callable
 
 from icefloe.impl.catalog.base import (
     CatalogUnavailable,
-    NamespaceAlreadyExists,
+    NamespaceAlreadyExists, NamespaceNotEmpty, NoSuchNamespace,
     NoSuchTable,
     TableAlreadyExists,
     TableIdentifier,
@@ -270,6 +270,20 @@ class SqlCatalog:
         for key, value in properties.items():
             run("INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value)"
                 " VALUES (?, ?, ?, ?)", (self.name, namespace, key, value))
+
+    def drop_namespace(self, namespace: tuple[str, ...]) -> None:
+        """Remove an empty namespace (its property rows); NamespaceNotEmpty while it or a
+        namespace below it holds a table, NoSuchNamespace if it does not exist."""
+        require(bool(namespace) and all(namespace), f"not a namespace: {namespace!r}")
+        ns = ".".join(namespace)
+        with self._write_transaction() as run:
+            below = _escape_like(ns) + ".%"
+            if run("SELECT 1 FROM iceberg_tables WHERE catalog_name = ? AND (table_namespace = ? OR table_namespace"
+                   " LIKE ? ESCAPE '!') LIMIT 1", (self.name, ns, below)):
+                raise NamespaceNotEmpty(f"namespace {ns} holds tables: drop them first")
+            run("DELETE FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?", (self.name, ns))
+            if run.rowcount == 0:
+                raise NoSuchNamespace(ns)
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
         rows = self._execute("SELECT table_namespace FROM iceberg_tables WHERE catalog_name = ?"

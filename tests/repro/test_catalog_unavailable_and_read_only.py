@@ -100,8 +100,8 @@ def test_cli_append_to_a_read_only_catalog_says_the_catalog_failed(tmp_path, mon
     csv = tmp_path / "rows.csv"
     csv.write_text("id\n1\n")
     assert cli_main(["create", "db.t", "--schema-from", str(csv)]) == EXIT_OK
-    from icefloe.impl import cli
-    monkeypatch.setattr(cli, "_catalog", lambda args: SqlCatalog(args.catalog, read_only=True))
+    from icefloe.impl.cli import common
+    monkeypatch.setattr(common, "catalog", lambda args: SqlCatalog(args.catalog, read_only=True))
     assert cli_main(["append", "db.t", str(csv)]) == EXIT_NOT_COMMITTED
     err = capsys.readouterr().err
     assert "unavailable" in err and "readonly" in err and "out of attempts" not in err
