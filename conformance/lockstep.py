@@ -15,7 +15,9 @@ the model). `converge` heals the faults and drives every writer to its end (live
 (conformance.histories).
 
 Stepping engines are stepped phase by phase here; black-box engines are driven by
-conformance.blackbox. Faults reach a stepping engine through the context's FaultHooks;
+conformance.blackbox (held at the S3 proxy, or, when their swap is a REST commit, at
+`icefloe serve`'s commit endpoint, where the swap faults are injected and mirrored).
+Faults reach a stepping engine through the context's FaultHooks;
 a delayed swap waits in `FaultHooks.parked` under the model's name for the request,
 `(writer, operation, attempt)`, until a `Deliver` or `Drop` names it.
 """
@@ -25,13 +27,14 @@ from dataclasses import replace
 
 from icefloe.conformance import adapter as A, histories
 from icefloe.conformance.blackbox import BlackBoxDriver
+from icefloe.conformance.rest_driver import COMMIT_FAULT, RestDriver
 from icefloe.conformance.divergence import check_retained, check_snapshot_ids, engine_failure
 from icefloe.conformance.operations import OpRecord, op_spec
 from icefloe.conformance.readers import READ_LABELS, Readers, row_id
 from icefloe.conformance.stats import WRITE_ACTIONS, Stats, rule_of
 from icefloe.conformance.transport import TRANSPORT_LABELS, Transport
 from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
-from icefloe.conformance.view import FAULT_OF_ACTION, converge_choice, solo, visible
+from icefloe.conformance.view import FAULT_OF_ACTION, REST, converge_choice, solo, view_of, visible
 from icefloe.model import checks, iceberg
 from icefloe.model.state import APPEND, COMMITTED, CONFLICT, CRASHED, DONE, NOOP, PLAN, SWAP_DELAYED, WRITE_FAIL
 
@@ -48,10 +51,10 @@ BOOTSTRAP_PHASES_MAX = 64
 
 class Lockstep:
     def __init__(self, engine, ctx: A.TableContext, bounds: iceberg.Bounds, stats: Stats | None = None,
-                 proxy=None):
+                 proxy=None, rest=None):
         self.engine, self.ctx, self.bounds = engine, ctx, bounds
         self.caps: A.Capabilities = engine.capabilities
-        self.black_box = self.caps.mode == A.BLACK_BOX
+        self.black_box = view_of(self.caps)           # False, True (S3 proxy) or REST
         self.stats = stats or Stats()
         self.hooks: A.FaultHooks | None = ctx.faults
         self.proxy = proxy
@@ -66,7 +69,8 @@ class Lockstep:
         self.observers: list = []            # callables (state, label, next state)
         self._enabled_key, self._enabled = None, {}
         self.handles_to_read: list = []      # writers whose operation just ended
-        self.driver = BlackBoxDriver(self) if self.black_box else None
+        self.driver = RestDriver(self, rest) if self.black_box == REST else \
+            BlackBoxDriver(self) if self.black_box else None
         self.last_history = self.last_history_verdict = None
         self.table = engine.create_table(ctx)
         for k in (1, 2):
@@ -90,6 +94,10 @@ class Lockstep:
         return self._enabled
 
     def transport_labels(self) -> list:
+        """Transport faults (conformance.transport) and a REST engine's commit faults
+        (conformance.blackbox) the program may take now."""
+        if self.black_box == REST:
+            return self.driver.labels(self.enabled())
         return self.transport.labels(self.enabled())
 
     def advance(self, label, nxt) -> None:
@@ -108,8 +116,8 @@ class Lockstep:
             if label not in self.readers.labels():
                 raise InvalidProgram(label, "is not a read this engine can make here")
             nxt = None
-        elif label[0] in TRANSPORT_LABELS:
-            if label not in self.transport.labels(self.enabled()):
+        elif label[0] in TRANSPORT_LABELS or label[0] == COMMIT_FAULT:
+            if label not in self.transport_labels():
                 raise InvalidProgram(label, "is not a transport fault this engine can meet here")
             nxt = TRANSPORT_LABELS
         else:
@@ -124,7 +132,7 @@ class Lockstep:
             if nxt is None:
                 self.readers.read(label)
             elif nxt is TRANSPORT_LABELS:
-                self.transport.step(label)
+                (self.driver if label[0] == COMMIT_FAULT else self.transport).step(label)
             else:
                 self._step(label, nxt)
             self.check(reads=label[0] not in PRIVATE_ACTIONS)
@@ -163,6 +171,8 @@ class Lockstep:
             self.stats.faults[fault] += 1
         if name == "Begin":
             self._begin(w, label[2], before)
+        elif self.black_box == REST and name in RestDriver.RELEASES:
+            self.driver.release(w, name)
         elif self.black_box and name == "WriteMetadata":
             self.driver.finish(w)
         elif name in WRITE_ACTIONS or name in ("Retry", "Resolve", "Swap"):
@@ -171,6 +181,8 @@ class Lockstep:
             self.active.pop(w).commit = None
         elif fault is not None:
             self._fault(w, name, fault, wr)
+        elif name in ("Deliver", "Drop") and self.black_box == REST:
+            self.driver.take(name, label[1:], landed=before.cat != self.model.cat)
         elif name in ("Deliver", "Drop"):
             request = label[1:]
             take = self.hooks.parked.deliver if name == "Deliver" else self.hooks.parked.drop
@@ -379,6 +391,8 @@ class Lockstep:
     def finish(self) -> None:
         """The end of a program: liveness, the history checker, every retained snapshot."""
         self.converge()
+        if self.black_box == REST:
+            self.driver.resolve()
         try:
             self.judge_history()
             check_retained(self)
