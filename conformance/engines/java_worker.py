@@ -23,6 +23,8 @@ line, and answers each with one line carrying the request's "id":
         Iceberg's rewrite_data_files Spark action, its snapshot tagged;
     {"id": n, "op": "expire", "table": "...", "older_than_ms": n, "retain_last": n}
         Table.expireSnapshots() of Iceberg-Java's core API;
+    {"id": n, "op": "last_commit", "catalog": "..."}  [[snapshot id, attempts,
+        operation]] of the catalog's last CommitReport (Java's own count of attempts);
     {"id": n, "op": "conf", "values": {...}}  runtime SQL conf (e.g. another catalog);
     {"id": n, "op": "stop"}.
 Answers: {"id": n, "ok": true, "rows": [[...], ...]} or {"id": n, "ok": false, "error":
@@ -74,6 +76,20 @@ def _error(e: BaseException) -> dict:
             "python": traceback.format_exception_only(type(e), e)[-1].strip()}
 
 
+def _field(obj, name: str):
+    """A Java object's field by reflection, searching up its classes (None if absent)."""
+    if obj is None:
+        return None
+    cls = obj.getClass()
+    while cls is not None:
+        for declared in cls.getDeclaredFields():
+            if declared.getName() == name:
+                declared.setAccessible(True)
+                return declared.get(obj)
+        cls = cls.getSuperclass()
+    return None
+
+
 class Worker:
     def __init__(self, conf: dict):
         from pyspark.java_gateway import ensure_callback_server_started
@@ -114,7 +130,12 @@ class Worker:
 
         class Call:
             def call(self):
-                box["rows"] = fn()
+                # Kept here and raised after Java returns: raised through py4j, Java's own
+                # exception chain (CommitStateUnknownException...) would be lost in text.
+                try:
+                    box["rows"] = fn()
+                except BaseException as e:  # noqa: BLE001
+                    box["error"] = e
 
             class Java:
                 implements = ["java.util.concurrent.Callable"]
@@ -124,6 +145,8 @@ class Worker:
             jmap.put(str(key), str(value))
         runtime = self.jvm.java.lang.Class.forName("java.lang.RuntimeException")
         self.jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(jmap, Call(), runtime)
+        if "error" in box:
+            raise box["error"]
         return box.get("rows", [])
 
     def _frame(self, req):
@@ -191,6 +214,20 @@ class Worker:
             .retainLast(int(req["retain_last"]))
         update.commit()
         return []
+
+    def op_last_commit(self, req) -> list:
+        """The last CommitReport of catalog `catalog` (a REST catalog whose
+        metrics-reporter-impl is Iceberg's InMemoryMetricsReporter): [[snapshot id,
+        attempts, operation]], or [] when its last report is not a commit's. Iceberg keeps
+        the reporter private (RESTCatalog.sessionCatalog.reporter, its metricsReport), so
+        it is reached by reflection."""
+        spark_catalog = self.spark._jsparkSession.sessionState().catalogManager().catalog(req["catalog"])
+        report = _field(_field(_field(spark_catalog.icebergCatalog(), "sessionCatalog"), "reporter"),
+                        "metricsReport")
+        if report is None or not self.jvm.org.apache.iceberg.metrics.CommitReport._java_lang_class \
+                .isInstance(report):
+            return []
+        return [[report.snapshotId(), report.commitMetrics().attempts().value(), report.operation()]]
 
     def op_conf(self, req) -> list:
         for key, value in req["values"].items():
