@@ -15,9 +15,8 @@ the model). `converge` heals the faults and drives every writer to its end (live
 (conformance.histories).
 
 Stepping engines are stepped phase by phase here; black-box engines are driven by
-conformance.blackbox (held at the S3 proxy, or, when their swap is a REST commit, at
-`icefloe serve`'s commit endpoint, where the swap faults are injected and mirrored).
-Faults reach a stepping engine through the context's FaultHooks;
+conformance.blackbox (at the S3 proxy) or conformance.rest_driver (a REST commit, held and
+faulted at `icefloe serve`). Faults reach a stepping engine through the context's FaultHooks;
 a delayed swap waits in `FaultHooks.parked` under the model's name for the request,
 `(writer, operation, attempt)`, until a `Deliver` or `Drop` names it.
 """
@@ -29,7 +28,7 @@ from icefloe.conformance import adapter as A, histories
 from icefloe.conformance.blackbox import BlackBoxDriver
 from icefloe.conformance.rest_driver import COMMIT_FAULT, RestDriver
 from icefloe.conformance.divergence import check_retained, check_snapshot_ids, engine_failure
-from icefloe.conformance.operations import OpRecord, op_spec
+from icefloe.conformance.operations import OpRecord, op_spec, run_whole
 from icefloe.conformance.readers import READ_LABELS, Readers, row_id
 from icefloe.conformance.stats import WRITE_ACTIONS, Stats, rule_of
 from icefloe.conformance.transport import TRANSPORT_LABELS, Transport
@@ -45,7 +44,6 @@ STEP_TO_PHASES_MAX = 8
 # reduction assumes): no re-read after them; a bug that breaks that shows at the next read.
 PRIVATE_ACTIONS = WRITE_ACTIONS | {"Begin"}
 LIVENESS_STEPS_MAX = 200
-BOOTSTRAP_PHASES_MAX = 64
 
 
 class Lockstep:
@@ -68,12 +66,12 @@ class Lockstep:
         self.observers: list = []            # callables (state, label, next state)
         self._enabled_key, self._enabled = None, {}
         self.handles_to_read: list = []      # writers whose operation just ended
-        self.driver = RestDriver(self, rest) if self.black_box == REST else \
-            BlackBoxDriver(self) if self.black_box else None
+        self.driver = RestDriver(self, rest) if self.black_box == REST else (BlackBoxDriver(self) if self.black_box
+                                                                             else None)
         self.last_history = self.last_history_verdict = None
         self.table = engine.create_table(ctx)
         for k in (1, 2):
-            out = self._run_whole(0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))
+            out = run_whole(self.table, 0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))
             if not isinstance(out, A.Committed) or out.snapshot_id is None:
                 raise Violation(AGREEMENT, f"the bootstrap append 0.{k} did not commit: {out}")
             self.snapshot_id[(0, k)] = out.snapshot_id
@@ -92,12 +90,8 @@ class Lockstep:
             self._enabled_key = key
         return self._enabled
 
-    def transport_labels(self) -> list:
-        """Transport faults (conformance.transport) and a REST engine's commit faults
-        (conformance.blackbox) the program may take now."""
-        if self.black_box == REST:
-            return self.driver.labels(self.enabled())
-        return self.transport.labels(self.enabled())
+    def transport_labels(self) -> list:      # transport faults, or a REST engine's commit faults
+        return (self.driver.labels if self.black_box == REST else self.transport.labels)(self.enabled())
 
     def advance(self, label, nxt) -> None:
         """The model takes one transition (every model change goes through here, so the
@@ -169,8 +163,8 @@ class Lockstep:
             self.stats.faults[fault] += 1
         if name == "Begin":
             self._begin(w, label[2], before)
-        elif self.black_box == REST and name in RestDriver.RELEASES:
-            self.driver.release(w, name)
+        elif self.black_box == REST and name in RestDriver.RELEASES + ("Deliver", "Drop"):
+            self.driver.mirror(label, before)
         elif self.black_box and name == "WriteMetadata":
             self.driver.finish(w)
         elif name in WRITE_ACTIONS or name in ("Retry", "Resolve", "Swap"):
@@ -179,8 +173,6 @@ class Lockstep:
             self.active.pop(w).commit = None
         elif fault is not None:
             self._fault(w, name, fault, wr)
-        elif name in ("Deliver", "Drop") and self.black_box == REST:
-            self.driver.take(name, label[1:], landed=before.cat != self.model.cat)
         elif name in ("Deliver", "Drop"):
             request = label[1:]
             take = self.hooks.parked.deliver if name == "Deliver" else self.hooks.parked.drop
@@ -324,16 +316,6 @@ class Lockstep:
         elif res == CONFLICT:
             self.stats.conflicts += 1
 
-    def _run_whole(self, w: int, spec: A.OpSpec):
-        commit = self.table.begin(w, spec)
-        if isinstance(commit, A.SteppingCommit) and not hasattr(commit, "run"):
-            for _ in range(BOOTSTRAP_PHASES_MAX):
-                if commit.done:
-                    return commit.outcome
-                commit.step()
-            raise Violation("L2 OperationsTerminate", f"op {spec.op_id} did not end in {BOOTSTRAP_PHASES_MAX} phases")
-        return commit.run()
-
     # -- after every step --------------------------------------------------------------------
 
     def check(self, reads: bool = True) -> None:
@@ -391,8 +373,6 @@ class Lockstep:
     def finish(self) -> None:
         """The end of a program: liveness, the history checker, every retained snapshot."""
         self.converge()
-        if self.black_box == REST:
-            self.driver.resolve()
         try:
             self.judge_history()
             check_retained(self)

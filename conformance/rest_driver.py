@@ -41,9 +41,8 @@ class RestDriver:
 
     Then the writer runs by itself (view.solo) to its next commit request or to its end:
     after a rejection `Retry`, after an unknown outcome `EndUnknown` if the engine reported
-    Unknown (view.end_unknown; its caller resolves it, and `resolve` counts how: landed or
-    not, once every delayed request was delivered), or `Resolve` if the engine resolved it
-    itself. A commit request the model has no room for (the model's operation ended, the
+    Unknown (view.end_unknown; its caller resolves it, and `resolve` counts how, landed or
+    not, once that is definite), or `Resolve` if the engine resolved it itself. A commit request the model has no room for (the model's operation ended, the
     engine commits again: a retry that re-applies a landed commit) or an engine that ends
     where the model's writer commits again is a Violation.
     """
@@ -58,7 +57,7 @@ class RestDriver:
     def __init__(self, lock, faults):
         self.lock, self.faults = lock, faults
         self.parked: dict = {}      # model request (w, k, attempt) -> (server request id, snapshot id, op kind)
-        self.unknown: dict = {}     # (w, k) the engine ended Unknown -> its op kind, until resolved
+        self.unknown: set = set()   # (w, k) the engine ended Unknown, until resolved
 
     @staticmethod
     def inject(name: str):
@@ -103,10 +102,13 @@ class RestDriver:
                             f"the model's writer commits", wr.phase, rec.outcome)
         self._solo(w, (SWAP,))
 
-    def release(self, w: int, name: str) -> None:
-        """A model swap action the program named (the model has taken it)."""
-        fault = self.inject(name)
-        self._release(w, fault, taken=name)
+    def mirror(self, label, before) -> None:
+        """A model action the program named, which the model has taken (from `before`): a
+        swap or swap fault at the held commit, or a parked request's Deliver or Drop."""
+        if label[0] in ("Deliver", "Drop"):
+            self.take(label[0], label[1:], landed=before.cat != self.lock.model.cat)
+        else:
+            self._release(label[1], self.inject(label[0]), taken=label[0])
 
     def step(self, label) -> None:
         """("CommitFault", w, kind, status): release the held commit into that fault."""
@@ -124,7 +126,12 @@ class RestDriver:
         self._note(("delay", name.lower(), kind))
         if name == "Drop":
             self.faults.drop(rid)
-            return
+        else:
+            self._deliver(rid, sid, w, k, landed)
+        if (w, k) in self.unknown:
+            self.resolve(w, k)
+
+    def _deliver(self, rid: int, sid, w: int, k: int, landed: bool) -> None:
         status = self.faults.deliver(rid)
         applied = status is not None and 200 <= status < 300
         if applied != landed:
@@ -135,18 +142,18 @@ class RestDriver:
         if landed and sid is not None:
             self.lock.snapshot_id[(w, k)] = sid
 
-    def resolve(self) -> None:
-        """After the liveness phase (nothing in flight any more): each operation the engine
-        ended Unknown, resolved as its caller would (spec/PROTOCOL.md 9.6): an attempt of it
-        is in the chain, or none is and none can land."""
+    def resolve(self, w: int, k: int) -> None:
+        """Operation (w, k), which the engine ended Unknown, resolved as its caller would
+        (spec/PROTOCOL.md 9.6) as soon as that is definite: an attempt of it is in the chain,
+        or none is and none is in flight any more (the liveness phase delivers the rest)."""
         lock = self.lock
-        assert not lock.model.inflight, "resolve after the liveness phase"
-        for (w, k) in sorted(self.unknown):
-            if iceberg.own_landed(lock.model, w, k) is not None:
-                lock.stats.unknown_resolved_committed += 1
-            else:
-                lock.stats.unknown_resolved_not_committed += 1
-        self.unknown.clear()
+        if iceberg.own_landed(lock.model, w, k) is not None:
+            lock.stats.unknown_resolved_committed += 1
+        elif not any(req[0] == w and req[2][1] == k for req in lock.model.inflight):
+            lock.stats.unknown_resolved_not_committed += 1
+        else:
+            return
+        self.unknown.discard((w, k))
 
     # -- inside ---------------------------------------------------------------------------
 
@@ -191,8 +198,9 @@ class RestDriver:
                             "apache/iceberg #12818)", "committed or unknown", rec.outcome)
         if wr.k == rec.k:
             if wr.phase == UNKNOWN and where == ENDED and isinstance(rec.outcome, A.Unknown):
-                self.unknown[(w, rec.k)] = wr.kind
+                self.unknown.add((w, rec.k))
                 self._advance((END_UNKNOWN, w), end_unknown(lock.model, w))
+                self.resolve(w, rec.k)
             else:
                 resolving = wr.phase == UNKNOWN
                 self._solo(w, (SWAP,) if where == GATE else ())
