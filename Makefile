@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv java-venv system-deps run test explore tlc bench mutants conform-seeds fuzz-deep clean
+.PHONY: venv java-venv system-deps run test explore tlc bench mutants conform-seeds fuzz-deep campaign-deep clean
 
 venv: $(STAMP)
 
@@ -96,6 +96,13 @@ conform-seeds: venv
 # atheris runs per target; writes docs/fuzzing.md. Not in `make test` (it has a bounded share).
 fuzz-deep: venv
 	nice -n 10 $(BIN)/python tests/fuzz/deep.py
+
+# The deep fault campaign (conformance/campaign_deep.py): 16 writer processes x 100 operations
+# on one table under the deep fault plan (outcomes left unresolved), on moto S3 with the S3
+# catalog and with PostgreSQL; writes docs/campaigns.md. Resumable part by part
+# (reports/campaigns/; FORCE=--force reruns). Not in `make test` (it has a bounded share).
+campaign-deep: venv system-deps
+	nice -n 10 $(BIN)/python -m icefloe.conformance.campaign_deep $(FORCE)
 
 explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2

@@ -152,6 +152,7 @@ ENGINE_SHORTCUTS = {
     "pyiceberg-sql": "icefloe.conformance.engines.pyiceberg_engine:engine",
     "java": "icefloe.conformance.engines.java_engine:engine",          # needs `make java-venv`
     "java-mor": "icefloe.conformance.engines.java_engine:engine_mor",
+    "duckdb": "icefloe.conformance.engines.duckdb_engine:engine",       # through a REST catalog
 }
 DEFAULT_ENGINE = "icefloe"
 

@@ -47,12 +47,12 @@ SUITE_BUDGETS_S = {
     "interop": 120,
     "s3": 240,  # +60: every proxy fault kind and gate also against pyiceberg; table-level S3 tests
     "postgres": 120,
-    "spark": 300,
+    "spark": 480,  # +180: the native paths (transforms vs transforms.py, MoR vs peers, Iceberg-Java reads them)
     "repro": 120,  # ../shared/repro reproductions as regression tests
     "fuzz": 180,  # hostile-input fuzzing, the bounded share (the deep run is a make target)
     "mutants": 60,  # the gate's machinery only; the gate itself is `make mutants`
     "rest": 180,  # icefloe serve: pyiceberg's REST client, errors, idempotency, faults, --rest-uri
-    "rest_engines": 60,  # pyiceberg through icefloe serve under every commit fault
+    "rest_engines": 120,  # pyiceberg and DuckDB through icefloe serve under every commit fault
     "java": 300,  # Iceberg-Java 1.10.2 on Spark 3.5.9 (.venv-java): one worker per session, 10-17 s to start
 }
 

@@ -172,7 +172,7 @@ def register(sub) -> None:
     p.add_argument("--format", choices=output.FORMATS, default="table",
                    help="table (aligned, for people), csv, json (one array) or jsonl (a row per line); default table")
     p.add_argument("--batch-rows", type=positive_int, help=argparse.SUPPRESS)
-    p.set_defaults(fn=cmd_scan)
+    p.set_defaults(fn=cmd_scan, read_only=True)
 
     p = add_command(sub, "history", "list the snapshots with times and refs, or draw them with --graph", """
         List the table's retained snapshots, oldest first: id, parent, sequence number,
@@ -185,5 +185,5 @@ def register(sub) -> None:
     p.add_argument("table", help="namespace.table, or a metadata JSON path/URI (read-only)")
     p.add_argument("--json", action="store_true", help="one JSON array of snapshot objects")
     p.add_argument("--graph", metavar="OUT.png|OUT.dot", help="draw the snapshot DAG: a PNG, or DOT text for a .dot name")
-    p.set_defaults(fn=cmd_history)
+    p.set_defaults(fn=cmd_history, read_only=True)
 

@@ -246,7 +246,7 @@ def register(sub) -> None:
         icefloe list
         icefloe list db""")
     p.add_argument("namespace", nargs="?", help="only this namespace (levels separated by '.')")
-    p.set_defaults(fn=cmd_list)
+    p.set_defaults(fn=cmd_list, read_only=True)
 
     p = add_command(sub, "describe", "schema, partition spec, properties, refs and current snapshot of a table", """
         Show what a table is: its location and metadata file, the current schema (field
@@ -256,7 +256,7 @@ def register(sub) -> None:
         icefloe describe db.events --json | jq .schema""")
     p.add_argument("table", help="namespace.table, or a metadata JSON path/URI (read-only)")
     p.add_argument("--json", action="store_true", help="as one JSON object")
-    p.set_defaults(fn=cmd_describe)
+    p.set_defaults(fn=cmd_describe, read_only=True)
 
     p = add_command(sub, "append", "append the rows of a Parquet or CSV file", """
         Add the rows of a file as a new snapshot (operation append). The file's columns
