@@ -169,3 +169,56 @@ def expected(fault: F.Fault, then: str | None) -> tuple[str, int]:
 def case_id(fault: F.Fault, then: str | None) -> str:
     return fault.kind + (f"-{fault.status}" if fault.kind in (F.FAIL_BEFORE, F.FAIL_AFTER, F.DELAY) else "") + \
         (f"-{then}" if then else "")
+
+
+PROBE_KINDS = {"pyiceberg": (A.APPEND, A.OVERWRITE, A.DELETE), "duckdb": (A.APPEND, A.OVERWRITE, A.DELETE),
+               "java": (A.APPEND, A.OVERWRITE, A.DELETE), "java-mor": (A.OVERWRITE, A.DELETE)}
+
+
+def matrix(engine_name: str, kinds=None) -> list:
+    """Every fault case x operation kind for one engine, on a fresh `icefloe serve` (SQLite,
+    local warehouse) with the fault layer in front: [ProbeResult]."""
+    import tempfile
+    from icefloe.conformance.testing.rest_server import RestServer
+    engine = A.load_engine("pyiceberg-rest" if engine_name == "pyiceberg" else engine_name)
+    out = []
+    with tempfile.TemporaryDirectory(prefix="icefloe-probe-") as root:
+        box = {}
+
+        def wrap(app):
+            box["faults"] = F.RestFaults(app, tokens=writer_tokens())
+            return box["faults"]
+        with RestServer(f"sqlite:///{root}/catalog.db", f"{root}/warehouse", wrap=wrap) as server:
+            for fault, then in FAULT_CASES:
+                for kind in kinds or PROBE_KINDS[engine_name]:
+                    out.append(probe(engine, context(server.url, f"file://{root}/warehouse"), box["faults"],
+                                     fault, kind=kind, then=then))
+            box["faults"].close()
+    return out
+
+
+def main(argv=None) -> int:
+    """python -m icefloe.conformance.testing.rest_engine_probe ENGINE [--json FILE]: the
+    fault matrix of docs/verdicts.md for one engine (pyiceberg, java, java-mor, duckdb)."""
+    import argparse
+    import json
+    import logging
+    from dataclasses import asdict
+    p = argparse.ArgumentParser(prog="rest_engine_probe")
+    p.add_argument("engine", choices=sorted(PROBE_KINDS))
+    p.add_argument("--json")
+    args = p.parse_args(argv)
+    logging.disable(logging.WARNING)
+    results = matrix(args.engine)
+    for r in results:
+        print(r.line())
+    found = [r for r in results if r.findings]
+    print(f"{args.engine}: {len(results)} probes, {len(found)} with findings")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump([asdict(r) for r in results], f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -52,7 +52,8 @@ def cmd_expire(args) -> int:
     if not expired and operation.kept:
         print("nothing was old enough: a snapshot goes only when no rule keeps it "
               "(try --older-than now to drop the age rule; refs are always kept)")
-    _cleanup_report(operation.deleted_files, "committed")
+    if expired:
+        _cleanup_report(operation.deleted_files, "committed")
     return code
 
 
