@@ -13,6 +13,7 @@ import itertools
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -125,6 +126,7 @@ def _same(a, b) -> bool:
 def _row(what: str, n: int, times: dict, cpu: dict, loads: list, theirs_note: str = "") -> str:
     a, b = statistics.median(times["icefloe"]), statistics.median(times["spark"])
     ca, cb = statistics.median(cpu["icefloe"]), statistics.median(cpu["spark"])
+    print(f"{what}: icefloe {times['icefloe']} s, spark {times['spark']} s, loads {loads}", file=sys.stderr, flush=True)
     return (f"| {what} | {n / a / 1e6:.2f} | {n / b / 1e6:.2f}{theirs_note} | **{b / a:.2f}** | "
             f"{ca:.1f} / {cb:.1f} = {cb / ca:.2f} | {len(times['icefloe'])} | {_load_range(loads)} |")
 
@@ -132,6 +134,8 @@ def _row(what: str, n: int, times: dict, cpu: dict, loads: list, theirs_note: st
 def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
     from icefloe.impl.spark import native_write as NW
     from icefloe.impl.spark import write
+    from icefloe.impl.spark.options import table_ref
+    from icefloe.impl.spark.source import _load_or_create
     names = itertools.count()
     real_describe = NW.describe_files
 
@@ -146,17 +150,23 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
         for layout, partition_by in (("unpartitioned", None), ("partitioned by cat (8)", "cat")):
             opts = {"catalog-uri": f"sqlite:///{work / 'catalog.db'}", "warehouse": str(work / "wh"),
                     "create-table": "true", **({"partition-by": partition_by} if partition_by else {})}
-            out = work / f"parquet-{partition_by or 'flat'}"
+            # Each write goes to a place of its own: icefloe appends to an empty table created
+            # before the clock starts (a table exists before a job writes to it), Spark writes
+            # a new folder (no overwrite to clean up first).
+            fresh = [f"icefloe.bench.t_{partition_by or 'flat'}_{next(names)}" for _ in range(WARMUP_ROUNDS + repeats)]
+            for name in fresh:
+                _load_or_create(table_ref(opts, name), df.schema)
+            outs = (work / f"parquet-{partition_by or 'flat'}-{k}" for k in itertools.count())
             last = {}
 
             def ours():
-                last["name"] = f"icefloe.bench.t_{partition_by or 'flat'}_{next(names)}"
+                last["name"] = fresh.pop(0)
                 result = write(df, last["name"], opts)
                 breakdown["commit"].append(result.commit_ms / 1000)
 
             def theirs():
-                w = df.write.mode("overwrite")
-                (w.partitionBy(partition_by) if partition_by else w).parquet(str(out))
+                w = df.write
+                (w.partitionBy(partition_by) if partition_by else w).parquet(str(next(outs)))
             times, cpu, loads = alternate({"icefloe": ours, "spark": theirs}, repeats)
             tables[layout] = (last["name"], opts)
             lines.append(_row(f"write, {layout}", n, times, cpu, loads))
@@ -248,7 +258,7 @@ def run(quick: bool) -> str:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import spark_planning
     sizes = (10_000, 100_000) if quick else (100_000, 1_000_000)
-    planned = spark_planning.measure(work / "planning", sizes, rounds=1 if quick else spark_planning.ROUNDS)
+    planned = spark_planning.measure(work / "planning", sizes, rounds=1 if quick else None)
     shutil.rmtree(work, ignore_errors=True)
     load_at_end = os.getloadavg()[0]
     med = {k: statistics.median(v) if v else 0.0 for k, v in breakdown.items()}
@@ -258,10 +268,10 @@ def run(quick: bool) -> str:
         "alternating (icefloe first in odd rounds, Spark first in even ones); figures are medians. Load average "
         f"{load_at_start:.1f} at the start, {load_at_end:.1f} at the end; the last column is the range of the "
         "1-minute load average over a comparison's rounds (2 cores shared with other engineers' work). icefloe "
-        "writes with `icefloe.impl.spark.write`: Spark's own Parquet writer under the job prefix (field ids, the "
+        "writes with `icefloe.impl.spark.write` into an empty table created before the clock starts: Spark's own Parquet writer under the job prefix (field ids, the "
         "partition spec's transforms computed in Spark), each file's footer read for its DataFile (on the driver "
         "for at most 256 files, else in a Spark job), one commit (manifest, manifest list, metadata, SQLite swap). "
-        "Spark's writer is `df.write.parquet` (no table, no commit). Reads run the same aggregate over every "
+        "Spark's writer is `df.write.parquet` into a new folder (no table, no commit). Reads run the same aggregate over every "
         "column: `icefloe.impl.spark.read` (icefloe plans, Spark's vectorized reader reads by field id) vs "
         "`spark.read.parquet(files)` on the same files. The wall ratio is Spark's median seconds over icefloe's "
         "(above 1: icefloe faster); the CPU column gives the median CPU seconds of the whole process tree (Python "

@@ -141,11 +141,12 @@ def plan(who: str, metadata_location: str, row_filter: str | None) -> dict:
 
 
 PLANNERS = ("icefloe", "spark", "pyiceberg")
-ROUNDS = 3
+ROUNDS = {1_000_000: 2}  # rounds per size (default 3): a round at 10^6 takes minutes of CPU
+ROUNDS_DEFAULT = 3
 LABELS = {"icefloe": "icefloe, one process", "spark": "icefloe on executors", "pyiceberg": "pyiceberg 0.12"}
 
 
-def measure(work: Path, sizes=(100_000, 1_000_000), rounds: int = ROUNDS) -> list[dict]:
+def measure(work: Path, sizes=(100_000, 1_000_000), rounds: int | None = None) -> list[dict]:
     """Every planner at every size and filter, each run in a fresh process; the planners
     take turns (the order rotated each round) and each figure is the median of `rounds`."""
     import statistics
@@ -159,13 +160,14 @@ def measure(work: Path, sizes=(100_000, 1_000_000), rounds: int = ROUNDS) -> lis
             row_filter = None if template is None else template.format(cut=int(files * 1000 * 0.99))
             runs: dict = {who: [] for who in PLANNERS}
             loads = []
-            for r in range(rounds):
+            for r in range(rounds or ROUNDS.get(files, ROUNDS_DEFAULT)):
                 for who in PLANNERS[r % 3:] + PLANNERS[:r % 3]:
                     done = subprocess.run([sys.executable, __file__, "plan", who, location, json.dumps(row_filter)],
                                           capture_output=True, text=True, env=env)
                     if done.returncode != 0:
                         raise RuntimeError(f"{who} at {files}: {done.stderr[-2000:]}")
                     runs[who].append(json.loads(done.stdout.strip().splitlines()[-1]))
+                    print(f"planning {files} {name} {who}: {runs[who][-1]}", file=sys.stderr, flush=True)
                 loads.append(os.getloadavg()[0])
             for who, results in runs.items():
                 files_planned = {x["files"] for x in results}
