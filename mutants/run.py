@@ -186,6 +186,7 @@ def check() -> int:
 
 
 def main(argv=None) -> int:
+    global REPORTS
     p = argparse.ArgumentParser(prog="python -m mutants.run", description=__doc__.splitlines()[0])
     p.add_argument("names", nargs="*", help="mutants to run (default: all)")
     p.add_argument("--seeds", default="0", help="comma-separated conform seeds (default 0)")
@@ -196,7 +197,9 @@ def main(argv=None) -> int:
     p.add_argument("--docs", action="store_true", help="rewrite the kill table in docs/conformance.md")
     p.add_argument("--timeout", type=float, default=CONFORM_TIMEOUT_S, help="seconds per conform run")
     p.add_argument("--jobs", type=int, default=1, help="mutants run at a time (each in its own processes)")
+    p.add_argument("--reports", default=str(REPORTS), help=f"where the runs' reports go (default {REPORTS})")
     args = p.parse_args(argv)
+    REPORTS = Path(args.reports)
     if args.list:
         for m in MUTANTS:
             print(f"{m.name:34} {m.area:20} {'model' if m.model_covers else 'unit '}  {m.bug}")
