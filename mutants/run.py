@@ -94,7 +94,16 @@ class Result:
         return {"mutant": m.name, "area": m.area, "model_covers": m.model_covers, "blind": m.blind, "bug": m.bug,
                 "like": m.like, "killed_by": self.killed_by, "properties": self.properties,
                 "seconds": round(self.seconds, 1), "gate_ok": self.gate_ok,
-                "runs": [vars(r) for r in self.runs], "unit_killer": self.unit_killer}
+                "runs": [vars(r) for r in self.runs], "unit_killer": self.unit_killer, "unit_ran": self.unit_ran}
+
+
+def from_json(record: dict) -> Result:
+    """A Result back from kills.json, with the mutant as the catalog has it now (its area and
+    whether the model covers it; the runs and the unit test are as recorded)."""
+    runs = [SeedRun(**r) for r in record["runs"]]
+    r = Result(by_name(record["mutant"]), runs, record.get("unit_killer"))
+    r.unit_ran = record.get("unit_ran", not r.killed_by_conform)   # the gate runs them for every survivor
+    return r
 
 
 def _env() -> dict:
@@ -198,6 +207,8 @@ def main(argv=None) -> int:
     p.add_argument("--timeout", type=float, default=CONFORM_TIMEOUT_S, help="seconds per conform run")
     p.add_argument("--jobs", type=int, default=1, help="mutants run at a time (each in its own processes)")
     p.add_argument("--reports", default=str(REPORTS), help=f"where the runs' reports go (default {REPORTS})")
+    p.add_argument("--render", metavar="KILLS_JSON", help="only rewrite docs/conformance.md's table from a "
+                   "recorded kills.json (with --seeds as run), the catalog's areas as they are now")
     args = p.parse_args(argv)
     REPORTS = Path(args.reports)
     if args.list:
@@ -206,6 +217,10 @@ def main(argv=None) -> int:
         return 0
     if args.check:
         return check()
+    if args.render:
+        results = [from_json(r) for r in json.loads(Path(args.render).read_text())]
+        write_docs(results, [int(x) for x in args.seeds.split(",") if x.strip()], args.profile)
+        return 0
     try:
         chosen = [by_name(n) for n in args.names] or list(MUTANTS)
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
