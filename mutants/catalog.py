@@ -302,8 +302,9 @@ BLIND: tuple[Mutant, ...] = (
     Mutant("scan-skips-existing-entries", SCAN_PY,
            "                if e.status in (0, 1) and e.data_file.record_count != 0:",
            "                if e.status == 1 and e.data_file.record_count != 0:  # mutant: ADDED only",
-           SCAN, "an unfiltered scan takes only ADDED entries, dropping EXISTING ones of rewritten manifests",
-           "manifest entry status", blind=True),
+           PARTITIONS, "an unfiltered scan takes only ADDED entries, dropping EXISTING ones of rewritten manifests "
+           "(a manifest holds several files only when an append writes several: partitions)",
+           "manifest entry status", model_covers=False, blind=True),
     Mutant("s3-read-back-existence-only", S3_STORE_PY,
            "        if current == data:\n            assert info.size == len(data)\n            return info",
            "        if current:  # mutant: something is there, so our write landed\n            return info",
