@@ -170,8 +170,10 @@ def write_docs(results: list, seeds: list, profile: str) -> None:
             f"the end: conform killed {killed} of {len(results)} mutants at every seed, "
             f"{sum(r.killed_by_conform for r in covered)} of the {len(covered)} in areas the model covers"
             + (f"; of the {len(blind)} blind mutants, {sum(r.killed_by_conform for r in blind)}" if blind else "")
-            + ". A mutant counts as killed by conform only if every seed kills it; seconds are summed over "
-            "the seeds run (a seed that lets a mutant through ends its row). Where conform lets a "
+            + ". A mutant counts as killed by conform only if every seed kills it. A kill by a directed "
+            "program stands for every seed (the directed phase runs first and involves no seed, so each "
+            "seed's run repeats it to the same failure); a kill by the random search is run at every seed. "
+            "Seconds are summed over the seeds run, on a machine shared with other work. Where conform lets a "
             "mutant through, the unit tests of its area run and the first failing test is named.\n\n"
             f"{table(results, seeds)}\n{END}")
     if BEGIN in text and END in text:
@@ -238,6 +240,8 @@ def main(argv=None) -> int:
             runs.append(run_conform(m, seed, args.profile, args.timeout))
             if not runs[-1].killed:
                 break                    # not killed at every seed: no need for the rest
+            if runs[-1].found_by == "directed":
+                break                    # the directed phase involves no seed: every seed runs it alike
         r = Result(m, runs)
         if not r.killed_by_conform and not args.no_unit:
             r.unit_killer, r.unit_ran = run_unit_tests(m, UNIT_TIMEOUT_S), True
