@@ -76,6 +76,8 @@ class Result:
 
     @property
     def killed_by(self) -> str:
+        if not self.runs:
+            return "not run in this table's gate"
         if self.killed_by_conform:
             how = sorted({r.found_by for r in self.runs if r.found_by})
             return "conform" + (f" ({' and '.join(_HOW.get(h, h) for h in how)})" if how else "")
