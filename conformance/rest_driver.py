@@ -6,13 +6,14 @@ conformance.transport mirrors a stepping engine's transport faults.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance.blackbox import BLACK_BOX_WAIT_S, GATE_POLL_S
 from icefloe.conformance.view import END_UNKNOWN, FAULT_OF_ACTION, end_unknown, solo
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model import iceberg
-from icefloe.model.state import COMMITTED, DONE, SWAP, UNKNOWN
+from icefloe.model.state import COMMITTED, DONE, RETRY, SWAP, UNKNOWN
 
 COMMIT_FAULT = "CommitFault"
 GATE, ENDED = "gate", "ended"
@@ -196,7 +197,9 @@ class RestDriver:
             raise Violation("P4 ReadersSeeCommitted", f"writer {w}: the engine reported a conflict ({rec.outcome.reason}) "
                             "for a commit that landed: an unknown outcome taken as a failure (duckdb-iceberg #1120, "
                             "apache/iceberg #12818)", "committed or unknown", rec.outcome)
-        if wr.k == rec.k:
+        if wr.k == rec.k and wr.phase == RETRY and where == ENDED and isinstance(rec.outcome, A.Conflict):
+            self._gave_up(w)
+        if lock.model.writers[w - 1].k == rec.k:
             if wr.phase == UNKNOWN and where == ENDED and isinstance(rec.outcome, A.Unknown):
                 self.unknown.add((w, rec.k))
                 self._advance((END_UNKNOWN, w), end_unknown(lock.model, w))
@@ -222,6 +225,17 @@ class RestDriver:
             raise Violation(AGREEMENT, f"writer {w}: the engine ended ({rec.outcome}) where the model's writer "
                             f"commits again (phase {lock.model.writers[w - 1].phase})",
                             lock.model.writers[w - 1].phase, rec.outcome)
+
+    def _gave_up(self, w: int) -> None:
+        """The engine ended Conflict after a rejection although the model's writer has
+        attempts left: its loop stopped early, as its time budget may stop it (6.3; the
+        model has no clocks). The model's Retry with the attempts this one has made."""
+        lock = self.lock
+        s, wr = lock.model, lock.model.writers[w - 1]
+        if iceberg.reconcile(lock.bounds, s, w).writers[w - 1].k != wr.k:
+            return                                   # the model's own Retry ends it too
+        self._advance(("Retry", w), iceberg.reconcile(replace(lock.bounds, attempts_max=wr.attempt), s, w))
+        lock.stats.gave_up += 1
 
     def _advance(self, label, nxt=None, count: bool = False) -> None:
         lock = self.lock
@@ -302,16 +316,21 @@ def mirror(kind: str | None, where: str, outcome) -> list:
 
 
 def _added_snapshot(body: bytes | None) -> int | None:
-    """The snapshot id a REST commit request adds (its add-snapshot update), if any."""
+    """The snapshot a REST commit request makes main's head, among those it adds (one
+    commit may add several: pyiceberg's overwrite adds a delete and an append), if any."""
     import json
     try:
         request = json.loads(body or b"null")
     except ValueError:
         return None
-    changes = request.get("table-changes", [request]) if isinstance(request, dict) else []
-    for change in changes:
+    added, head = [], None
+    for change in request.get("table-changes", [request]) if isinstance(request, dict) else []:
         for update in change.get("updates", []) if isinstance(change, dict) else []:
-            if isinstance(update, dict) and update.get("action") == "add-snapshot":
-                return update.get("snapshot", {}).get("snapshot-id")
-    return None
+            if not isinstance(update, dict):
+                continue
+            if update.get("action") == "add-snapshot":
+                added.append(update.get("snapshot", {}).get("snapshot-id"))
+            elif update.get("action") == "set-snapshot-ref" and update.get("ref-name") == "main":
+                head = update.get("snapshot-id")
+    return head if head in added else (added[-1] if added else None)
 

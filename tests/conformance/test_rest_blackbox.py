@@ -13,11 +13,12 @@ from icefloe.conformance import adapter as A
 from icefloe.conformance.backends import Backends
 from icefloe.conformance.engines import icefloe_rest as R
 from icefloe.conformance.profiles import PROFILES, REST, bounds_for
-from icefloe.conformance.runs import new_lockstep
+from icefloe.conformance.runs import new_lockstep, replay
 from icefloe.conformance.stats import Stats
 from icefloe.conformance.view import END_UNKNOWN, REST as REST_VIEW, steps, view_of, visible
 from icefloe.conformance.violation import InvalidProgram, Violation
 from icefloe.impl.outcomes import SwapRejected, SwapUnknown, Unknown
+from icefloe.impl.table import commit as C
 from icefloe.model import iceberg
 
 pytest.importorskip("starlette")
@@ -185,6 +186,33 @@ def test_the_correct_engine_reports_unknown_and_keeps_its_files(backends):
     run(backends, BEGIN + [("CommitFault", 1, "lost", None)], check=check)
 
 
+class _NoRetryTable(R.IcefloeRestTable):
+    """Makes one attempt per commit (as pyiceberg 0.12 does for a rollback)."""
+
+    def __init__(self, engine, ctx):
+        super().__init__(engine, ctx)
+        self.retry = C.RetryPolicy(num_retries=0, retry_wait_ms_min=0, retry_wait_ms_max=0)
+
+
+def no_retry():
+    return type("NoRetry", (R.IcefloeRestEngine,), {"name": "no-retry", "table_class": _NoRetryTable})()
+
+
+def test_an_engine_that_stops_retrying_ends_in_conflict_as_the_model_would(backends):
+    """Goal: a Conflict after a rejection while the model has attempts left is mirrored as
+    the model's Retry at the attempts made (a loop stopped early, spec/PROTOCOL.md 6.3) and
+    counted; a directed program that expected the retry ends there, saying so. Method: a
+    one-attempt engine meets a 409; then the same program with the retry's Swap named."""
+    got, lock = run(backends, BEGIN + [("SwapFails", 1)], engine=no_retry())
+    assert got[-2:] == [("SwapFails", 1), ("Retry", 1)] and lock.stats.gave_up == 1
+    assert lock.ops[(1, 1)].result == "conflict"
+    program = BEGIN + [("SwapFails", 1), ("Swap", 1)]
+    with pytest.raises(InvalidProgram):
+        replay(no_retry(), program, store=REST, backends=backends)
+    lock = replay(no_retry(), program, store=REST, backends=backends, lenient=True)
+    assert lock.left == "the engine left its directed program before Swap"
+
+
 # -- the view a REST engine is driven by ------------------------------------------------------
 
 def test_the_rest_view_names_the_held_commit_and_its_faults():
@@ -214,3 +242,25 @@ def test_capabilities_tie_rest_transport_to_the_rest_store():
     with pytest.raises(A.EngineSpecError):
         A.Capabilities(operations=frozenset({A.APPEND}), mode=A.STEPPING, stores=frozenset({"rest"}),
                        transport=frozenset({A.TRANSPORT_REST}))
+
+
+def test_the_directed_plan_gives_a_rest_engine_what_it_can_reach_and_says_why_not():
+    """Goal: coverage by construction for a REST engine: every commit fault kind and status
+    in the rest family, the swap faults in the faults and unknowns families where the model
+    has the class, and a reason for each class out of reach. Method: the plan for the icefloe REST engine at ci."""
+    from icefloe.conformance import directed
+    the_plan = directed.plan(R.engine(), PROFILES["ci"])
+    families = {f.family.name: f for f in the_plan.families}
+    rest = families["rest"]
+    assert rest.reachable == rest.total and len(rest.programs) == len(rest.total) == 10
+    assert {c[0] for c in rest.total} == {"reject", "fail_before", "fail_after", "lost", "delay", "duplicate"}
+    faults = families["faults"]
+    assert {c[2] for c in faults.reachable} == {A.SWAP_FAIL}      # an unknown one ends Unknown: no model class
+    # a lost answer of an applied commit resolves committed in the model, never Unknown: its
+    # classes are the rest family's (fail_after, lost); a delayed one lands or not after the end
+    assert {c[1] for c in families["unknowns"].reachable} == {A.SWAP_DELAYED}
+    reasons = set(faults.why_not.values()) | set(families["unknowns"].why_not.values())
+    assert "fault crash not injectable at a REST commit" in reasons
+    assert any("without resolving it" in why for why in reasons)
+    assert set(families["orphans"].why_not.values()) == {"operation orphans not supported"}
+    assert not families["transport"].reachable
