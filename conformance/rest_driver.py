@@ -17,6 +17,7 @@ from icefloe.model.state import COMMITTED, DONE, RETRY, SWAP, UNKNOWN
 
 COMMIT_FAULT = "CommitFault"
 GATE, ENDED = "gate", "ended"
+RETRANSMISSIONS_MAX = 8        # the same commit request sent again, each released as it comes
 
 
 class RestDriver:
@@ -40,6 +41,10 @@ class RestDriver:
           reported Unknown; fail_after (500/502/504) and lost (the connection dropped after
           applying) -> AckLost; delay -> SwapDelayed; duplicate (delivered twice) -> Swap.
 
+    The same request sent again (a replay with its Idempotency-Key, a retry of the HTTP
+    layer: an identical body) is released as it comes; it is the same attempt, and what
+    the server did with any copy of it is what the model mirrors (a 5xx before applying
+    whose replay landed is AckLost; a delayed request whose replay landed is delivered).
     Then the writer runs by itself (view.solo) to its next commit request or to its end:
     after a rejection `Retry`, after an unknown outcome `EndUnknown` if the engine reported
     Unknown (view.end_unknown; its caller resolves it, and `resolve` counts how, landed or
@@ -109,7 +114,7 @@ class RestDriver:
         if label[0] in ("Deliver", "Drop"):
             self.take(label[0], label[1:], landed=before.cat != self.lock.model.cat)
         else:
-            self._release(label[1], self.inject(label[0]), taken=label[0])
+            self._release(label[1], self.inject(label[0]), taken=label[0], before=before)
 
     def step(self, label) -> None:
         """("CommitFault", w, kind, status): release the held commit into that fault."""
@@ -120,12 +125,16 @@ class RestDriver:
         if self.lock.model.writers[w - 1].k != k:
             self.lock._ended(w, k)
 
-    def take(self, name: str, request, landed: bool) -> None:
-        """("Deliver" | "Drop", w, k, attempt): the parked request goes on, or never does."""
+    def take(self, name: str, request, landed: bool, replayed: bool = False) -> None:
+        """("Deliver" | "Drop", w, k, attempt): the parked request goes on, or never does.
+        `replayed`: the same request, sent again, landed meanwhile (the model delivers it now)."""
         w, k = request[0], request[1]
         rid, sid, kind = self.parked.pop(request)
         self._note(("delay", name.lower(), kind))
-        if name == "Drop":
+        if replayed:
+            self._advance(("Deliver",) + tuple(request))
+            self.faults.drop(rid)
+        elif name == "Drop":
             self.faults.drop(rid)
         else:
             self._deliver(rid, sid, w, k, landed)
@@ -158,7 +167,7 @@ class RestDriver:
 
     # -- inside ---------------------------------------------------------------------------
 
-    def _release(self, w: int, fault, taken: str | None) -> None:
+    def _release(self, w: int, fault, taken: str | None, before=None) -> None:
         from icefloe.conformance.testing.rest_faults import Match
         lock = self.lock
         rec = lock.active[w]
@@ -166,17 +175,23 @@ class RestDriver:
         if held is None or not held.arrived.is_set():
             raise Violation(AGREEMENT, f"writer {w}: no commit request of it is held at the server", "held", "none")
         op_kind = lock.model.writers[w - 1].kind
-        landed_before = iceberg.own_landed(lock.model, w, rec.k) is not None
+        landed_before = iceberg.own_landed(before or lock.model, w, rec.k) is not None
         rec.gate = self.faults.add_gate(Match(writer=w))     # its next commit request, if it sends one
         held.release(fault)
-        where = self._await(w, rec)
+        where, sent = self._await(w, rec), [held]
+        while where == GATE and rec.gate.body == held.body and len(sent) <= RETRANSMISSIONS_MAX:
+            again, rec.gate = rec.gate, self.faults.add_gate(Match(writer=w))
+            again.release()                     # the same request again (a replay, a retry of the HTTP layer)
+            sent.append(again)
+            where = self._await(w, rec)
+        applied = any(g.exchange is not None and g.exchange.applied for g in sent)
         sid = _added_snapshot(held.body)
         kind = None if fault is None else fault.kind
         if kind is not None:
             lock.stats.faults[f"rest {kind}"] += 1
         if kind not in (None, "delay"):          # a delayed request's class: at its Deliver or Drop
             self._note((kind, fault.status if kind in ("fail_before", "fail_after") else None, op_kind))
-        actions = [] if taken else mirror(kind, where, rec.outcome)
+        actions = [] if taken else mirror(kind, where, rec.outcome, applied)
         for name in actions:
             wr = lock.model.writers[w - 1]
             self._advance((name, w, wr.k, wr.attempt) if name == "Drop" else (name, w), count=True)
@@ -185,6 +200,13 @@ class RestDriver:
             if held.exchange is None or held.exchange.id not in self.faults.parked():
                 raise Violation(AGREEMENT, f"writer {w}: the server did not park the delayed commit", "parked", "none")
             self.parked[(w, wr.k, wr.attempt)] = (held.exchange.id, sid, op_kind)
+            if len(sent) > 1 and applied:       # a retransmission landed: the parked twin is a replay now
+                self.take("Deliver", (w, wr.k, wr.attempt), True, replayed=True)
+        landed = iceberg.own_landed(lock.model, w, rec.k) is not None and not landed_before
+        if kind is not None and landed != applied:
+            raise Violation(AGREEMENT, f"writer {w}: the server {'applied' if applied else 'did not apply'} its "
+                            f"commit ({kind}); the model {'lands' if landed else 'does not land'} it",
+                            "applied" if landed else "not applied", "applied" if applied else "not applied")
         self._continue(w, rec, where)
         if sid is not None and not landed_before and iceberg.own_landed(lock.model, w, rec.k) is not None:
             lock.snapshot_id[(w, rec.k)] = sid          # the request that landed added it
@@ -300,13 +322,16 @@ class RestDriver:
                 rec.thread.join(BLACK_BOX_WAIT_S)
 
 
-def mirror(kind: str | None, where: str, outcome) -> list:
+def mirror(kind: str | None, where: str, outcome, applied: bool) -> list:
     """The model actions that match a commit released into fault `kind` (None: none), given
-    whether the engine then sent another commit request (GATE) or ended with `outcome`."""
+    whether the engine then sent another commit request (GATE) or ended with `outcome`, and
+    whether the server applied the request (or the same request sent again)."""
     if kind in (None, "duplicate"):
         return ["Swap"]
     if kind == "reject":
         return ["SwapFails"]
+    if kind == "fail_before" and applied:   # not applied, then the engine sent it again and it was
+        return ["AckLost"]
     if kind == "fail_before":       # not applied: taken as a rejection, or reported unknown
         return ["SwapDelayed", "Drop"] if where == ENDED and isinstance(outcome, A.Unknown) else ["SwapFails"]
     if kind in ("fail_after", "lost"):
