@@ -179,7 +179,7 @@ class RestDriver:
         rec.gate = self.faults.add_gate(Match(writer=w))     # its next commit request, if it sends one
         held.release(fault)
         where, sent = self._await(w, rec), [held]
-        while where == GATE and rec.gate.body == held.body and len(sent) <= RETRANSMISSIONS_MAX:
+        while where == GATE and _again(held, rec.gate, fault) and len(sent) <= RETRANSMISSIONS_MAX:
             again, rec.gate = rec.gate, self.faults.add_gate(Match(writer=w))
             again.release()                     # the same request again (a replay, a retry of the HTTP layer)
             sent.append(again)
@@ -338,6 +338,14 @@ def mirror(kind: str | None, where: str, outcome, applied: bool) -> list:
         return ["AckLost"]
     assert kind == "delay", kind
     return ["SwapDelayed"]
+
+
+def _again(first, held, fault) -> bool:
+    """Whether the request `held` is `first` sent again: the same body and Idempotency-Key
+    after an answer that left the outcome unknown (after a definite one, say a 409, the
+    same request is the engine's next attempt)."""
+    same = held.body == first.body and (held.exchange and held.exchange.key) == (first.exchange and first.exchange.key)
+    return same and fault is not None and fault.kind in ("fail_before", "fail_after", "lost", "delay")
 
 
 def _added_snapshot(body: bytes | None) -> int | None:
