@@ -134,7 +134,11 @@ class InteropResult:
 
 def run_interop(icefloe: int = 2, pyiceberg: int = 2, java: int = 2, ops: int = 8, seed: int = 1, *,
                 rate: float = RATE_DEFAULT, storage: str = "local", gates: bool = True,
-                s3_rate: float = 1.0, result_timeout_s: float = RESULT_TIMEOUT_S) -> InteropResult:
+                s3_rate: float = 1.0, weights: dict | None = None, server_variant: str | None = None,
+                result_timeout_s: float = RESULT_TIMEOUT_S) -> InteropResult:
+    """The campaign (module docstring). `weights`: fault kind -> weight (interop_faults);
+    `server_variant`: a flawed server of conformance.testing.rest_flawed instead of
+    icefloe serve (a negative control: the judge must find what it breaks)."""
     if storage not in STORAGES:
         raise ValueError(f"storage must be one of {STORAGES}, not {storage!r}")
     if min(icefloe, pyiceberg, java) < 0 or icefloe + pyiceberg + java < 2 or ops < 1:
@@ -150,14 +154,14 @@ def run_interop(icefloe: int = 2, pyiceberg: int = 2, java: int = 2, ops: int = 
             engine_of[w], w = engine, w + 1
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="icefloe-interop-"))
-        store, server, proxy, s3 = stack.enter_context(_storage(storage, tmp, seed, s3_rate))
+        store, server, proxy, s3 = stack.enter_context(_storage(storage, tmp, seed, s3_rate, server_variant))
         harness = _harness_catalog(server.url, store)
         _create(harness, store, server, tmp, storage)
         java_writers = None
         if java:
             from icefloe.conformance.interop_java import JavaWriters
             java_writers = JavaWriters(server.url, [x for x, e in engine_of.items() if e == JAVA])
-        rules = [server.faults.add_rule(WriterPlan(x, seed, rate)) for x in engine_of]
+        rules = [server.faults.add_rule(WriterPlan(x, seed, rate, weights)) for x in engine_of]
         conductor = Conductor(server.faults, list(engine_of), seed, gates=gates)
         jobs = [dict(writer=x, engine=e, seed=seed * 1000 + x, ops=ops, uri=server.url, timeout_s=REQUEST_TIMEOUT_S,
                      **_writer_storage(s3, x)) for x, e in engine_of.items()]
@@ -193,13 +197,17 @@ def _harness_catalog(url: str, store):
 
 
 @contextlib.contextmanager
-def _storage(storage: str, tmp: str, seed: int, s3_rate: float):
+def _storage(storage: str, tmp: str, seed: int, s3_rate: float, variant: str | None = None):
     """(the harness's store, the faulty server, the S3 proxy or None, S3 settings or None)."""
+    from icefloe.conformance.testing.rest_flawed import VARIANTS
     from icefloe.conformance.testing.rest_server import faulty_rest_server
     from icefloe.impl.io.router import StoreRouter
     catalog_uri = f"sqlite:///{tmp}/catalog.db"
+    if variant is not None and variant not in VARIANTS:
+        raise ValueError(f"no flawed server {variant!r}: {', '.join(sorted(VARIANTS))}")
+    flaw = VARIANTS.get(variant, {})
     if storage == "local":
-        with faulty_rest_server(catalog_uri, f"{tmp}/warehouse") as server:
+        with faulty_rest_server(catalog_uri, f"{tmp}/warehouse", **flaw) as server:
             yield StoreRouter(), server, None, None
             server.faults.close()
         return
@@ -218,7 +226,7 @@ def _storage(storage: str, tmp: str, seed: int, s3_rate: float):
         service = CatalogService(catalog, store_for(catalog), router, warehouse)
         for rule in fault_plan(seed, s3_rate).rules:
             proxy.add_rule(rule)
-        with faulty_rest_server(catalog_uri, warehouse, service=service) as server:
+        with faulty_rest_server(catalog_uri, warehouse, service=service, **flaw) as server:
             yield router, server, proxy, {"endpoint": proxy.endpoint_url}
             server.faults.close()
 
@@ -339,11 +347,12 @@ def main(argv=None) -> int:
     ap.add_argument("--rate", type=float, default=RATE_DEFAULT, help="probability of a fault per commit request")
     ap.add_argument("--storage", choices=STORAGES, default="local")
     ap.add_argument("--no-gates", action="store_true")
+    ap.add_argument("--server-variant", default=None, help="a flawed server (rest_flawed) as a negative control")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     try:
         result = run_interop(args.icefloe, args.pyiceberg, args.java, args.ops, args.seed, rate=args.rate,
-                             storage=args.storage, gates=not args.no_gates)
+                             storage=args.storage, gates=not args.no_gates, server_variant=args.server_variant)
     except (ValueError, RuntimeError, ImportError) as e:
         print(f"interop: {e}", file=sys.stderr)
         return 2
