@@ -107,10 +107,10 @@ campaign-deep: venv system-deps
 # Interop under concurrency (issue 13 item 5; figures in docs/verdicts.md): icefloe, pyiceberg
 # and Iceberg-Java writers on one table through icefloe serve with commit faults, then icefloe
 # and pyiceberg on an S3 warehouse with S3 faults too; each judged by the history checker.
-INTEROP_OPS ?= 15
+INTEROP_OPS ?= 20
 interop: venv system-deps java-venv
-	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --icefloe 2 --pyiceberg 2 --java 2 --ops $(INTEROP_OPS) --seed 1
-	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --storage s3 --icefloe 3 --pyiceberg 3 --java 0 --ops $(INTEROP_OPS) --seed 2
+	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --icefloe 2 --pyiceberg 2 --java 2 --ops $(INTEROP_OPS) --rate 0.4 --seed 1
+	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --storage s3 --icefloe 3 --pyiceberg 3 --java 0 --ops $(INTEROP_OPS) --rate 0.4 --seed 2
 
 explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2

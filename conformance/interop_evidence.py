@@ -179,6 +179,7 @@ def figures(ev: Evidence, judgement, engine_of: dict, results, faults: dict, res
                        "outcomes": dict(Counter(o.outcome for o in mine)), "kinds": dict(Counter(o.kind for o in mine)),
                        "retries": sum(max(0, o.attempts - 1) for o in mine),
                        "faults": dict(faults.get(engine, {})), "unknown_committed": committed,
+                       "conflicts": dict(Counter(o.reason.split(":")[0][:60] for o in mine if o.outcome == CONFLICT)),
                        "unknown_not_committed": not_committed, "unknown_unresolved": unresolved,
                        "client": dict(client) if engine == ICEFLOE else {}}
     return out
