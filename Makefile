@@ -7,14 +7,16 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv java-venv system-deps run test explore tlc bench mutants conform-seeds fuzz-deep clean
+.PHONY: venv java-venv system-deps run test explore tlc bench mutants conform-seeds fuzz-deep campaign-deep interop clean
 
 venv: $(STAMP)
 
+# pip's output goes to $(VENV)/pip.log and is shown only if pip fails.
 $(STAMP): pyproject.toml setup.py
+	@echo "setup: installing icefloe and its extras into $(VENV) (a few minutes the first time; log: $(VENV)/pip.log)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all]'
+	@($(BIN)/python -m pip install --upgrade pip && $(BIN)/python -m pip install -e '.[all]') > $(VENV)/pip.log 2>&1 \
+		|| (cat $(VENV)/pip.log; echo "FAILED: setup: pip could not install icefloe (its output above)"; exit 1)
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -43,19 +45,29 @@ $(JAVA_STAMP):
 	@touch $@
 
 # System packages the tests need, installed only when missing (CI runs as root on a
-# Debian machine): Java 17 for TLC, Debian's PostgreSQL server for the SQL catalog.
+# Debian machine): Java 17 for TLC, Debian's PostgreSQL server for the SQL catalog, Debian's
+# headless-capable Chromium for the test that renders the conformance report (report.html).
 system-deps:
 	@command -v java >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core)
 	@if [ -f scripts/ensure-postgres.sh ]; then bash scripts/ensure-postgres.sh; fi
 
 # The main job: the conformance suite against icefloe on the embedded default (moto S3
 # started on 127.0.0.1, SQLite and S3 catalogs, most examples on the in-memory store);
 # the report goes to reports/conform/. Then the model's exhaustive explorer on its
 # default bounds and every flawed model variant (each must fail).
+# One line per phase, and one overall line at the end (OK: ... or FAILED: ...).
 run: venv
-	$(BIN)/icefloe conform --profile ci --report reports/conform
-	$(BIN)/python -m icefloe.model.explore --writers 2 --ops 1
-	$(BIN)/python -m icefloe.model.explore --all-variants
+	@echo "== [1/3] the conformance suite against icefloe (report: reports/conform/report.html)"
+	@$(BIN)/icefloe conform --profile ci --report reports/conform \
+		|| (echo "FAILED: make run: the conformance suite (reports/conform/report.html)"; exit 1)
+	@echo "== [2/3] the model's exhaustive explorer (2 writers, 1 operation each)"
+	@$(BIN)/python -m icefloe.model.explore --writers 2 --ops 1 \
+		|| (echo "FAILED: make run: the model explorer"; exit 1)
+	@echo "== [3/3] every flawed model variant (each must fail)"
+	@$(BIN)/python -m icefloe.model.explore --all-variants \
+		|| (echo "FAILED: make run: a flawed model variant was not caught"; exit 1)
+	@echo "OK: make run: the conformance suite passed (reports/conform/report.html), the explorer found no violation, every flawed variant failed"
 
 # The full suite on pytest-xdist; tests/conftest.py prints the time per suite against its budget.
 test: venv system-deps java-venv
@@ -84,6 +96,21 @@ conform-seeds: venv
 # atheris runs per target; writes docs/fuzzing.md. Not in `make test` (it has a bounded share).
 fuzz-deep: venv
 	nice -n 10 $(BIN)/python tests/fuzz/deep.py
+
+# The deep fault campaign (conformance/campaign_deep.py): 16 writer processes x 100 operations
+# on one table under the deep fault plan (outcomes left unresolved), on moto S3 with the S3
+# catalog and with PostgreSQL; writes docs/campaigns.md. Resumable part by part
+# (reports/campaigns/; FORCE=--force reruns). Not in `make test` (it has a bounded share).
+campaign-deep: venv system-deps
+	nice -n 10 $(BIN)/python -m icefloe.conformance.campaign_deep $(FORCE)
+
+# Interop under concurrency (issue 13 item 5; figures in docs/verdicts.md): icefloe, pyiceberg
+# and Iceberg-Java writers on one table through icefloe serve with commit faults, then icefloe
+# and pyiceberg on an S3 warehouse with S3 faults too; each judged by the history checker.
+INTEROP_OPS ?= 20
+interop: venv system-deps java-venv
+	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --icefloe 2 --pyiceberg 2 --java 2 --ops $(INTEROP_OPS) --rate 0.4 --seed 1
+	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --storage s3 --icefloe 3 --pyiceberg 3 --java 0 --ops $(INTEROP_OPS) --rate 0.4 --seed 2
 
 explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2

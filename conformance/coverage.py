@@ -30,6 +30,7 @@ Families (a class is a tuple; every writer phase, fault, outcome is the model's 
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -183,8 +184,8 @@ class Validations(Family):
 
 class Orphans(Family):
     def bounds(self, base):
-        return replace(base, writers=1, ops=1, fault_budget=min(base.fault_budget, 1) if base.faults else 0,
-                       orphan_runs=max(base.orphan_runs, 1))
+        # orphan_runs as the run's bounds say (0 for an engine without orphan removal)
+        return replace(base, writers=1, ops=1, fault_budget=min(base.fault_budget, 1) if base.faults else 0)
 
     def observe(self, b, tags, s, label, t):
         ended = tuple((kind, res) for _, _, kind, res in _ended(s, label, t))
@@ -288,8 +289,7 @@ class Tracker:
 
     def __init__(self, families=FAMILIES):
         self.families = families
-        self.covered: dict = {f.name: set() for f in families}
-        self.covered[TRANSPORT] = set()
+        self.covered: dict = defaultdict(set)     # a family (the transport, rest ones too) -> classes
 
     def watch(self, bounds: iceberg.Bounds) -> "Watch":
         return Watch(self, bounds)

@@ -13,7 +13,7 @@ import time
 from icefloe.conformance import adapter as A, coverage as C, directed, machine
 from icefloe.conformance.backends import Backends
 from icefloe.conformance.histories import ANOMALY_PROPERTY
-from icefloe.conformance.profiles import MEMORY, S3, Profile, bounds_for, expected_rules
+from icefloe.conformance.profiles import MEMORY, REST, S3, Profile, bounds_for, expected_rules
 from icefloe.conformance.runs import Failure, Sink, new_lockstep
 from icefloe.conformance.stats import Stats
 from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
@@ -26,14 +26,18 @@ def search_plan(engine, profile: Profile, stores=None) -> list:
     out = []
     if caps.mode == A.STEPPING and MEMORY in caps.stores:
         out.append((MEMORY, profile.examples_memory))
-    if S3 in caps.stores:
+    if S3 in caps.stores and not caps.rest:
         out.append((S3, profile.examples_s3 if caps.mode == A.STEPPING
                     else profile.examples_s3 + profile.examples_memory // 10))
+    if REST in caps.stores:
+        out.append((REST, profile.examples_s3 + profile.examples_memory // 10))
     return [(s, n) for s, n in out if n > 0 and (stores is None or s in stores)]
 
 
 def directed_store(engine) -> str:
     caps = engine.capabilities
+    if caps.rest:
+        return REST
     return MEMORY if caps.mode == A.STEPPING and MEMORY in caps.stores else S3
 
 
@@ -122,20 +126,25 @@ def unchecked(engine) -> tuple:
 
 
 def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str | None = None,
-              on_example=None, stores=None):
-    """A whole run, as a report.RunResult."""
+              on_example=None, stores=None, plan=None):
+    """A whole run, as a report.RunResult (`plan`: the directed plan, if made already)."""
     from icefloe.conformance import report as R
     stats, backends = Stats(), Backends()
     sink = Sink(on_example=on_example, coverage=C.Tracker())
+    if plan is not None:
+        sink.extra["plan"] = plan
     started = time.monotonic()
     try:
         failure = run(engine, profile, seed, backends, stats, sink, stores)
         history = verdict = None
+        example = ""
         if failure is not None:
             history, verdict = replay_history(engine, failure, backends)
             name_anomalies(failure, verdict)
+            example = f"the shrunk counterexample ({len(failure.program)} steps, {failure.store} store)"
         elif "history" in sink.extra:
             history, verdict = sink.extra["history"]
+            example = sink.extra.get("history_example", "")
     finally:
         backends.close()
     the_plan = sink.extra.get("plan")
@@ -153,4 +162,4 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
         interleaving=engine.capabilities.interleaving, expected_rules=expected_rules(engine, profile),
         failure=failure, vacuity=vacuous, history=history, history_verdict=verdict,
         elapsed_s=time.monotonic() - started, unchecked=unchecked(engine), commit=R.git_commit(),
-        coverage=coverage)
+        coverage=coverage, history_example=example)

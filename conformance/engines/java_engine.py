@@ -46,12 +46,11 @@ delete shows as the file's removal and a new version, as a copy-on-write one doe
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from pathlib import Path
-from urllib.parse import urlparse
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.engines.metadata_json import local_path, read_metadata
 from icefloe.conformance.testing import java_env
 
 WRITER_HEADER = "X-Icefloe-Writer"
@@ -100,15 +99,6 @@ def catalog_for(ctx: A.TableContext, writer: int) -> str:
             else:
                 java_env.add_catalog(w, name, "hadoop", warehouse=f"file://{where}", properties=props)
     return name
-
-
-def local_path(location: str) -> str:
-    """A warehouse or file location on this machine's disk (Java here has no S3 client)."""
-    parsed = urlparse(location)
-    if parsed.scheme not in ("", "file"):
-        raise UnsupportedOperation(f"the Java engine writes local files only (no AWS SDK in the runtime "
-                                   f"jar), not {location!r}")
-    return parsed.path if parsed.scheme else location
 
 
 def sql_string(value: str) -> str:
@@ -314,24 +304,6 @@ class JavaTable:
 
     def close(self) -> None:
         pass     # the worker outlives tables; its catalogs are reused
-
-
-# -- the metadata JSON, read as the spec writes it ---------------------------------------------------
-
-class _Obj:
-    def __init__(self, **kw):
-        self.__dict__.update(kw)
-
-
-def read_metadata(location: str):
-    """The fields of a table metadata file that the history needs (spec: table metadata)."""
-    with open(local_path(location), encoding="utf-8") as f:
-        raw = json.load(f)
-    snapshots = [_Obj(snapshot_id=s["snapshot-id"], parent_snapshot_id=s.get("parent-snapshot-id"),
-                      summary=s.get("summary", {})) for s in raw.get("snapshots", [])]
-    current = raw.get("current-snapshot-id")
-    return _Obj(current_snapshot_id=None if current in (None, -1) else current, snapshots=snapshots,
-                metadata_log=[_Obj(metadata_file=e["metadata-file"]) for e in raw.get("metadata-log", [])])
 
 
 class JavaEngine:

@@ -84,7 +84,7 @@ from icefloe.impl.io.base import (
     StoreUnavailable,
 )
 from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown, require
-from icefloe.impl.s3.store import S3Store
+from icefloe.impl.s3.store import NoSuchBucket, S3Store
 
 POINTER_FORMAT = 1
 INDEX_FORMAT = 1
@@ -197,6 +197,8 @@ class S3Catalog:
             return self._read_pointer(identifier).pointer.metadata_location
         except NotFound:
             raise NoSuchTable(str(identifier)) from None
+        except NoSuchBucket:
+            raise  # a misconfigured warehouse, not an absent table
         except StoreError as e:
             raise CatalogUnavailable(f"load {identifier}: {e}") from e
 
@@ -208,6 +210,8 @@ class S3Catalog:
             info = self.store.put_if_absent(self.pointer_location(identifier), pointer.encode())
         except AlreadyExists:
             raise TableAlreadyExists(str(identifier)) from None
+        except NoSuchBucket:
+            raise
         except StoreError as e:
             raise CatalogUnavailable(f"create {identifier}: {e}") from e
         if not info.etag:
@@ -222,6 +226,8 @@ class S3Catalog:
             self.store.delete(where)
         except NotFound:
             raise NoSuchTable(str(identifier)) from None
+        except NoSuchBucket:
+            raise
         except StoreError as e:
             raise CatalogUnavailable(f"drop {identifier}: {e}") from e
         finally:
@@ -334,6 +340,8 @@ class S3Catalog:
             data, info = self.store._get(where)  # the etag of exactly these bytes (see _read_pointer)
         except NotFound:
             return [], None
+        except NoSuchBucket:
+            raise
         except StoreError as e:
             raise CatalogUnavailable(f"{where}: {e}") from e
         try:
@@ -361,6 +369,8 @@ class S3Catalog:
                 return
             except (AlreadyExists, PreconditionFailed, NotFound, StoreOutcomeUnknown, StoreUnavailable):
                 continue  # raced with another writer, or unsure: read again
+            except NoSuchBucket:
+                raise
             except StoreError as e:
                 raise CatalogUnavailable(f"{where}: {e}") from e
         raise CatalogUnavailable(f"{where}: index update raced {INDEX_UPDATE_ATTEMPTS_MAX} times")

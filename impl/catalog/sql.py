@@ -20,8 +20,10 @@ mode, with transactions opened and closed by explicit statements. One connection
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -96,23 +98,32 @@ def sqlite_path(uri: str) -> str:
     return path
 
 
-def connection_factory(uri: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS_DEFAULT) -> tuple[Dialect, ConnectionFactory]:
-    """The dialect and a function that opens one autocommit DB-API connection for `uri`."""
+def connection_factory(uri: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS_DEFAULT, *,
+                       read_only: bool = False) -> tuple[Dialect, ConnectionFactory]:
+    """The dialect and a function that opens one autocommit DB-API connection for `uri`.
+    `read_only`: the connection can write nothing, and connecting creates nothing (a SQLite
+    file that does not exist is an error naming it, not a new empty database)."""
     if uri.startswith("sqlite:"):
         path = sqlite_path(uri)
 
         def connect_sqlite():
             # isolation_level=None: the module issues no implicit BEGIN; ours are explicit.
-            return sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
-                                   check_same_thread=False)
+            if not read_only:
+                return sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                       check_same_thread=False)
+            if not os.path.isfile(path):
+                raise sqlite3.OperationalError(f"no catalog database at {path} (a read-only command creates none)")
+            return sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro", uri=True,
+                                   timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
         return SQLITE, connect_sqlite
     if uri.startswith(("postgresql:", "postgresql+psycopg2:")):
         dsn = uri.replace("postgresql+psycopg2:", "postgresql:", 1)
+        options = f"-c lock_timeout={busy_timeout_ms}" + (" -c default_transaction_read_only=on" if read_only else "")
 
         def connect_postgresql():
             import psycopg2  # optional dependency, only needed for PostgreSQL
 
-            conn = psycopg2.connect(dsn, options=f"-c lock_timeout={busy_timeout_ms}")
+            conn = psycopg2.connect(dsn, options=options)
             conn.autocommit = True
             return conn
         return POSTGRESQL, connect_postgresql
@@ -126,11 +137,15 @@ def _escape_like(text: str) -> str:
 class SqlCatalog:
     def __init__(self, uri: str | None = None, *, name: str = DEFAULT_CATALOG_NAME,
                  dialect: Dialect | None = None, connect: ConnectionFactory | None = None,
-                 busy_timeout_ms: int = BUSY_TIMEOUT_MS_DEFAULT, init_tables: bool = True):
+                 busy_timeout_ms: int = BUSY_TIMEOUT_MS_DEFAULT, init_tables: bool = True,
+                 read_only: bool = False):
+        """`read_only` (for commands that only read, e.g. `icefloe scan`): connections that
+        can write nothing and create no database file, and no tables created."""
         if connect is None:
             if uri is None:
                 raise ValueError("need a uri or a connection factory")
-            dialect, connect = connection_factory(uri, busy_timeout_ms)
+            dialect, connect = connection_factory(uri, busy_timeout_ms, read_only=read_only)
+        init_tables = init_tables and not read_only
         self.name = name
         self.dialect = dialect or SQLITE
         self._connect = connect

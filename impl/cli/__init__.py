@@ -49,11 +49,19 @@ first steps:
 --help; the partition grammar: create --help)."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, naming where the help is (subcommands' parsers are of
+    this class too: add_subparsers takes the parent's class)."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentParser:
     """The parser of every table command. `elsewhere` (name -> one-line description) names
     commands the console script runs from other packages (the conformance suite), so that
     `icefloe --help` lists every command although impl imports none of them."""
-    ap = argparse.ArgumentParser(prog="icefloe", description="Iceberg v2 tables with a verified commit protocol",
+    ap = _Parser(prog="icefloe", description="Iceberg v2 tables with a verified commit protocol",
                                  epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--catalog", default="sqlite:///./icefloe.db",
                     help="catalog URI: sqlite:///F, postgresql://..., or s3://bucket/prefix (default sqlite:///./icefloe.db)")
@@ -85,7 +93,10 @@ def _quiet_broken_pipe() -> int:
 
 def main(argv=None) -> int:
     ap = build_parser()
-    args = ap.parse_args(argv)
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:            # --help (0) or a usage error (2, one line printed)
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:
         return args.fn(args)
     except BrokenPipeError:

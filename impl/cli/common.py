@@ -148,7 +148,8 @@ def catalog(args) -> SqlCatalog | S3Catalog:
     if args.catalog.startswith(S3_SCHEMES):
         io = StoreRouter()
         return S3Catalog(io.store_for(args.catalog), args.catalog)  # type: ignore[arg-type]
-    return SqlCatalog(args.catalog)
+    # A command that only reads (set_defaults(read_only=True)) creates no database (issue 14).
+    return SqlCatalog(args.catalog, read_only=getattr(args, "read_only", False))
 
 
 def identifier(text: str) -> TableIdentifier:

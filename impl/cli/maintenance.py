@@ -5,11 +5,15 @@ younger than five days is visible, not a surprise."""
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 from icefloe.impl.cli.common import (
     EXIT_OK, TIME_HELP, add_command, human_ms, iso_ms, open_table, positive_int, report, time_ms,
 )
 from icefloe.impl.table import maintenance as M, operations as ops
+
+
+KEPT_LINES_MAX = 20   # newest first; the rest are counted by rule
 
 
 def _cleanup_report(cleanup, what: str) -> None:
@@ -36,19 +40,25 @@ def cmd_expire(args) -> int:
         return code
     for sid in expired:
         print(f"  expired {sid}  ({iso_ms(before[sid].timestamp_ms)}, {before[sid].operation})")
-    for sid, reasons in sorted(operation.kept.items(), key=lambda kv: before[kv[0]].sequence_number
-                               if kv[0] in before else 0):
+    kept = sorted(operation.kept.items(), key=lambda kv: -before[kv[0]].sequence_number if kv[0] in before else 0)
+    for sid, reasons in kept[:KEPT_LINES_MAX]:
         why = "; ".join(f"{rule}: {detail}" for rule, detail in reasons)
         when = iso_ms(before[sid].timestamp_ms) if sid in before else "-"
         print(f"  kept    {sid}  ({when})  {why}")
+    if len(kept) > KEPT_LINES_MAX:
+        rules = Counter(rule for _, reasons in kept[KEPT_LINES_MAX:] for rule in {r for r, _ in reasons})
+        print(f"  kept    {len(kept) - KEPT_LINES_MAX} older snapshot(s) more, by rule: "
+              + ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items())))
     if not expired and operation.kept:
         print("nothing was old enough: a snapshot goes only when no rule keeps it "
               "(try --older-than now to drop the age rule; refs are always kept)")
-    _cleanup_report(operation.deleted_files, "committed")
+    if expired:
+        _cleanup_report(operation.deleted_files, "committed")
     return code
 
 
 def cmd_remove_orphans(args) -> int:
+    args.read_only = args.dry_run  # a dry run writes nothing, the catalog included (issue 14)
     cleanup = open_table(args).remove_orphan_files(args.older_than, dry_run=args.dry_run)
     for location in cleanup:
         print(f"{'would delete' if args.dry_run else 'deleted'} {location}")

@@ -15,11 +15,14 @@ import pyarrow as pa
 
 from icefloe.impl.cli import output
 from icefloe.impl.cli.common import (
-    EXIT_OK, FILTER_GRAMMAR, TIME_HELP, UsageError, add_command, iso_ms, table_or_file, time_ms,
+    EXIT_OK, FILTER_GRAMMAR, TIME_HELP, UsageError, add_command, iso_ms, positive_int, table_or_file, time_ms,
 )
 from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.types import schema_to_arrow
 from icefloe.impl.table import scan as S
+
+
+PYTHON_BATCH_ROWS = 8192
 
 
 def _snapshot(metadata, args):
@@ -54,8 +57,10 @@ def cmd_scan(args) -> int:
         if missing:
             raise UsageError(f"--columns: no top-level column {', '.join(map(repr, missing))} "
                              f"(columns: {', '.join(f.name for f in schema.fields)})")
-    batches = S.scan_batches(store, metadata, snapshot, row_filter, columns, schema=schema,
-                             batch_rows=args.batch_rows)
+    # Formats that make a Python object per value take smaller batches (1M rows as JSON:
+    # 176 MB RSS at 8192 rows a batch, 207 MB at 65536; CSV is written by Arrow itself).
+    batch_rows = args.batch_rows or (S.BATCH_ROWS_DEFAULT if args.format == "csv" else PYTHON_BATCH_ROWS)
+    batches = S.scan_batches(store, metadata, snapshot, row_filter, columns, schema=schema, batch_rows=batch_rows)
     arrow_schema = schema_to_arrow(schema)
     if columns is not None:
         arrow_schema = pa.schema([arrow_schema.field(c) for c in columns])
@@ -163,11 +168,11 @@ def register(sub) -> None:
     g.add_argument("--tag", "--ref", dest="ref", metavar="REF", help="the head of a tag or branch")
     p.add_argument("--filter", help="a row filter (grammar below)")
     p.add_argument("--columns", help="comma-separated top-level columns to print (default: all)")
-    p.add_argument("--limit", type=int, help="print at most this many rows")
+    p.add_argument("--limit", type=positive_int, help="print at most this many rows")
     p.add_argument("--format", choices=output.FORMATS, default="table",
                    help="table (aligned, for people), csv, json (one array) or jsonl (a row per line); default table")
-    p.add_argument("--batch-rows", type=int, default=S.BATCH_ROWS_DEFAULT, help=argparse.SUPPRESS)
-    p.set_defaults(fn=cmd_scan)
+    p.add_argument("--batch-rows", type=positive_int, help=argparse.SUPPRESS)
+    p.set_defaults(fn=cmd_scan, read_only=True)
 
     p = add_command(sub, "history", "list the snapshots with times and refs, or draw them with --graph", """
         List the table's retained snapshots, oldest first: id, parent, sequence number,
@@ -180,5 +185,5 @@ def register(sub) -> None:
     p.add_argument("table", help="namespace.table, or a metadata JSON path/URI (read-only)")
     p.add_argument("--json", action="store_true", help="one JSON array of snapshot objects")
     p.add_argument("--graph", metavar="OUT.png|OUT.dot", help="draw the snapshot DAG: a PNG, or DOT text for a .dot name")
-    p.set_defaults(fn=cmd_history)
+    p.set_defaults(fn=cmd_history, read_only=True)
 

@@ -4,7 +4,7 @@ Each is one commit that writes a metadata file only (no snapshot), except a
 cherry-pick that is not a fast-forward."""
 from __future__ import annotations
 
-from icefloe.impl.cli.common import EXIT_OK, UsageError, add_command, duration_ms, open_table, positive_int, report
+from icefloe.impl.cli.common import UsageError, add_command, duration_ms, open_table, positive_int, report
 from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.table import refs as R
 from icefloe.impl.table.operations import SetRef

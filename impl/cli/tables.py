@@ -4,11 +4,12 @@ namespace create|list|drop. Every write goes through the table's commit protocol
 from __future__ import annotations
 
 import json
+import sys
 
 from icefloe.impl.catalog.base import TableIdentifier
 from icefloe.impl.cli.common import (
-    EXIT_OK, FILTER_GRAMMAR, PARTITION_GRAMMAR, UsageError, add_command, catalog, iso_ms, open_table, read_rows,
-    report, rows_for, table_location, table_or_file,
+    EXIT_OK, FILTER_GRAMMAR, PARTITION_GRAMMAR, UsageError, add_command, catalog, is_metadata_path, iso_ms, open_table,
+    read_only, read_rows, report, rows_for, table_location,
 )
 from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.metadata import MAIN_BRANCH
@@ -108,7 +109,7 @@ def describe(metadata, metadata_location: str | None) -> dict:
         "partition_spec": {"spec_id": spec.spec_id, "fields": [
             {"name": f.name, "transform": str(f.transform), "source": schema.column_name(f.source_id),
              "source_id": f.source_id, "field_id": f.field_id} for f in spec.fields]},
-        "sort_order": str(metadata.sort_order()),
+        "sort_order": _sort_order(metadata.sort_order(), schema),
         "properties": dict(metadata.properties),
         "refs": {name: {"type": r.type, "snapshot_id": r.snapshot_id,
                         **{k: v for k, v in (("min_snapshots_to_keep", r.min_snapshots_to_keep),
@@ -121,6 +122,13 @@ def describe(metadata, metadata_location: str | None) -> dict:
             "operation": current.operation, "summary": dict(current.summary)},
         "snapshots": len(metadata.snapshots),
     }
+
+
+def _sort_order(order, schema) -> str:
+    if not order.fields:
+        return "unsorted"
+    return ", ".join(f"{f.transform}({schema.column_name(f.source_id)}) {f.direction} {f.null_order}"
+                     for f in order.fields)
 
 
 def print_description(name: str, d: dict) -> None:
@@ -160,21 +168,18 @@ def print_description(name: str, d: dict) -> None:
 
 
 def cmd_describe(args) -> int:
-    _, metadata = table_or_file(args)
-    location = None
-    if not _is_path(args.table):
-        location = catalog(args).load(TableIdentifier.parse(args.table))
+    if is_metadata_path(args.table):
+        _, metadata = read_only(args.table)
+        location = None
+    else:
+        table = open_table(args)
+        metadata, location = table.metadata, table.metadata_location
     d = describe(metadata, location)
     if args.json:
         print(json.dumps(d, indent=2))
     else:
         print_description(args.table, d)
     return EXIT_OK
-
-
-def _is_path(text: str) -> bool:
-    from icefloe.impl.cli.common import is_metadata_path
-    return is_metadata_path(text)
 
 
 def cmd_drop(args) -> int:
@@ -193,12 +198,12 @@ def cmd_drop(args) -> int:
     print(f"dropped {ident} and purged its files: {cleanup.summary()}"
           + (f", {dirs} empty director{'y' if dirs == 1 else 'ies'} removed" if dirs else ""))
     if not cleanup.complete:
-        import sys
         print(f"icefloe: warning: dropped; purge incomplete: {cleanup.summary()}", file=sys.stderr)
     return EXIT_OK
 
 
 def cmd_namespace(args) -> int:
+    args.read_only = args.action == "list"  # a listing creates no database (issue 14)
     cat = catalog(args)
     if args.action == "list":
         for ns in cat.list_namespaces():
@@ -242,7 +247,7 @@ def register(sub) -> None:
         icefloe list
         icefloe list db""")
     p.add_argument("namespace", nargs="?", help="only this namespace (levels separated by '.')")
-    p.set_defaults(fn=cmd_list)
+    p.set_defaults(fn=cmd_list, read_only=True)
 
     p = add_command(sub, "describe", "schema, partition spec, properties, refs and current snapshot of a table", """
         Show what a table is: its location and metadata file, the current schema (field
@@ -252,7 +257,7 @@ def register(sub) -> None:
         icefloe describe db.events --json | jq .schema""")
     p.add_argument("table", help="namespace.table, or a metadata JSON path/URI (read-only)")
     p.add_argument("--json", action="store_true", help="as one JSON object")
-    p.set_defaults(fn=cmd_describe)
+    p.set_defaults(fn=cmd_describe, read_only=True)
 
     p = add_command(sub, "append", "append the rows of a Parquet or CSV file", """
         Add the rows of a file as a new snapshot (operation append). The file's columns

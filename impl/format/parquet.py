@@ -29,8 +29,8 @@ from icefloe.impl.format import conversions, integrity, types as T
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.outcomes import IcefloeError
 
-__all__ = ["DataFileError", "BOUND_TRUNCATE_LENGTH", "write_data_file", "data_file_metrics", "read_data_file",
-           "iter_data_file", "truncate_lower", "truncate_upper"]
+__all__ = ["DataFileError", "BOUND_TRUNCATE_LENGTH", "write_data_file", "data_file_metrics", "footer_metrics",
+           "read_data_file", "iter_data_file", "truncate_lower", "truncate_upper"]
 
 BOUND_TRUNCATE_LENGTH = 16
 ROW_GROUP_ROWS_MAX = 1 << 20
@@ -172,7 +172,13 @@ def _nan_counts(array: pa.Array, t: T.IcebergType, field_id: int, out: dict[int,
 def data_file_metrics(data: bytes, schema: T.Schema, table: pa.Table | None = None) -> dict[str, Any]:
     """record_count, column_sizes, value/null/NaN counts, bounds and split_offsets of a
     Parquet file written against `schema` (NaN counts need the `table` it holds)."""
-    md = pq.ParquetFile(io.BytesIO(data)).metadata
+    return footer_metrics(pq.ParquetFile(io.BytesIO(data)).metadata, schema, table)
+
+
+def footer_metrics(md: pq.FileMetaData, schema: T.Schema, table: pa.Table | None = None) -> dict[str, Any]:
+    """data_file_metrics from a footer already read (e.g. of a file another engine wrote:
+    the columns are matched by their paths, which are the schema's names). Without the
+    `table`, NaN counts are left out (the footer has none; they are optional)."""
     columns = {p: (f, rep) for top in schema.fields for p, f, rep in _field_leaves(top, top.name, False)}
     sizes: dict[int, int] = {}
     values: dict[int, int] = {}

@@ -23,7 +23,7 @@ from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.outcomes import InvalidArgument, require
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.operations import RemoveRef, SetRef
-from icefloe.impl.table.requirements import AssertRefSnapshotId, SnapshotRetained
+from icefloe.impl.table.requirements import SnapshotRetained
 
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"   # Java's SnapshotSummary.SOURCE_SNAPSHOT_ID_PROP
 
@@ -137,4 +137,4 @@ def fast_forward(name: str, source_id: int) -> SetRef:
 
 
 __all__ = ["CreateRef", "DropRef", "CherryPick", "RefExists", "NoSuchRef", "CherryPickRefused",
-           "NotPickedYet", "AssertRefSnapshotId", "fast_forward", "fast_forward_target"]
+           "NotPickedYet", "fast_forward", "fast_forward_target"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from icefloe.conformance.testing import rest_faults as F
+from icefloe.conformance.testing import rest_engine_probe as P, rest_faults as F
 from icefloe.conformance.testing.rest_server import RestServer
 
 
@@ -24,7 +24,7 @@ def faulty_server(tmp_path_factory):
     box = {}
 
     def wrap(app):
-        box["faults"] = F.RestFaults(app)
+        box["faults"] = F.RestFaults(app, tokens=P.writer_tokens())
         return box["faults"]
     with RestServer(f"sqlite:///{root}/catalog.db", str(root / "warehouse"), wrap=wrap) as server:
         yield FaultyServer(server, box["faults"], f"file://{root}/warehouse")

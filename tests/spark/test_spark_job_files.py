@@ -10,7 +10,7 @@ from pyspark.sql.types import LongType
 from icefloe.impl.outcomes import CommitConflictError
 from icefloe.impl.spark.job import JobFiles, abort_job
 from icefloe.impl.spark.source import IcefloeDataSource, spark_schema
-from spark_helpers import TABLE, batches_of, data_files_on_disk, live_paths, make_table, open_table, rows
+from spark_helpers import PATHS, TABLE, batches_of, data_files_on_disk, live_paths, make_table, open_table, rows, save
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -21,7 +21,8 @@ def _writer(opts, overwrite=False, **extra):
     return source.writer(spark_schema(table.metadata.schema()), overwrite)
 
 
-def test_failing_task_aborts_the_job_and_leaves_no_file(spark, opts):
+@pytest.mark.parametrize("path", PATHS)
+def test_failing_task_aborts_the_job_and_leaves_no_file(spark, opts, path):
     """Goal: a task that fails after other tasks wrote files fails the job, commits nothing and
     leaves no data file. Method: a UDF raises on one row of one of 4 partitions; files are
     flushed per batch so the other tasks have written some; then list the data folder."""
@@ -39,8 +40,7 @@ def test_failing_task_aborts_the_job_and_leaves_no_file(spark, opts):
                                                          "cast(id as double) as v")
     df = df.withColumn("id", explode_on_777("id"))
     with pytest.raises(Exception, match="task failure injected"):
-        df.write.format("icefloe").mode("append").options(**opts) \
-            .option("target-file-size-bytes", "1").save(TABLE)
+        save(df, opts, path, target_file_size_bytes=1)
     assert open_table(opts).metadata_location == before, "nothing was committed"
     assert data_files_on_disk(opts) == files_before, "the aborted job's files are gone"
 
@@ -83,6 +83,41 @@ def test_abort_deletes_this_jobs_files_only(opts):
     aborted.abort([ok, None])
     assert set(data_files_on_disk(opts)) == kept
     assert open_table(opts).scan().num_rows == 50
+
+
+def test_an_attempt_still_writing_after_the_job_ended_leaves_no_file(opts, monkeypatch):
+    """Goal: a task attempt that runs on after its job was aborted or committed (Spark fails a
+    job and kills its other tasks asynchronously, so abort() can list the job prefix while one
+    still writes) leaves no file. Method: drive write() as such a zombie: after abort; with
+    abort's listing between its put and its check (the put patched to run abort right after
+    it lands); after a commit; each time it raises JobClosed and only the table's files stay."""
+    from icefloe.impl.io.local import LocalStore
+    from icefloe.impl.spark.job import JobClosed
+    make_table(opts)
+    late = _writer(opts)
+    late.abort([None])
+    with pytest.raises(JobClosed):
+        late.write(iter(batches_of(rows(range(50)))))
+    assert data_files_on_disk(opts) == []
+    racing = _writer(opts)
+    real_put = LocalStore.put_if_absent
+
+    def put_then_abort(self, location, data):
+        info = real_put(self, location, data)
+        if location.endswith(".parquet") and "spark-" + racing.job_id in location:
+            racing.abort([None])  # the abort lists the prefix after this put, before the check
+        return info
+    monkeypatch.setattr(LocalStore, "put_if_absent", put_then_abort)
+    with pytest.raises(JobClosed):
+        racing.write(iter(batches_of(rows(range(50)))))
+    monkeypatch.setattr(LocalStore, "put_if_absent", real_put)
+    assert data_files_on_disk(opts) == []
+    done = _writer(opts)
+    done.commit([done.write(iter(batches_of(rows(range(20)))))])
+    with pytest.raises(JobClosed):  # a duplicate attempt finishing after the commit
+        done.write(iter(batches_of(rows(range(20)))))
+    assert {f"file://{p}" for p in data_files_on_disk(opts)} == live_paths(open_table(opts))
+    assert open_table(opts).scan().num_rows == 20
 
 
 def test_after_an_unknown_outcome_abort_deletes_nothing(opts):
@@ -158,3 +193,41 @@ def test_a_commit_with_an_unknown_outcome_keeps_every_file_and_can_still_land(tm
     catalog.deliver(catalog.pending[0])  # the parked request lands after all
     landed = Table(catalog, "db.t", io)
     assert landed.scan().num_rows == 10 and landed.current_snapshot().snapshot_id == result.outcome.snapshot_id
+
+
+def test_cleanup_waits_until_the_tagged_jobs_tasks_have_ended(spark, tmp_path):
+    """Goal: the native path's cleanup after a failed job waits for the job's tasks to end
+    (Spark kills them asynchronously). Method: a tagged job whose tasks block until a file
+    appears: wait_for_tasks gives up (False) while they run; once released and finished, it
+    returns True, and the status store shows the job ended with no task running."""
+    import threading
+    from icefloe.impl.spark.job_tasks import _state, tagged, wait_for_tasks
+    release, tags, done = tmp_path / "release", [], threading.Event()
+
+    def blocked(x):
+        import os
+        import time
+        for _ in range(6000):  # bounded: at most 10 minutes
+            if os.path.exists(release):
+                return x
+            time.sleep(0.1)
+        raise TimeoutError("never released")
+
+    def run():
+        with tagged(spark) as tag:
+            tags.append(tag)
+            spark.sparkContext.parallelize(range(2), 2).map(blocked).collect()
+        done.set()
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    for _ in range(600):  # until the job and its tasks are known to the status store
+        if tags and _state(spark, tags[0])[2] > 0:
+            break
+        threading.Event().wait(0.1)
+    assert wait_for_tasks(spark, tags[0], timeout_s=0.5) is False
+    release.touch()
+    assert wait_for_tasks(spark, tags[0]) is True
+    jobs, ended, active = _state(spark, tags[0])
+    assert jobs == 1 and ended and active == 0
+    worker.join(60)
+    assert done.is_set()
