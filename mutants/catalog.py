@@ -260,8 +260,8 @@ SQL_PY, S3_CATALOG_PY, S3_STORE_PY, TABLE_PY = (
     "impl/catalog/sql.py", "impl/catalog/s3.py", "impl/s3/store.py", "impl/table/table.py")
 BLIND: tuple[Mutant, ...] = (
     Mutant("chain-walk-last-attempt-only", COMMIT_PY,
-           "metadata, self.attempted, self.first_base_location)",
-           "metadata, self.attempted[-1:], self.first_base_location)  # mutant: only the last attempt",
+           "location, metadata, self.attempted,\n",
+           "location, metadata, self.attempted[-1:],  # mutant: only the last attempt\n",
            COMMIT, "after an unknown outcome the chain walk looks for the last attempt only, not every attempt",
            "apache/iceberg #2808 class", blind=True),
     Mutant("parent-from-starting-snapshot", COMMIT_PY,
