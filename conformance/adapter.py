@@ -113,9 +113,12 @@ from typing import Callable, Protocol, runtime_checkable
 
 APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ORPHANS = (
     "append", "overwrite", "delete", "rewrite", "rollback", "expire", "orphans")
+# Row-level (merge-on-read) operations and ref operations (spec/PROTOCOL.md 7.3, 8).
+ROW_DELETE, ROW_UPDATE, UPSERT, TAG, FAST_FORWARD = "row_delete", "row_update", "upsert", "tag", "fast_forward"
 COMMITTED, CONFLICT, UNKNOWN_OUTCOME = "committed", "conflict", "unknown"
-OPERATIONS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ORPHANS)
-COMMIT_OPERATIONS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
+COMMIT_OPERATIONS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ROW_DELETE, ROW_UPDATE, UPSERT,
+                     TAG, FAST_FORWARD)
+OPERATIONS = COMMIT_OPERATIONS + (ORPHANS,)
 
 STEPPING, BLACK_BOX = "stepping", "black-box"
 

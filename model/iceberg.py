@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from icefloe.model import operations as O
 from icefloe.model.operations import apply_actions, current, head_snap, justified, manifest_obj, validate
 from icefloe.model.state import (
-    CONFLICT, ACK_LOST, APPEND, BRANCH, COMMITTED, CRASH, CRASHED, DATA, DATA_KINDS, DELETE, DELETE_FILE_KINDS,
+    CLASSIC_KINDS, CONFLICT, ACK_LOST, APPEND, BRANCH, COMMITTED, CRASH, CRASHED, DATA, DATA_KINDS, DELETE_FILE_KINDS,
     DONE, EXPIRE, FAST_FORWARD, FAULT_KINDS, PLAN, LIST, MAIN, MANIFESTS, METADATA, NO_META, NO_PART,
-    NO_ROW, NO_SNAP, NOOP, OP_KINDS, OVERWRITE, PARTITION_KINDS, PENDING, SERIALIZABLE, SNAPSHOT, RENAME,
-    RETRY, REWRITE, ROLLBACK, SWAP, SWAP_DELAYED, SWAP_FAIL, TAG_OP, UNKNOWN, UNKNOWN_OUTCOME, WRITE_FAIL,
+    NO_ROW, NO_SNAP, NOOP, OP_KINDS, PARTITION_KINDS, PENDING, SERIALIZABLE, SNAPSHOT, RENAME,
+    RETRY, ROLLBACK, SWAP, SWAP_DELAYED, SWAP_FAIL, TAG_OP, UNKNOWN, UNKNOWN_OUTCOME, WRITE_FAIL,
     WRITE_PHASES, Meta, MetaId, OpInfo, Outcome, Snap, State, Writer, ancestors, chain, data_obj,
     delete_obj, meta_obj, mget, mput, reach, snap_of,
 )
@@ -47,7 +47,7 @@ class Bounds:
     """The explored instance: every bound of the state space is here."""
     writers: int = 2
     ops: int = 1
-    kinds: tuple = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
+    kinds: tuple = CLASSIC_KINDS
     faults: tuple = FAULT_KINDS
     fault_budget: int = 1
     attempts_max: int = 2

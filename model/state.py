@@ -47,6 +47,8 @@ ROW_DELETE, ROW_UPDATE, UPSERT = "row_delete", "row_update", "upsert"
 TAG_OP, FAST_FORWARD = "tag", "fast_forward"
 OP_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ROW_DELETE, ROW_UPDATE, UPSERT,
             TAG_OP, FAST_FORWARD)
+# The kinds of the single-partition table without delete files or refs (the default bounds).
+CLASSIC_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
 DATA_KINDS = (APPEND, OVERWRITE, REWRITE, ROW_UPDATE, UPSERT)   # write a data file
 DELETE_FILE_KINDS = (ROW_DELETE, ROW_UPDATE, UPSERT)              # write a delete file
 SNAPSHOT_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROW_DELETE, ROW_UPDATE, UPSERT)

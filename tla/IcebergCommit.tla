@@ -105,9 +105,9 @@ vars == <<protocolVars, historyVars>>
 (* (a function from its files and deletes to data sequence numbers)];      *)
 (* DelFile [kind, part, targets]; OpInfo [kind, start, files, target,      *)
 (* part, ref, row]; Meta [prev, head, snaps, op, last_seq, refs (a         *)
-(* function from "b", "t" to SnapIds)]; Writer [k, kind, phase, attempt,   *)
-(* base, start, files, target, unknowns, lone, healed, part, ref, row,     *)
-(* mseq]; Outcome [res, lone, healed, spurious].                           *)
+(* function from the branch and tag names to SnapIds)]; Writer [k, kind,   *)
+(* phase, attempt, base, start, files, target, unknowns, lone, healed,     *)
+(* part, ref, row, mseq]; Outcome [res, lone, healed, spurious].           *)
 (***************************************************************************)
 NO_SNAP == <<0, 0>>
 NO_META == <<0, 0, 0>>
@@ -445,6 +445,9 @@ CommitAcknowledged(w, wr, mid) ==
 \* Refresh (read the pointer) and plan the operation at its starting snapshot
 \* (the head of its ref; model/operations.py plan_operation). An operation
 \* with nothing to do ends at once as a no-op.
+PartChoices(kind) == IF kind \in PartitionKinds THEN 1..Partitions ELSE {NO_PART}
+RefChoices(kind) == IF Refs /\ kind = "append" THEN {"main", "b"} ELSE {"main"}
+
 Begin(w, kind, part, ref) ==
     LET wr == writers[w]
         meta == Current
@@ -465,6 +468,7 @@ Begin(w, kind, part, ref) ==
         pairs == {pr \in LivePairs(start) : parts[pr[1]] = part}
         branch == RefHead(meta, "b")
     IN /\ wr.phase = "plan"
+       /\ part \in PartChoices(kind) /\ ref \in RefChoices(kind)
        /\ CASE kind = "append" ->
                  Plan(new) /\ Rows({fid}) /\ UNCHANGED dels
             [] kind = "overwrite" ->
@@ -722,11 +726,8 @@ Terminated ==
     /\ inflight = {}
     /\ UNCHANGED vars
 
-PartChoices(kind) == IF kind \in PartitionKinds THEN 1..Partitions ELSE {NO_PART}
-RefChoices(kind) == IF Refs /\ kind = "append" THEN {"main", "b"} ELSE {"main"}
-
 WriterNext(w) ==
-    \/ \E kind \in Kinds : \E p \in PartChoices(kind) : \E r \in RefChoices(kind) : Begin(w, kind, p, r)
+    \/ \E kind \in Kinds, p \in {NO_PART} \cup 1..Partitions, r \in {"main", "b"} : Begin(w, kind, p, r)
     \/ WriteData(w) \/ WriteManifests(w) \/ WriteManifestList(w) \/ WriteMetadata(w)
     \/ Swap(w) \/ Rename(w) \/ Retry(w) \/ Resolve(w)
     \/ SwapFails(w) \/ AckLost(w) \/ SwapDelayed(w) \/ WriteFails(w) \/ Crash(w)
