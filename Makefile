@@ -7,34 +7,70 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv system-deps run test explore tlc bench mutants fuzz-deep clean
+.PHONY: venv java-venv system-deps run test explore tlc bench mutants conform-seeds fuzz-deep campaign-deep clean
 
 venv: $(STAMP)
 
+# pip's output goes to $(VENV)/pip.log and is shown only if pip fails.
 $(STAMP): pyproject.toml setup.py
+	@echo "setup: installing icefloe and its extras into $(VENV) (a few minutes the first time; log: $(VENV)/pip.log)"
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[all]'
+	@($(BIN)/python -m pip install --upgrade pip && $(BIN)/python -m pip install -e '.[all]') > $(VENV)/pip.log 2>&1 \
+		|| (cat $(VENV)/pip.log; echo "FAILED: setup: pip could not install icefloe (its output above)"; exit 1)
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
+# A second venv for the reference engine, Iceberg-Java 1.10.2 through PySpark 3.5.9 (Spark
+# 3.5 and the main venv's 4.x can't share one). Its runtime jar comes from PyPI inside a
+# wheel (snowpark-connect-deps-iceberg 1.0.2; 1.0.3 lacks shaded Jackson); the stamp is
+# keyed on the pins. icefloe.conformance.testing.java_env finds it.
+JAVA_VENV   := .venv-java
+JAVA_PINS   := pyspark==3.5.9 pandas<3 pyarrow snowpark-connect-deps-iceberg==1.0.2
+JAVA_JAR    := iceberg-spark-runtime-3.5_2.12-1.10.2.jar
+JAVA_STAMP  := $(JAVA_VENV)/.installed-$(shell echo '$(JAVA_PINS) $(JAVA_JAR)' | sha1sum | cut -c1-12)
+
+java-venv: $(JAVA_STAMP)
+
+$(JAVA_STAMP):
+	@$(JAVA_VENV)/bin/python -m pip --version >/dev/null 2>&1 || $(PYTHON) -m venv --clear $(JAVA_VENV)
+	$(JAVA_VENV)/bin/python -m pip install -q --upgrade pip
+	$(JAVA_VENV)/bin/python -m pip install -q 'pyspark==3.5.9' 'pandas<3' pyarrow
+	rm -rf $(JAVA_VENV)/download && mkdir -p $(JAVA_VENV)/jars
+	$(JAVA_VENV)/bin/python -m pip download -q --no-deps -d $(JAVA_VENV)/download 'snowpark-connect-deps-iceberg==1.0.2'
+	$(JAVA_VENV)/bin/python -c "import glob, sys, zipfile; \
+	z = zipfile.ZipFile(glob.glob('$(JAVA_VENV)/download/*.whl')[0]); \
+	open('$(JAVA_VENV)/jars/$(JAVA_JAR)', 'wb').write(z.read('snowpark_connect_deps_iceberg/jars/$(JAVA_JAR)'))"
+	rm -rf $(JAVA_VENV)/download
+	@rm -f $(JAVA_VENV)/.installed-*
+	@touch $@
+
 # System packages the tests need, installed only when missing (CI runs as root on a
-# Debian machine): Java 17 for TLC, Debian's PostgreSQL server for the SQL catalog.
+# Debian machine): Java 17 for TLC, Debian's PostgreSQL server for the SQL catalog, Debian's
+# headless-capable Chromium for the test that renders the conformance report (report.html).
 system-deps:
 	@command -v java >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
+	@command -v chromium >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core)
 	@if [ -f scripts/ensure-postgres.sh ]; then bash scripts/ensure-postgres.sh; fi
 
 # The main job: the conformance suite against icefloe on the embedded default (moto S3
 # started on 127.0.0.1, SQLite and S3 catalogs, most examples on the in-memory store);
 # the report goes to reports/conform/. Then the model's exhaustive explorer on its
 # default bounds and every flawed model variant (each must fail).
+# One line per phase, and one overall line at the end (OK: ... or FAILED: ...).
 run: venv
-	$(BIN)/icefloe conform --profile ci --report reports/conform
-	$(BIN)/python -m icefloe.model.explore --writers 2 --ops 1
-	$(BIN)/python -m icefloe.model.explore --all-variants
+	@echo "== [1/3] the conformance suite against icefloe (report: reports/conform/report.html)"
+	@$(BIN)/icefloe conform --profile ci --report reports/conform \
+		|| (echo "FAILED: make run: the conformance suite (reports/conform/report.html)"; exit 1)
+	@echo "== [2/3] the model's exhaustive explorer (2 writers, 1 operation each)"
+	@$(BIN)/python -m icefloe.model.explore --writers 2 --ops 1 \
+		|| (echo "FAILED: make run: the model explorer"; exit 1)
+	@echo "== [3/3] every flawed model variant (each must fail)"
+	@$(BIN)/python -m icefloe.model.explore --all-variants \
+		|| (echo "FAILED: make run: a flawed model variant was not caught"; exit 1)
+	@echo "OK: make run: the conformance suite passed (reports/conform/report.html), the explorer found no violation, every flawed variant failed"
 
 # The full suite on pytest-xdist; tests/conftest.py prints the time per suite against its budget.
-test: venv system-deps
+test: venv system-deps java-venv
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests
 
 # Benchmarks side by side with their peers; writes docs/benchmarks.md (bench/run.py NAME... runs some).
@@ -49,10 +85,24 @@ SEEDS ?= 0
 mutants: venv
 	$(BIN)/python -m mutants.run --seeds $(SEEDS) $(MUTANTS_ARGS)
 
+# The seed gate (mutants/seeds.py): `icefloe conform --profile ci` at every seed of
+# CONFORM_SEEDS on icefloe (exit 0, every coverage family complete) and on every flawed
+# variant (exit 1 naming a property); writes its table into docs/conformance.md.
+CONFORM_SEEDS ?= 0..9
+conform-seeds: venv
+	$(BIN)/python -m mutants.seeds --seeds $(CONFORM_SEEDS) --docs
+
 # The deep fuzz run (tests/fuzz/deep.py): 10,000 Hypothesis inputs per parser, then 100,000
 # atheris runs per target; writes docs/fuzzing.md. Not in `make test` (it has a bounded share).
 fuzz-deep: venv
 	nice -n 10 $(BIN)/python tests/fuzz/deep.py
+
+# The deep fault campaign (conformance/campaign_deep.py): 16 writer processes x 100 operations
+# on one table under the deep fault plan (outcomes left unresolved), on moto S3 with the S3
+# catalog and with PostgreSQL; writes docs/campaigns.md. Resumable part by part
+# (reports/campaigns/; FORCE=--force reruns). Not in `make test` (it has a bounded share).
+campaign-deep: venv system-deps
+	nice -n 10 $(BIN)/python -m icefloe.conformance.campaign_deep $(FORCE)
 
 explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2

@@ -151,6 +151,11 @@ TABLE_IDENTIFIER = "db.t"
 ENGINE_SHORTCUTS = {
     "icefloe": "icefloe.conformance.engines.icefloe_engine:engine",
     "pyiceberg": "icefloe.conformance.engines.pyiceberg_engine:engine",
+    "pyiceberg-rest": "icefloe.conformance.engines.pyiceberg_rest:engine",
+    "pyiceberg-sql": "icefloe.conformance.engines.pyiceberg_engine:engine",
+    "java": "icefloe.conformance.engines.java_engine:engine",          # needs `make java-venv`
+    "java-mor": "icefloe.conformance.engines.java_engine:engine_mor",
+    "duckdb": "icefloe.conformance.engines.duckdb_engine:engine",       # through a REST catalog
 }
 DEFAULT_ENGINE = "icefloe"
 

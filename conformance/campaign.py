@@ -1,6 +1,8 @@
-"""Real concurrency campaigns (issue 5 item 5): N writer processes x M commits of mixed
-operations on one icefloe table on moto S3, through the fault-injecting proxy, judged
-afterwards by the history checker (`campaign_judge`).
+"""Real concurrency campaigns (issue 5 item 5, issue 14 item 8): N writer processes x M commits
+of mixed operations on one icefloe table on moto S3, through the fault-injecting proxy, with
+the table's pointer in the S3 catalog, SQLite or PostgreSQL, judged afterwards by the
+history checker (`campaign_judge`). Fault plans: `campaign_faults` (the deep plan leaves
+outcomes unresolved); one writer: `campaign_writer`; the evidence: `campaign_evidence`.
 
 Unlike the Hypothesis machine, nothing here is interleaved by hand: the writers are OS
 processes (spawned, so none inherits the parent's server threads) that really race, and
@@ -10,20 +12,25 @@ the interleaving, so a campaign is replayable in its inputs, not step for step. 
 finds is judged from records, like Jepsen: each writer records every operation (starting
 snapshot, filter, files read/added/removed, outcome Committed / Conflict / Unknown,
 snapshot id, attempts) and its reads; after the run the faults are healed, each Unknown is
-resolved by the writer's own `resolve_unknown`, every metadata file left in the store is
-read, and `campaign_judge.judge` decides.
+resolved by the writer's own `resolve_unknown` (once every request held in the proxy has
+gone on to S3), every metadata file left in the store is read, and `campaign_judge.judge`
+decides.
 
     python -m icefloe.conformance.campaign --processes 4 --commits 25 --seed 1
+    python -m icefloe.conformance.campaign --processes 16 --commits 100 --plan deep --catalog postgresql
 
 prints the summary and exits 0 when the history is valid, 1 when it is not, 2 on usage
-or setup errors. Needs the `s3` extra (moto).
+or setup errors. Needs the `s3` extra (moto); PostgreSQL needs the `pg` extra and Debian's
+server (a throwaway one is started unless `--postgres-dsn` names one).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import multiprocessing as mp
-import random
+import os
 import sys
 import tempfile
 import time
@@ -31,182 +38,21 @@ import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from icefloe.conformance.campaign_evidence import gather_evidence, resolve_unknowns
+from icefloe.conformance.campaign_faults import PLANS, READ_TIMEOUT_S, STANDARD, FaultPlan, fault_plan
 from icefloe.conformance.campaign_judge import (
-    APPEND, COMMITTED, CONFLICT, FAILED, KINDS, NOOP, OVERWRITE, REWRITE, ROLLBACK, UNKNOWN,
-    Evidence, Judgement, OpRecord, judge,
+    APPEND, COMMITTED, CONFLICT, KINDS, OVERWRITE, REWRITE, ROLLBACK, UNKNOWN, Evidence, Judgement, judge,
 )
-from icefloe.model.checks.history import SERIALIZABLE, SNAPSHOT, Read, SnapshotRecord, TableHistory
+from icefloe.conformance.campaign_writer import START_TIMEOUT_S, TABLE, open_catalog, rows, writer_main
+from icefloe.model.checks.history import SERIALIZABLE, SNAPSHOT
 
-TABLE = "db.t"
-PARTITIONS = ("a", "b", "c")
-ROWS_PER_OP = 3
-REGION = "us-east-1"
-SECRET = "secret"
 DEFAULT_MIX = {APPEND: 0.55, OVERWRITE: 0.2, REWRITE: 0.15, ROLLBACK: 0.1}
-READ_PROBABILITY = 0.3
 # Contention is the point: many retries, short waits.
 RETRY_PROPERTIES = {"commit.retry.num-retries": "30", "commit.retry.min-wait-ms": "2",
                     "commit.retry.max-wait-ms": "100", "commit.retry.total-timeout-ms": "120000"}
-READ_TIMEOUT_S = 1.0          # a swap delayed past this is given up on, then lands late
-LATE_DELAY_S = 1.5
-START_TIMEOUT_S = 120.0       # spawning imports pyarrow and boto3 in every writer
 RESULT_TIMEOUT_S = 900.0
-ROLLBACK_DEPTH_MAX = 3        # how far back a rollback may go
-
-
-# -- faults ---------------------------------------------------------------------------------
-
-def fault_plan(seed: int, rate: float = 1.0) -> list:
-    """Seeded proxy rules, one per fault kind; `rate` scales every probability (0 = none).
-    Survivable faults only: the store retries each request up to 4 times, so most are
-    absorbed there; lost responses and late swaps are what reach the commit loop."""
-    from icefloe.conformance.testing.proxy import Delay, LoseResponse, Match, Reject, Reset, Rule
-    if rate <= 0:
-        return []
-    rng = random.Random(f"faults-{seed}")
-    writes = Match(operation=frozenset({"PutObject", "ConditionalPutObject"}))
-    conditional = Match(operation="ConditionalPutObject")
-
-    def p(low: float, high: float) -> float:
-        return min(1.0, rate * rng.uniform(low, high))
-    return [
-        Rule(Reject(503), probability=p(0.01, 0.03)),
-        Rule(Reject(500), writes, probability=p(0.005, 0.015)),
-        Rule(Reset(), probability=p(0.005, 0.015)),
-        Rule(LoseResponse("reset"), conditional, probability=p(0.02, 0.05)),
-        Rule(LoseResponse("500"), conditional, probability=p(0.01, 0.03)),
-        Rule(Delay(LATE_DELAY_S), Match(operation="ConditionalPutObject", key="*pointer.json"),
-             probability=p(0.01, 0.03)),
-        Rule(Delay(round(rng.uniform(0.01, 0.05), 3)), probability=p(0.02, 0.05)),
-    ]
-
-
-# -- one writer process ---------------------------------------------------------------------
-
-def _rows(ids, cat):
-    import pyarrow as pa
-    return pa.table({"id": pa.array(ids, pa.int64()), "cat": [cat] * len(ids),
-                     "v": [float(i) for i in ids]})
-
-
-def _open(job: dict):
-    from icefloe.impl.catalog.s3 import S3Catalog
-    from icefloe.impl.catalog.sql import SqlCatalog
-    from icefloe.impl.s3.store import S3Store
-    store = S3Store.from_config(job["endpoint"], job["client"], SECRET, REGION,
-                                read_timeout_s=job["read_timeout_s"])
-    catalog = (S3Catalog(store, job["warehouse"]) if job["catalog_uri"] is None
-               else SqlCatalog(job["catalog_uri"]))
-    return store, catalog
-
-
-def _choose(rng: random.Random, mix: dict) -> str:
-    kinds = [k for k in KINDS if mix.get(k, 0) > 0]
-    return rng.choices(kinds, [mix[k] for k in kinds])[0]
-
-
-def _build(kind: str, table, rng: random.Random, ids: list, isolation: str = SERIALIZABLE):
-    """The operation object, and what the writer knows of it before committing."""
-    from icefloe.impl.format.metadata import MAIN_BRANCH
-    from icefloe.impl.table import operations as O, producer as P
-    if kind == ROLLBACK:
-        line = [s.snapshot_id for s in table.history()]
-        if len(line) < 2:
-            kind = APPEND  # nothing to roll back to yet
-        else:
-            target = rng.choice(line[-1 - ROLLBACK_DEPTH_MAX:-1])
-            return O.SetRef(MAIN_BRANCH, target, must_be_ancestor=True), dict(rollback_to=target)
-    cat = rng.choice(PARTITIONS)
-    rows = tuple((i, cat) for i in ids)
-    if kind == APPEND:
-        return P.FastAppend(_rows(ids, cat)), dict(kind=APPEND, rows=rows)
-    if kind == OVERWRITE:
-        return (P.DeleteWhere(f"cat = '{cat}'", _rows(ids, cat), isolation=isolation),
-                dict(partition=cat, rows=rows))
-    return P.RewriteFiles(None, files_min=2), {}
-
-
-def _files_of(commit, kind: str, operation, table, target) -> dict:
-    if kind == APPEND:
-        return dict(added_files=frozenset(f.file_path for f in operation.files))
-    if kind in (OVERWRITE, REWRITE):
-        removed = frozenset(operation.removed)
-        return dict(read_files=removed, removed_files=removed,
-                    added_files=frozenset(f.file_path for f in operation.added))
-    head = table.tree.live_data_paths(table.metadata.snapshot_by_id(commit.starting_snapshot_id))
-    back = table.tree.live_data_paths(table.metadata.snapshot_by_id(target))
-    return dict(removed_files=frozenset(head - back), added_files=frozenset(back - head))
-
-
-def run_writer(job: dict, ready=None) -> dict:
-    """One writer: `job["commits"]` operations, each recorded. Runs in a spawned process."""
-    from icefloe.impl.outcomes import Committed, Conflict, IcefloeError, Unknown
-    from icefloe.impl.table.env import Env
-    from icefloe.impl.table.table import Table
-    p, rng = job["process"], random.Random(job["seed"])
-    store, catalog = _open(job)
-    env = Env.seeded(job["seed"])  # real clocks and sleep: the writers really race
-    ops, reads, observed, errors = [], [], [], Counter()
-    if ready is not None:
-        ready.wait(START_TIMEOUT_S)
-    table = None
-    for k in range(job["commits"]):
-        op_id = f"p{p}.{k}"
-        kind = _choose(rng, job["mix"])
-        ids = [p * 1_000_000 + k * 100 + j for j in range(ROWS_PER_OP)]
-        started = time.time()
-        try:
-            table = table.refresh() if table is not None else Table(catalog, TABLE, store, env)
-        except IcefloeError as e:
-            ops.append(OpRecord(op_id, p, kind, FAILED,
-                                reason=f"refresh: {e}", started_s=started, ended_s=time.time()))
-            continue
-        observed.append(table.metadata_location)
-        operation, known = _build(kind, table, rng, ids, job["isolation"])
-        kind = known.pop("kind", kind if "rollback_to" not in known else ROLLBACK)
-        commit = table.new_commit(operation)
-        try:
-            outcome = commit.run()
-        except (IcefloeError, ValueError) as e:  # raised while planning: nothing was written
-            ops.append(OpRecord(op_id, p, kind, FAILED, start_snapshot_id=commit.starting_snapshot_id,
-                                base_location=commit.first_base_location,
-                                reason=f"{type(e).__name__}: {e}", started_s=started, ended_s=time.time(),
-                                **{k2: v for k2, v in known.items() if k2 != "rows"}))
-            continue
-        files = _files_of(commit, kind, operation, table, known.get("rollback_to"))
-        if isinstance(outcome, Committed):
-            name = NOOP if outcome.attempts == 0 else COMMITTED
-            rec = dict(outcome=name, snapshot_id=outcome.snapshot_id,
-                       committed_location=outcome.metadata_location, attempts=outcome.attempts)
-        elif isinstance(outcome, Conflict):
-            rec = dict(outcome=CONFLICT, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
-                       reason=outcome.reason)
-        else:
-            assert isinstance(outcome, Unknown), outcome
-            rec = dict(outcome=UNKNOWN, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
-                       reason=outcome.reason, attempted_locations=tuple(outcome.attempted_locations))
-        ops.append(OpRecord(op_id, p, kind, start_snapshot_id=commit.starting_snapshot_id,
-                            base_location=commit.first_base_location, started_s=started, ended_s=time.time(), **rec, **known, **files))
-        if rng.random() < READ_PROBABILITY:
-            try:
-                table.refresh()
-                snap = table.current_snapshot()
-                reads.append(Read(f"{op_id}.read", None if snap is None else snap.snapshot_id,
-                                  frozenset(table.tree.live_data_paths(snap))))
-                observed.append(table.metadata_location)
-            except IcefloeError as e:
-                errors[type(e).__name__] += 1
-    return {"process": p, "ops": ops, "reads": reads, "observed": observed,
-            "read_errors": dict(errors), "requests": dict(store.counts)}
-
-
-def _writer_main(job: dict, go, results) -> None:
-    try:
-        results.put(("ready", job["process"]))
-        results.put(("done", run_writer(job, go)))
-    except BaseException as e:  # noqa: BLE001 - the parent reports it as a setup failure
-        import traceback
-        results.put(("error", f"writer {job['process']}: {e!r}\n{traceback.format_exc()}"))
+CATALOGS = ("s3", "sqlite", "postgresql")
+DRAIN_TIMEOUT_S = 120.0       # after the writers end: stalled requests still inside the proxy
 
 
 # -- the campaign ---------------------------------------------------------------------------
@@ -224,12 +70,17 @@ class CampaignResult:
     outcomes: dict
     kinds: dict
     retries: int                    # commit attempts beyond the first, over every operation
-    faults: dict                    # proxy fault label -> how many requests it hit
+    faults: dict                    # fault label -> how many requests (or COMMITs) it hit
     requests: int                   # requests through the proxy
     unknown_resolved: dict          # committed / conflict / unknown after healing
     read_errors: int
     judgement: Judgement
     evidence: Evidence = field(repr=False)
+    plan: str = STANDARD
+    judge_s: float = 0.0            # healing, resolving, reading the evidence and judging
+    load_avg: tuple = ()            # 1, 5, 15-minute load when the writers ended
+    server_errors: int = 0          # 5xx answers moto gave on its own (not injected)
+    phases: dict = field(default_factory=dict)   # seconds after the writers: heal, resolve, evidence, judge
 
     @property
     def committed(self) -> int:
@@ -243,80 +94,164 @@ class CampaignResult:
     def valid(self) -> bool | None:
         return self.judgement.valid
 
+    @property
+    def faults_injected(self) -> int:
+        return sum(self.faults.values())
+
+    def rerun(self) -> str:
+        return (f"python -m icefloe.conformance.campaign --processes {self.processes} "
+                f"--commits {self.commits} --seed {self.seed}"
+                + ("" if self.faults_enabled else " --no-faults")
+                + ("" if self.plan == STANDARD or not self.faults_enabled else f" --plan {self.plan}")
+                + ("" if self.fault_rate == 1.0 or not self.faults_enabled else f" --fault-rate {self.fault_rate:g}")
+                + ("" if self.catalog == "s3" else f" --catalog {self.catalog}")
+                + ("" if self.isolation == SERIALIZABLE else f" --isolation {self.isolation}"))
+
     def summary(self) -> str:
         state = {True: "VALID", False: "INVALID", None: "UNKNOWN"}[self.valid]
-        rerun = (f"python -m icefloe.conformance.campaign --processes {self.processes} "
-                 f"--commits {self.commits} --seed {self.seed}"
-                 + ("" if self.faults_enabled else " --no-faults")
-                 + ("" if self.fault_rate == 1.0 or not self.faults_enabled else f" --fault-rate {self.fault_rate:g}")
-                 + ("" if self.catalog == "s3" else f" --catalog {self.catalog}")
-                 + ("" if self.isolation == SERIALIZABLE else f" --isolation {self.isolation}"))
+        faults = f"{self.plan} plan" if self.faults_enabled else "off"
         lines = [
             f"campaign {state}: {self.processes} processes x {self.commits} operations, seed {self.seed}, "
-            f"catalog {self.catalog}, faults {'on' if self.faults_enabled else 'off'}, {self.isolation}",
-            f"  rerun (same inputs, not the same interleaving): {rerun}",
+            f"catalog {self.catalog}, faults {faults}, {self.isolation}",
+            f"  rerun (same inputs, not the same interleaving): {self.rerun()}",
             f"  {self.committed} commits in {self.elapsed_s:.1f} s = {self.commits_per_s:.2f} commits/s; "
-            f"{self.retries} retries; {self.requests} S3 requests through the proxy",
+            f"{self.retries} retries; {self.requests} S3 requests through the proxy "
+            f"({self.server_errors} 5xx of moto's own); judged in {self.judge_s:.1f} s"
+            + (f"; load {self.load_avg[0]:.1f}" if self.load_avg else ""),
             "  outcomes: " + ", ".join(f"{k}={v}" for k, v in sorted(self.outcomes.items())),
             "  operations: " + ", ".join(f"{k}={v}" for k, v in sorted(self.kinds.items())),
-            "  faults injected: " + (", ".join(f"{k}={v}" for k, v in sorted(self.faults.items())) or "none"),
+            f"  faults injected: {self.faults_injected}: "
+            + (", ".join(f"{k}={v}" for k, v in sorted(self.faults.items())) or "none"),
             "  unknown outcomes resolved after healing: "
             + (", ".join(f"{k}={v}" for k, v in sorted(self.unknown_resolved.items())) or "none"),
+            "  anomalies by family: " + ", ".join(f"{k}={v}" for k, v in self.judgement.tally().items()),
             self.judgement.render(),
         ]
         return "\n".join(lines)
 
     def to_json(self) -> dict:
         return {"processes": self.processes, "commits": self.commits, "seed": self.seed,
-                "faults_enabled": self.faults_enabled, "fault_rate": self.fault_rate, "catalog": self.catalog,
-                "isolation": self.isolation, "valid": "unknown" if self.valid is None else self.valid,
-                "elapsed_s": self.elapsed_s, "commits_per_s": self.commits_per_s,
+                "faults_enabled": self.faults_enabled, "plan": self.plan, "fault_rate": self.fault_rate,
+                "catalog": self.catalog, "isolation": self.isolation,
+                "valid": "unknown" if self.valid is None else self.valid,
+                "elapsed_s": self.elapsed_s, "judge_s": self.judge_s, "load_avg": list(self.load_avg),
+                "commits_per_s": self.commits_per_s,
                 "outcomes": self.outcomes, "kinds": self.kinds, "retries": self.retries,
-                "faults": self.faults, "requests": self.requests,
+                "faults": self.faults, "faults_injected": self.faults_injected, "requests": self.requests,
+                "server_errors": self.server_errors, "phases": self.phases,
                 "unknown_resolved": self.unknown_resolved, "read_errors": self.read_errors,
-                "anomalies": self.judgement.names(), "verdict": self.judgement.verdict.to_json(),
-                "campaign_anomalies": [asdict(a) for a in self.judgement.anomalies]}
+                "anomalies": self.judgement.names(), "tally": self.judgement.tally(),
+                "verdict": self.judgement.verdict.to_json(),
+                "campaign_anomalies": [asdict(a) for a in self.judgement.anomalies], "rerun": self.rerun()}
 
 
 def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults: bool = True,
                  fault_rate: float = 1.0, catalog: str = "s3", isolation: str = SERIALIZABLE,
-                 mix: dict | None = None) -> CampaignResult:
-    """Start moto (atomic) and the proxy, create the table, race `processes` writers of
-    `commits` operations each, heal, gather the evidence and judge it."""
+                 mix: dict | None = None, plan: str = STANDARD, postgres_dsn: str | None = None,
+                 result_timeout_s: float | None = None, separate_moto: bool = True) -> CampaignResult:
+    """Start moto (atomic; in a process of its own unless `separate_moto` is False) and the
+    proxy (and, for `catalog="postgresql"` without a `postgres_dsn`, a throwaway PostgreSQL
+    server), create the table, race `processes` writers of `commits` operations each, heal,
+    gather the evidence and judge it."""
     from icefloe.conformance.testing.moto_server import MotoS3Server
     from icefloe.conformance.testing.proxy import FaultProxy
     if processes < 1 or commits < 1:
         raise ValueError("processes and commits must be at least 1")
-    if catalog not in ("s3", "sqlite"):
-        raise ValueError(f"catalog must be 's3' or 'sqlite', not {catalog!r}")
+    if catalog not in CATALOGS:
+        raise ValueError(f"catalog must be one of {CATALOGS}, not {catalog!r}")
     if isolation not in (SERIALIZABLE, SNAPSHOT):
         raise ValueError(f"isolation must be {SERIALIZABLE!r} or {SNAPSHOT!r}")
+    if plan not in PLANS:
+        raise ValueError(f"plan must be one of {PLANS}, not {plan!r}")
     mix = dict(mix or DEFAULT_MIX)
     if not set(mix) <= set(KINDS) or sum(mix.values()) <= 0:
         raise ValueError(f"mix must weigh some of {KINDS}")
-    with tempfile.TemporaryDirectory(prefix="icefloe-campaign-") as tmp, \
-            MotoS3Server(atomic=True) as moto, FaultProxy(moto.endpoint_url, seed=seed) as proxy:
+    faults_plan = fault_plan(seed, fault_rate if faults else 0.0, plan)
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_quiet_moto())
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="icefloe-campaign-"))
+        moto = stack.enter_context(_moto_process(tmp) if separate_moto else MotoS3Server(atomic=True))
+        proxy = stack.enter_context(FaultProxy(moto.endpoint_url, seed=seed))
         warehouse = f"s3://{moto.bucket}/campaign-{seed}-{uuid.uuid4().hex[:8]}"
-        catalog_uri = None if catalog == "s3" else f"sqlite:///{tmp}/catalog.db"
-        direct_store, direct_catalog = _open(dict(endpoint=moto.endpoint_url, client="judge",
-                                                  read_timeout_s=30, warehouse=warehouse,
-                                                  catalog_uri=catalog_uri))
+        catalog_uri, catalog_name = None, f"campaign_{seed}_{uuid.uuid4().hex[:8]}"
+        if catalog == "sqlite":
+            catalog_uri = f"sqlite:///{tmp}/catalog.db"
+        elif catalog == "postgresql":
+            if postgres_dsn is None:
+                from icefloe.conformance.testing.postgres_server import PostgresServer
+                postgres_dsn = stack.enter_context(PostgresServer.temporary()).dsn
+            catalog_uri = postgres_dsn
+        direct = dict(endpoint=moto.endpoint_url, client="judge", read_timeout_s=30, warehouse=warehouse,
+                      catalog_uri=catalog_uri, catalog_name=catalog_name)
+        direct_store, direct_catalog = open_catalog(direct)
         _create(direct_store, direct_catalog, warehouse)
-        if faults:
-            for rule in fault_plan(seed, fault_rate):
-                proxy.add_rule(rule)
+        for rule in faults_plan.rules:
+            proxy.add_rule(rule)
+        schedule = faults_plan.schedule(catalog)
+        if schedule is not None:
+            proxy.add_schedule(schedule)
         jobs = [dict(process=p, seed=seed * 1000 + p, commits=commits, mix=mix, endpoint=proxy.endpoint_url,
                      client=f"writer-{p}", read_timeout_s=READ_TIMEOUT_S, warehouse=warehouse,
-                     catalog_uri=catalog_uri, isolation=isolation) for p in range(processes)]
-        results, elapsed = _race(jobs)
+                     catalog_uri=catalog_uri, catalog_name=catalog_name, isolation=isolation,
+                     store_attempts_max=faults_plan.store_attempts_max, commit_faults=faults_plan.commits)
+                for p in range(processes)]
+        results, elapsed = _race(jobs, result_timeout_s or RESULT_TIMEOUT_S * max(1.0, commits / 25))
+        load = os.getloadavg()
+        judging = time.monotonic()
+        proxy.clear(forget=False)  # heal: no new fault; what is still inside the proxy goes on to S3
+        if not proxy.wait_idle(DRAIN_TIMEOUT_S):
+            raise RuntimeError(f"requests still inside the fault proxy {DRAIN_TIMEOUT_S:.0f} s after the writers ended")
         exchanges = proxy.history()
-        proxy.clear()  # heal: every later request goes through untouched
         if catalog_uri is not None:
             direct_catalog.close()
-            _, direct_catalog = _open(dict(endpoint=moto.endpoint_url, client="judge", read_timeout_s=30,
-                                           warehouse=warehouse, catalog_uri=catalog_uri))
-        return _assemble(processes, commits, seed, (faults, fault_rate), catalog, isolation, elapsed, results,
-                         exchanges, direct_store, direct_catalog)
+            _, direct_catalog = open_catalog(direct)
+        return _assemble(processes, commits, seed, faults_plan, (faults, fault_rate), catalog, isolation,
+                         elapsed, results, exchanges, schedule, direct_store, direct_catalog, judging, load)
+
+
+MOTO_START_TIMEOUT_S = 60.0
+
+
+@contextlib.contextmanager
+def _moto_process(tmp: str):
+    """moto (atomic) in a process of its own: every writer's request passes through moto and
+    through the proxy; in one process they would share one interpreter lock (and, on a
+    loaded machine, one thread's share of the CPU). Its log goes to a file in `tmp`."""
+    import subprocess
+    from types import SimpleNamespace
+    from icefloe.conformance.testing.moto_server import DEFAULT_BUCKET
+    log_path = os.path.join(tmp, "moto.log")
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "icefloe.conformance.testing.moto_server",
+                                 "--bucket", DEFAULT_BUCKET], stdout=subprocess.PIPE, stderr=log)
+    try:
+        import selectors
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ)
+        if not sel.select(MOTO_START_TIMEOUT_S) or not (line := proc.stdout.readline().decode().strip()):
+            raise RuntimeError(f"moto did not start: {open(log_path, errors='replace').read()[-2000:]}")
+        yield SimpleNamespace(endpoint_url=line, bucket=DEFAULT_BUCKET)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextlib.contextmanager
+def _quiet_moto():
+    """moto answers 500 when a GET races an overwrite of the same key (the old value's
+    buffer is closed under it); the store retries it like any 5xx. werkzeug would log a
+    traceback for each: the campaign counts them instead (`server_errors`)."""
+    log = logging.getLogger("werkzeug")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def _create(store, catalog, warehouse: str) -> None:
@@ -325,23 +260,23 @@ def _create(store, catalog, warehouse: str) -> None:
     from icefloe.impl.table.table import create_table
     if hasattr(catalog, "create_namespace"):
         catalog.create_namespace(("db",))
-    schema = schema_from_arrow(_rows([0], "a").schema)
+    schema = schema_from_arrow(rows([0], "a").schema)
     create_table(catalog, TABLE, schema, parse_partition_spec("cat", schema), f"{warehouse}/db.db/t",
                  RETRY_PROPERTIES, io=store)
 
 
-def _race(jobs: list) -> tuple[list, float]:
+def _race(jobs: list, timeout_s: float) -> tuple[list, float]:
     """Spawn the writers, start them together once all are ready, collect their records."""
     ctx = mp.get_context("spawn")
     go, results = ctx.Event(), ctx.Queue()
-    workers = [ctx.Process(target=_writer_main, args=(job, go, results), daemon=True) for job in jobs]
+    workers = [ctx.Process(target=writer_main, args=(job, go, results), daemon=True) for job in jobs]
     for w in workers:
         w.start()
     try:
         _collect(results, workers, "ready", len(jobs), START_TIMEOUT_S)
         go.set()
         started = time.monotonic()
-        out = _collect(results, workers, "done", len(jobs), RESULT_TIMEOUT_S)
+        out = _collect(results, workers, "done", len(jobs), timeout_s)
         elapsed = time.monotonic() - started
     finally:
         go.set()
@@ -372,76 +307,37 @@ def _collect(results, workers, want: str, n: int, timeout_s: float) -> list:
     return out
 
 
-def _assemble(processes, commits, seed, faults, catalog, isolation, elapsed, results, exchanges,
-              store, catalog_obj) -> CampaignResult:
+def _assemble(processes, commits, seed, plan: FaultPlan, faults, catalog, isolation, elapsed, results, exchanges,
+              schedule, store, catalog_obj, judging, load) -> CampaignResult:
     ops = tuple(o for r in results for o in r["ops"])
-    resolutions = _resolve_unknowns(ops, store, catalog_obj)
+    phases = {"heal_s": time.monotonic() - judging}
+    t = time.monotonic()
+    resolutions = resolve_unknowns(ops, store, catalog_obj, TABLE)
+    phases["resolve_s"], t = time.monotonic() - t, time.monotonic()
     evidence = gather_evidence(store, catalog_obj, ops, resolutions,
                                tuple(x for r in results for x in r["reads"]),
-                               tuple(x for r in results for x in r["observed"]))
+                               tuple(x for r in results for x in r["observed"]), TABLE)
+    phases["evidence_s"], t = time.monotonic() - t, time.monotonic()
     fault_counts = Counter()
     for e in exchanges:
         for label in (e.fault or "").split("+"):
             if label and label != "gate":
                 fault_counts[label] += 1
+    for r in results:
+        fault_counts.update(r.get("sql_faults", {}))
+    server_errors = sum(1 for e in exchanges if e.fault is None and isinstance(e.upstream_status, int)
+                        and e.upstream_status >= 500)
+    judgement = judge(evidence, isolation)
+    phases["judge_s"] = time.monotonic() - t
     return CampaignResult(
         processes, commits, seed, faults[0], faults[1], catalog, isolation, elapsed,
         outcomes=dict(Counter(o.outcome for o in ops)), kinds=dict(Counter(o.kind for o in ops)),
         retries=sum(max(0, o.attempts - 1) for o in ops), faults=dict(fault_counts),
         requests=len(exchanges), unknown_resolved=dict(Counter(v[0] for v in resolutions.values())),
         read_errors=sum(sum(r["read_errors"].values()) for r in results),
-        judgement=judge(evidence, isolation), evidence=evidence)
-
-
-def _resolve_unknowns(ops, store, catalog) -> dict:
-    """Each Unknown, resolved after healing the way its writer would (9.6)."""
-    from icefloe.impl.catalog.base import TableIdentifier
-    from icefloe.impl.outcomes import Committed, Conflict, Unknown
-    from icefloe.impl.table.commit import resolve_unknown
-    out = {}
-    for o in ops:
-        if o.outcome != UNKNOWN:
-            continue
-        outcome = resolve_unknown(catalog, TableIdentifier.parse(TABLE), store,
-                                  Unknown(o.reason, o.attempts, o.snapshot_id, o.attempted_locations))
-        if isinstance(outcome, Committed):
-            out[o.op_id] = (COMMITTED, outcome.metadata_location)
-        elif isinstance(outcome, Conflict):
-            out[o.op_id] = (CONFLICT, None)
-        else:
-            out[o.op_id] = (UNKNOWN, None)
-    return out
-
-
-def gather_evidence(store, catalog, ops, resolutions, reads, observed) -> Evidence:
-    """Every metadata file left under the table, the live data files of every snapshot they
-    hold, and the rows of every data file (read directly from moto, no faults)."""
-    import pyarrow.parquet as pq
-    import io as _io
-    from icefloe.impl.catalog.base import TableIdentifier
-    from icefloe.impl.table.commit import read_metadata
-    from icefloe.impl.table.files import TreeReader
-    current = catalog.load(TableIdentifier.parse(TABLE))
-    location = read_metadata(store, current).location
-    tree, entries, snap_files = TreeReader(store), [], {}
-    for info in store.list(f"{location}/metadata/"):
-        if not info.location.endswith(".metadata.json"):
-            continue
-        m = read_metadata(store, info.location)
-        previous = m.metadata_log[-1].metadata_file if m.metadata_log else None
-        snaps = []
-        for s in m.snapshots:
-            key = (s.snapshot_id, s.manifest_list)
-            if key not in snap_files:
-                snap_files[key] = frozenset(tree.live_data_paths(s))
-            snaps.append(SnapshotRecord(s.snapshot_id, s.parent_snapshot_id, s.operation or "", snap_files[key]))
-        entries.append((info.location, previous, m.current_snapshot_id, snaps))
-    file_rows = {}
-    for path in sorted(set().union(*snap_files.values()) if snap_files else ()):
-        t = pq.read_table(_io.BytesIO(store.get(path)), columns=["id", "cat"])
-        file_rows[path] = tuple(zip(t.column("id").to_pylist(), t.column("cat").to_pylist()))
-    return Evidence(TableHistory.from_versions(entries, current), tuple(ops), tuple(reads), tuple(observed),
-                    file_rows, resolutions)
+        judgement=judgement, evidence=evidence, plan=plan.name,
+        judge_s=time.monotonic() - judging, load_avg=tuple(round(x, 2) for x in load),
+        server_errors=server_errors, phases={k: round(v, 1) for k, v in phases.items()})
 
 
 def main(argv=None) -> int:
@@ -450,14 +346,19 @@ def main(argv=None) -> int:
     ap.add_argument("--commits", type=int, default=25, help="operations per process")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-faults", action="store_true")
+    ap.add_argument("--plan", choices=PLANS, default=STANDARD,
+                    help="fault plan: standard, or deep (unresolved outcomes; docs/campaigns.md)")
     ap.add_argument("--fault-rate", type=float, default=1.0, help="scales every fault probability")
-    ap.add_argument("--catalog", choices=("s3", "sqlite"), default="s3")
+    ap.add_argument("--catalog", choices=CATALOGS, default="s3")
+    ap.add_argument("--postgres-dsn", default=None,
+                    help="with --catalog postgresql: an existing server (default: a throwaway one)")
     ap.add_argument("--isolation", choices=(SERIALIZABLE, SNAPSHOT), default=SERIALIZABLE)
     ap.add_argument("--json", action="store_true", help="print the result as JSON instead")
     args = ap.parse_args(argv)
     try:
         result = run_campaign(args.processes, args.commits, args.seed, faults=not args.no_faults,
-                              fault_rate=args.fault_rate, catalog=args.catalog, isolation=args.isolation)
+                              fault_rate=args.fault_rate, catalog=args.catalog, isolation=args.isolation,
+                              plan=args.plan, postgres_dsn=args.postgres_dsn)
     except (ValueError, RuntimeError, ImportError) as e:
         print(f"campaign: {e}", file=sys.stderr)
         return 2

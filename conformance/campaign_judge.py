@@ -68,6 +68,8 @@ class Evidence:
     observed_current: tuple = ()    # locations writers saw as current
     file_rows: dict = field(default_factory=dict)     # data file -> tuple of (id, cat)
     resolutions: dict = field(default_factory=dict)   # op_id -> (outcome, location) after healing
+    unreadable: dict = field(default_factory=dict)    # (metadata file, snapshot id) -> why its files could not be listed
+    missing_files: dict = field(default_factory=dict)  # data file a snapshot names -> why it could not be read
 
     @property
     def versions(self) -> tuple:
@@ -89,6 +91,17 @@ class Judgement:
         if self.anomalies or self.verdict.valid is False:
             return False
         return self.verdict.valid
+
+    def tally(self) -> dict:
+        """The campaign's headline figures: anomalies by family (lost, duplicated, dangling,
+        dirty, and everything else the checker names)."""
+        families = {"lost commit": "lost", "lost rows": "lost", "duplicate commit": "duplicated",
+                    "duplicate or resurrected rows": "duplicated", "dangling reference": "dangling",
+                    "dirty read": "dirty"}
+        out = Counter({"lost": 0, "duplicated": 0, "dangling": 0, "dirty": 0, "other": 0})
+        for a in list(self.verdict.anomalies) + self.anomalies:
+            out[families.get(a.name, "other")] += 1
+        return dict(out)
 
     def names(self) -> list[str]:
         return sorted({a.name for a in list(self.verdict.anomalies) + self.anomalies})
@@ -150,7 +163,28 @@ def _effective_mains(table: TableHistory) -> tuple[dict, TableHistory, list]:
     return eff, TableHistory(versions, records, table.current), line
 
 
-def _start_of(o: OpRecord, location, eff: dict, line: list, table: TableHistory):
+class _Line:
+    """The lineage and, per position on it, main's live data files (whole and by
+    partition): computed once per judgement, as every operation's start consults them."""
+
+    def __init__(self, table: TableHistory, line: list):
+        by_loc = {v.location: v for v in table.versions}
+        live: dict = {}
+        for loc in line:
+            for sid, s in table.snapshots_of(by_loc[loc]).items():
+                live.setdefault(sid, s.files)
+        self.pos = {loc: i for i, loc in enumerate(line)}
+        self.files = [live.get(by_loc[loc].main, frozenset()) for loc in line]
+        self._parts: dict = {}
+
+    def partition(self, j: int, p: str) -> frozenset:
+        key = (j, p)
+        if key not in self._parts:
+            self._parts[key] = frozenset(f for f in self.files[j] if partition_of(f) == p)
+        return self._parts[key]
+
+
+def _start_of(o: OpRecord, location, eff: dict, line: list, at: _Line):
     """The effective state an operation started from. Files are never re-added except by a
     rollback, which can restore what an operation read (partition c as at its start, then
     changed, then rolled back): its read is then equally a read of that later state, and
@@ -158,19 +192,14 @@ def _start_of(o: OpRecord, location, eff: dict, line: list, table: TableHistory)
     write in between that the rollback undid would look like an anti-dependency it missed.
     A write after that point that changes what it read still counts against it."""
     start = eff.get(o.base_location, o.start_snapshot_id)
-    by_loc = {v.location: v for v in table.versions}
-    pos = {loc: i for i, loc in enumerate(line)}
+    pos = at.pos
     if o.kind == APPEND or o.base_location not in pos or location not in pos:
         return start
-    live = {}
-    for loc in line:
-        for sid, s in table.snapshots_of(by_loc[loc]).items():
-            live.setdefault(sid, s.files)
 
     def view(j: int):
-        files = live.get(by_loc[line[j]].main, frozenset())
+        files = at.files[j]
         if o.kind == OVERWRITE:
-            seen = frozenset(f for f in files if partition_of(f) == o.partition)
+            seen = at.partition(j, o.partition)
         elif o.kind == ROLLBACK:
             seen = files
         else:
@@ -186,6 +215,7 @@ def _start_of(o: OpRecord, location, eff: dict, line: list, table: TableHistory)
 
 def to_history(ev: Evidence) -> History:
     eff, rewritten, line = _effective_mains(ev.table)
+    at = _Line(ev.table, line)
     ops = []
     for o in ev.ops:
         if o.outcome == NOOP:
@@ -202,17 +232,29 @@ def to_history(ev: Evidence) -> History:
         else:
             read = frozenset()  # appends read nothing; a rewrite reads files, not a predicate
         if o.outcome == UNKNOWN and resolved and resolved[0] == COMMITTED:
-            start = _start_of(o, resolved[1], eff, line, ev.table)
+            start = _start_of(o, resolved[1], eff, line, at)
         else:
-            start = _start_of(o, location if outcome == COMMITTED else None, eff, line, ev.table)
+            start = _start_of(o, location if outcome == COMMITTED else None, eff, line, at)
         ops.append(Operation(o.op_id, o.kind, outcome, o.snapshot_id, location, start,
                              read, o.read_files, o.added_files, o.removed_files))
     files = set(ev.file_rows)
     for s in ev.table.snapshots.values():
         files |= s.files
     return History(rewritten, operations=tuple(ops),
-                   reads=tuple(ev.reads), file_partitions={f: partition_of(f) for f in files},
+                   reads=tuple(r for r in ev.reads if not _reads_the_empty_table(r, ev.table, line)),
+                   file_partitions={f: partition_of(f) for f in files},
                    observed_current=tuple(ev.observed_current))
+
+
+def _reads_the_empty_table(r, table: TableHistory, line: list) -> bool:
+    """A read of the table as created, before any commit: no snapshot and no file, while the
+    lineage starts with a version without a snapshot. A committed state the checker knows
+    no snapshot for, so it is judged here (a read of no snapshot that saw files, or of a
+    table that never was empty, is left to the checker, which names it a dirty read)."""
+    if r.snapshot_id is not None or r.files or not line:
+        return False
+    first = next(v for v in table.versions if v.location == line[0])
+    return first.main is None
 
 
 def judge(ev: Evidence, isolation: str = SERIALIZABLE) -> Judgement:
@@ -230,7 +272,30 @@ def judge(ev: Evidence, isolation: str = SERIALIZABLE) -> Judgement:
                                      f"{o.op_id} was resolved {resolved} after healing, but its commit "
                                      f"is {'' if o.op_id in landed else 'not '}in the lineage"))
     checked = _check_rows(ev, line, landed, anomalies, isolation)
+    _check_dangling(ev, lineage_of(ev.table), anomalies)
     return Judgement(verdict, anomalies, checked)
+
+
+def _check_dangling(ev: Evidence, line: list, anomalies: list) -> None:
+    """P8 NoDanglingRefs from outside: every snapshot a committed version retains can be
+    listed, and every data file it names exists. One anomaly per object."""
+    by_loc = {v.location: v for v in ev.table.versions}
+    named = set()
+    for loc in line:
+        for sid in by_loc[loc].snapshot_ids:
+            why = ev.unreadable.get((loc, sid))
+            if why is not None and ("manifests", sid) not in named:
+                named.add(("manifests", sid))
+                anomalies.append(Anomaly("dangling reference", (str(sid),),
+                                         f"snapshot {sid}, retained by committed version {loc}, cannot be "
+                                         f"listed: {why}"))
+            record = ev.table.snapshots.get(sid)
+            for f in sorted(record.files & set(ev.missing_files)) if record is not None else ():
+                if ("file", f) not in named:
+                    named.add(("file", f))
+                    anomalies.append(Anomaly("dangling reference", (str(sid),),
+                                             f"data file {f} of snapshot {sid} (committed version {loc}) "
+                                             f"is {ev.missing_files[f]}"))
 
 
 def _landed(history: History, line: list) -> dict:

@@ -21,6 +21,8 @@ import sys
 COMMANDS = {
     "conform": ("icefloe.conformance.conform", "run the conformance suite against an engine (icefloe conform --help)",
                 ("hypothesis", "moto"), "conform"),
+    "conform-rest": ("icefloe.conformance.rest_conform", "judge a REST catalog's commit endpoint "
+                     "(icefloe conform --rest-uri URI)", ("starlette", "uvicorn", "requests"), "rest"),
     "demo-pipeline": ("icefloe.conformance.demo_pipeline",
                       "two Spark jobs append while a third compacts; the checker judges the history",
                       ("pyspark",), "spark"),
@@ -39,6 +41,8 @@ def main(argv=None) -> int:
         parser = cli.build_parser({name: text for name, (_, text, _, _) in COMMANDS.items()})
         (parser.print_help if argv else parser.print_usage)()
         return 0 if argv else EXIT_USAGE
+    if argv[0] == "conform" and any(a == "--rest-uri" or a.startswith("--rest-uri=") for a in argv):
+        argv = ["conform-rest", *argv[1:]]      # a catalog author's mode (docs/rest.md)
     if argv[0] in COMMANDS:
         module_name, _, needs, extra = COMMANDS[argv[0]]
         missing = missing_packages(needs)

@@ -4,10 +4,11 @@
                     [--profile ci|deep] [--seed N] [--report DIR]
 
 Default: icefloe's own engine, on the in-memory store for most examples and on moto S3
-(started here, on 127.0.0.1) with SQLite or the S3 catalog for the rest. Prints a
-progress bar, the summary table (property x verdict, with the counts) and writes the
-report directory (verdict.json always; report.md, the version graph; for a failure the
-replayable program.py). Exit 0: every property holds and the run was not vacuous;
+(started here, on 127.0.0.1) with SQLite or the S3 catalog for the rest. Prints a line
+per phase (and on a terminal a progress bar), the summary table (property x verdict,
+with the counts), writes the report directory (report.html, report.md, verdict.json,
+the version graph; for a failure the replayable program.py) and ends on one line:
+`OK: ...` or `FAILED: ...`. Exit 0: every property holds and the run was not vacuous;
 1: a property is violated (named) or the run proved too little; 2: usage or setup error.
 """
 from __future__ import annotations
@@ -45,24 +46,58 @@ def parse(argv) -> argparse.Namespace:
 
 
 class Progress:
+    """Where the run is: a line per phase (directed programs, then the random search on each
+    store) and, on a terminal, a bar over every example of the run. The total counts the
+    directed programs too, so the bar never sits at a full count while work remains."""
     WIDTH = 30
 
-    def __init__(self, total: int, enabled: bool):
-        self.total, self.enabled, self.start = max(total, 1), enabled, time.monotonic()
+    def __init__(self, phases: list, bar: bool, out=None):
+        self.phases = [(name, n) for name, n in phases if n > 0]
+        self.total = max(sum(n for _, n in self.phases), 1)
+        self.bar, self.out = bar, out or sys.stderr
+        self.start, self.phase = time.monotonic(), -1
+
+    def _phase_of(self, done: int) -> int:
+        seen = 0
+        for i, (_, n) in enumerate(self.phases):
+            seen += n
+            if done <= seen:
+                return i
+        return len(self.phases) - 1
 
     def __call__(self, stats):
-        if not self.enabled:
-            return
         done = min(stats.examples, self.total)
+        phase = self._phase_of(max(done, 1))
+        if phase != self.phase and self.phases:
+            self.phase = phase
+            name, n = self.phases[phase]
+            self._clear()
+            print(f"phase {phase + 1}/{len(self.phases)}: {name}: {n} example(s)", file=sys.stdout, flush=True)
+        if not self.bar:
+            return
         bar = "#" * (self.WIDTH * done // self.total)
         rate = stats.steps / max(time.monotonic() - self.start, 1e-9)
-        sys.stderr.write(f"\r[{bar:<{self.WIDTH}}] {done}/{self.total} examples, {stats.steps} steps "
-                         f"({rate:.0f} steps/s)")
-        sys.stderr.flush()
+        self.out.write(f"\r[{bar:<{self.WIDTH}}] {done}/{self.total} examples, {stats.steps} steps "
+                       f"({rate:.0f} steps/s)")
+        self.out.flush()
+
+    def _clear(self):
+        if self.bar:
+            self.out.write("\r\033[K")
+            self.out.flush()
 
     def end(self):
-        if self.enabled:
-            sys.stderr.write("\n")
+        self._clear()
+
+
+def phases(engine, profile, the_plan) -> list:
+    """[(phase name, examples)] in the order the suite runs them (suite.run)."""
+    from icefloe.conformance import suite
+    out = []
+    if the_plan is not None:
+        out.append(("directed programs (every transition class of the model)", len(the_plan.programs)))
+    out += [(f"random search on the {store} store", n) for store, n in suite.search_plan(engine, profile)]
+    return out
 
 
 def main(argv=None) -> int:
@@ -85,35 +120,34 @@ def main(argv=None) -> int:
 
 def run(engine, args) -> int:
     from icefloe.conformance import report as R, suite
-    from icefloe.conformance.profiles import MEMORY, PROFILES, S3
+    from icefloe.conformance.profiles import PROFILES
 
     profile = PROFILES[args.profile]
     caps = engine.capabilities
-    total = (profile.examples_memory if caps.mode == A.STEPPING and MEMORY in caps.stores else 0) + \
-        (profile.examples_s3 if S3 in caps.stores else 0)
-    progress = Progress(total, not args.no_progress and sys.stderr.isatty())
     print(f"icefloe conform: engine {engine.name}{' (variant ' + args.variant + ')' if args.variant else ''}, "
-          f"profile {profile.name}, seed {args.seed}; interleaving {caps.interleaving}")
+          f"profile {profile.name}, seed {args.seed}; interleaving {caps.interleaving}", flush=True)
+    the_plan = None
+    if profile.directed:
+        from icefloe.conformance import directed
+        print("planning: a shortest program to every transition class of the model", flush=True)
+        the_plan = directed.plan(engine, profile)
+    progress = Progress(phases(engine, profile, the_plan), not args.no_progress and sys.stderr.isatty())
     try:
         result = suite.run_suite(engine, args.engine if not args.variant else "icefloe", profile, args.seed,
-                                 args.variant, on_example=progress)
+                                 args.variant, on_example=progress, plan=the_plan)
     except A.EngineSpecError as e:
         progress.end()
         print(f"icefloe conform: setup error: {e}", file=sys.stderr)
+        print(f"FAILED: setup error: {e}")
         return EXIT_USAGE
     progress.end()
     print(R.report_text(result))
     where = R.write_report(result, args.report)
     failure = result.failure
-    print(f"report: {where}/ (verdict.json, report.md{', program.py' if failure else ''}"
+    print(f"report: {where}/ (report.html, report.md, verdict.json{', program.py' if failure else ''}"
           f"{', versions.dot, versions.png' if result.history is not None else ''})")
-    if failure is not None:
-        print(f"VIOLATED: {', '.join(result.violated)}")
-        return EXIT_VIOLATION
-    if result.vacuity:
-        print(f"VACUOUS: {'; '.join(result.vacuity)}")
-        return EXIT_VIOLATION
-    return EXIT_OK
+    print(result.overall_line())
+    return EXIT_OK if result.passed else EXIT_VIOLATION
 
 
 if __name__ == "__main__":

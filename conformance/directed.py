@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance import coverage as C
+from icefloe.conformance import coverage as C, graph_cache
 from icefloe.conformance.profiles import MEMORY, S3, Profile, bounds_for, model_bounds
 from icefloe.conformance.runs import Failure, replay, shrink
 from icefloe.conformance.stats import Stats
@@ -83,10 +83,10 @@ def plan(engine, profile: Profile) -> Plan:
     full, mine = model_bounds(engine, profile), bounds_for(engine, profile)
     families = []
     for family in C.FAMILIES:
-        model = C.explore(family, family.bounds(full), False)
-        engine_view = C.explore(family, family.bounds(mine), black_box)
+        model = graph_cache.explore(family, family.bounds(full), False)
+        engine_view = graph_cache.explore(family, family.bounds(mine), black_box)
         reachable = engine_view.classes & model.classes
-        programs = C.cover(engine_view, black_box) if reachable else []
+        programs = graph_cache.cover(engine_view, black_box) if reachable else []
         why_not = {c: _why(c, caps) for c in model.classes - reachable}
         families.append(FamilyPlan(family, model.classes, reachable, programs, why_not))
         if family.name == "faults":

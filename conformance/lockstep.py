@@ -38,9 +38,8 @@ from icefloe.model.state import APPEND, COMMITTED, CONFLICT, CRASHED, DONE, NOOP
 FAULTS = "Faults"
 HISTORY = ("History", 0)      # the label a history checker finding is reported at
 STEP_TO_PHASES_MAX = 8
-# A writer's private steps: they change nothing a reader of the table can see (the model's
-# partial-order reduction rests on the same fact), so the current rows are not re-read
-# after them; a bug that breaks that shows at the next step that reads.
+# A writer's private steps change nothing a reader can see (as the model's partial-order
+# reduction assumes): no re-read after them; a bug that breaks that shows at the next read.
 PRIVATE_ACTIONS = WRITE_ACTIONS | {"Begin"}
 LIVENESS_STEPS_MAX = 200
 BOOTSTRAP_PHASES_MAX = 64
@@ -144,8 +143,7 @@ class Lockstep:
     # -- model actions mirrored on the engine ------------------------------------------------
 
     def _engine(self, w: int, fn, *args):
-        """Call into the engine; anything it raises is the engine's observation at this
-        step (its own assertion included), reported with the model's expectation."""
+        """Call into the engine; what it raises is its observation here (its own assertion too)."""
         try:
             return fn(*args)
         except (Violation, InvalidProgram):
@@ -176,6 +174,7 @@ class Lockstep:
             take = self.hooks.parked.deliver if name == "Deliver" else self.hooks.parked.drop
             self._engine(0, take, request)
         elif name == "RemoveOrphans":
+            self.readers.invalidate()
             self._engine(0, self.table.remove_orphans, 2 ** 62)
         elif name != "Heal":
             raise AssertionError(f"no mirror for {label}")
@@ -274,6 +273,7 @@ class Lockstep:
 
     def _ended(self, w: int, k: int) -> None:
         """The model ended operation (w, k): the engine's outcome must agree."""
+        self.readers.invalidate()          # its cleanup (or an expiry's deletes) ran here
         res = self.model.outcomes[w - 1][k - 1].res
         rec = self.ops[(w, k)]
         rec.result = res
@@ -368,12 +368,12 @@ class Lockstep:
             assert why is None, f"the model itself breaks {name}: {why}"
 
     def read_retained(self) -> None:
-        """Every retained snapshot's rows (P7, P8: nothing a snapshot reaches was lost), and
-        what an incremental reader gets since main's oldest retained ancestor and since the
-        head's parent (P10: every kind of commit in between, and the shortest span)."""
+        """The current rows and every retained snapshot's (P7, P8: nothing reachable was
+        lost); incremental reads since main's oldest retained ancestor and since the head's
+        parent (P10: every kind of commit in between, and the shortest span)."""
         labels = self.readers.labels()
         since = [lab for lab in labels if lab[0] == "ReadIncremental"]   # newest first
-        for label in [lab for lab in labels if lab[0] == "ReadAt"] + since[-1:] + since[1:2]:
+        for label in [("ReadCurrent", 0)] + [lab for lab in labels if lab[0] == "ReadAt"] + since[-1:] + since[1:2]:
             self.apply(label)
 
     def finish(self) -> None:

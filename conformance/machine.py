@@ -154,6 +154,8 @@ class ConformanceMachine(RuleBasedStateMachine):
                 h, kept = self.lock.last_history, self.sink.extra.get("history")
                 if kept is None or _interest(h) > _interest(kept[0]):
                     self.sink.extra["history"] = (h, self.lock.last_history_verdict)
+                    self.sink.extra["history_example"] = (f"example {self.stats.examples} of the run (random "
+                                                          f"search, {self.store} store, {len(self.lock.program)} steps)")
         except BaseException as e:
             self._record(e)
             raise

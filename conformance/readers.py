@@ -91,12 +91,17 @@ class Readers:
         if got.files is not None and name != READ_INCREMENTAL:
             self.reads.append(H.Read(f"r{len(self.reads) + 1}", got.snapshot_id, got.files))
 
+    def invalidate(self) -> None:
+        """The next check_rows reads in full: this step may have deleted objects without
+        moving the head (an operation ended: cleanup, an expiry's deletes; orphan removal)."""
+        self._current_key = None
+
     def check_rows(self) -> None:
         """After every step: the table's current rows are the model's. An engine that can
         name its current snapshot cheaply (`current_snapshot_id()`, optional) is read in
-        full only when that or the model's head changed since the last full read: a
-        snapshot's rows do not change (P7), and objects lost meanwhile show at the end of
-        the program, where every retained snapshot is read."""
+        full only when that or the model's head changed since the last full read, or when
+        the step may have deleted objects (`invalidate`): a snapshot's rows do not change
+        (P7), but its files can be lost while it stays the head."""
         lock = self.lock
         meta = iceberg.current(lock.model)
         peek = getattr(lock.table, "current_snapshot_id", None)

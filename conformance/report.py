@@ -6,7 +6,10 @@ A failing run prints and writes, in order: the verdict; seed, commit and a one-l
 rerun command; the shrunk step program; the first step where model and engine disagree,
 with both observations; the engine's history as a table; the history checker's anomaly
 explanation; the version graph (versions.dot, versions.png); verdict.json. A passing run
-writes the same files for the largest history it judged.
+writes the same files for the most varied history it judged, naming which example that
+was. report.md is Markdown (report_md.py), report.html one self-contained page with the
+graph as inline SVG (report_html.py, report_graph.py); the run ends on one overall line,
+`OK: ...` or `FAILED: ...` (RunResult.overall_line).
 """
 from __future__ import annotations
 
@@ -20,6 +23,30 @@ from icefloe.conformance.violation import PROPERTIES
 from icefloe.model.checks import history as H
 
 HOLDS, VIOLATED, UNKNOWN = "holds", "violated", "unknown"
+
+# One line per property of spec/PROPERTIES.md (the report's legend; the spec has the detail).
+MEANINGS = {
+    "A0 ModelAgreement": "at every step the engine observes what the executable model observes "
+                         "(outcomes, rows, snapshots)",
+    "P1 LinearHistory": "the pointer's versions form one chain; each new snapshot descends from the head it "
+                        "replaced (no fork)",
+    "P2 NoLostCommit": "a commit acknowledged to its writer stays in the table's history for good",
+    "P3 NoDuplicateCommit": "no snapshot, and no row, is applied twice (e.g. by a retry after a lost answer)",
+    "P4 ReadersSeeCommitted": "a reader (one pointer read, no listing) sees only files of operations "
+                              "that committed",
+    "P5 ValidationSound": "every commit's assumptions held over every snapshot between its start and the "
+                          "head it replaced",
+    "P6 Isolation": "each commit's effect on the rows equals its operation applied to the head it replaced "
+                    "(serializable or snapshot isolation)",
+    "P7 TimeTravelImmutable": "a snapshot id means the same snapshot in every committed version",
+    "P8 NoDanglingRefs": "the current metadata file and everything a retained snapshot reaches exist in storage",
+    "P9 CleanupSafe": "nothing a retained snapshot reaches was ever deleted (expiry, orphan removal, "
+                      "cleanup after a failure)",
+    "P10 IncrementalComplete": "an incremental reader following main misses no snapshot main's head passed "
+                               "through",
+    "L1 LoneWriterCommits": "an operation that ran alone, with faults healed, ended committed (or a no-op)",
+    "L2 OperationsTerminate": "every operation ended, and once faults healed none ended unknown or crashed",
+}
 
 
 @dataclass
@@ -40,6 +67,7 @@ class RunResult:
     unchecked: tuple = ()             # properties the engine's capabilities leave unobserved
     commit: str = ""
     coverage: dict = field(default_factory=dict)   # family -> {"covered": n, "total": m, ...}
+    history_example: str = ""         # which run the history and the version graph show
 
     @property
     def violated(self) -> list:
@@ -82,11 +110,24 @@ class RunResult:
             "elapsed_s": round(self.elapsed_s, 2),
             "rerun": self.rerun_command(),
             "counterexample": None if f is None else {
-                "store": f.store, "property": f.violation.prop, "message": f.violation.message,
+                "store": f.store, "found_by": f.found_by, "property": f.violation.prop, "message": f.violation.message,
                 "step": f.violation.step_index, "program": [list(lab) for lab in f.program],
                 "model_observed": repr(f.violation.model), "engine_observed": repr(f.violation.engine)},
             "history_verdict": None if self.history_verdict is None else self.history_verdict.to_json(),
+            "history_example": self.history_example or None,
         }
+
+    def overall_line(self) -> str:
+        """The run's last line: `OK: ...` or `FAILED: ...`."""
+        s = self.stats
+        ran = f"{s.examples} examples, {s.steps} steps, {s.commits} commits, {self.elapsed_s:.0f} s"
+        if self.passed:
+            held = sum(v == HOLDS for v in self.verdicts().values())
+            return f"OK: {self.engine_name}: {held} of {len(PROPERTIES)} properties hold ({ran})"
+        if self.failure is not None:
+            return (f"FAILED: {self.engine_name}{f' (variant {self.variant})' if self.variant else ''} violates "
+                    f"{', '.join(self.violated)} ({ran}); rerun: {self.rerun_command()}")
+        return f"FAILED: {self.engine_name}: the run proved too little: {'; '.join(self.vacuity)} ({ran})"
 
 
 def git_commit() -> str:
@@ -117,18 +158,24 @@ def summary_lines(r: RunResult) -> list:
     verdicts = r.verdicts()
     rows = [(p, v, _short(_evidence(r, p, v))) for p, v in verdicts.items()]
     out = table(rows, ("property", "verdict", "evidence"))
+    counts = count_rows(r)
+    out += [""] + table(counts, ("count", "value"))
+    rules = [(name, s.rules.get(name, 0)) for name in r.expected_rules]
+    out += [""] + table(rules, ("rule", "steps"))
+    out.append(f"interleaving: {r.interleaving}")
+    return out
+
+
+def count_rows(r: RunResult) -> list:
+    """(count, value) rows: what the run did, the evidence it was not vacuous."""
+    s = r.stats
     counts = [("examples", s.examples), ("steps", s.steps), ("writers", s.writers),
               ("commits", s.commits), ("conflicts", s.conflicts), ("retries after conflicts", s.retries),
               ("unknown outcomes resolved committed", s.unknown_resolved_committed),
               ("unknown outcomes resolved not committed", s.unknown_resolved_not_committed),
               ("no-ops", s.noops), ("early aborts (the model aborts too)", s.early_aborts), ("reads", s.reads),
               ("backends", ", ".join(f"{k} {n}" for k, n in sorted(s.backends.items())) or "-")]
-    counts += [(f"faults: {k}", n) for k, n in sorted(s.faults.items())]
-    out += [""] + table(counts, ("count", "value"))
-    rules = [(name, s.rules.get(name, 0)) for name in r.expected_rules]
-    out += [""] + table(rules, ("rule", "steps"))
-    out.append(f"interleaving: {r.interleaving}")
-    return out
+    return counts + [(f"faults: {k}", n) for k, n in sorted(s.faults.items())]
 
 
 EVIDENCE_CHARS_MAX = 90
@@ -152,19 +199,24 @@ def program_lines(program) -> list:
     return [f"    {tuple(lab)!r}," for lab in program]
 
 
-def history_rows(h: H.History) -> list:
+VERSION_HEADER = ("#", "metadata file", "lineage", "main", "snapshots")
+OPERATION_HEADER = ("op", "kind", "outcome", "snapshot", "start", "added", "removed", "read")
+
+
+def version_rows(h: H.History) -> list:
     line = set(H.lineage(h))
-    rows = []
-    for i, v in enumerate(h.versions):
-        rows.append((i, v.location.rsplit("/", 1)[-1][:24], "yes" if v.location in line else "no",
-                     v.main, len(v.snapshot_ids)))
-    ops = []
-    for o in h.operations:
-        ops.append((o.op_id, o.kind, o.outcome, o.snapshot_id, o.start_snapshot_id,
-                    len(o.added_files), len(o.removed_files),
-                    "all" if o.read_partitions is H.ALL else len(o.read_files)))
-    return table(rows, ("#", "metadata file", "lineage", "main", "snapshots")) + [""] + \
-        table(ops, ("op", "kind", "outcome", "snapshot", "start", "added", "removed", "read"))
+    return [(i, v.location.rsplit("/", 1)[-1][:24], "yes" if v.location in line else "no", v.main,
+             len(v.snapshot_ids)) for i, v in enumerate(h.versions)]
+
+
+def operation_rows(h: H.History) -> list:
+    return [(o.op_id, o.kind, o.outcome, o.snapshot_id, o.start_snapshot_id, len(o.added_files),
+             len(o.removed_files), "all" if o.read_partitions is H.ALL else len(o.read_files))
+            for o in h.operations]
+
+
+def history_rows(h: H.History) -> list:
+    return table(version_rows(h), VERSION_HEADER) + [""] + table(operation_rows(h), OPERATION_HEADER)
 
 
 def report_text(r: RunResult) -> str:
@@ -199,38 +251,13 @@ def report_text(r: RunResult) -> str:
     out.append("## Summary")
     out += summary_lines(r)
     if r.history is not None:
-        out += ["", "## History", *history_rows(r.history)]
+        out += ["", f"## History of {r.history_example or 'the run'}", *history_rows(r.history)]
     if r.history_verdict is not None:
         out += ["", "## History checker", H.render(r.history_verdict)]
     return "\n".join(out)
 
 
 # -- files -----------------------------------------------------------------------------------------
-
-def write_png(h: H.History, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import networkx as nx
-
-    g = H.version_graph(h)
-    line = set(H.lineage(h))
-    order = {v.location: i for i, v in enumerate(h.versions)}
-    pos = {}
-    for loc in g.nodes:
-        i = order.get(loc, 0)
-        pos[loc] = (i, 0 if loc in line else -1)
-    fig, ax = plt.subplots(figsize=(max(6, len(g.nodes) * 0.9), 3))
-    colors = ["#4c72b0" if n in line else "#dd8452" for n in g.nodes]
-    labels = {n: f"v{order.get(n, '?')}\nmain={str(g.nodes[n].get('main'))[-4:]}" for n in g.nodes}
-    nx.draw_networkx(g, pos, ax=ax, node_color=colors, labels=labels, font_size=7, node_size=900,
-                     arrows=True)
-    ax.set_title("metadata versions (blue: lineage of the current pointer)", fontsize=9)
-    ax.axis("off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-
 
 def _engine_call(r: RunResult) -> str:
     if r.variant:
@@ -242,8 +269,9 @@ def write_report(r: RunResult, directory: str | Path) -> Path:
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     (d / "verdict.json").write_text(json.dumps(r.to_json(), indent=2, default=str) + "\n")
-    (d / "report.md").write_text("# icefloe conform\n\n```\n" + report_text(r) + "\n```\n"
-                                 + ("\n![version graph](versions.png)\n" if r.history is not None else ""))
+    from icefloe.conformance import report_graph, report_html, report_md
+    (d / "report.md").write_text(report_md.markdown(r))
+    (d / "report.html").write_text(report_html.render(r))
     if r.failure is not None:
         (d / "program.py").write_text(
             f'"""Replay: {r.failure.violation}"""\n'
@@ -256,5 +284,5 @@ def write_report(r: RunResult, directory: str | Path) -> Path:
             f"    runs.replay(engine, PROGRAM, bounds=BOUNDS, store={r.failure.store!r}, ctx_seed={r.failure.ctx_seed!r})\n")
     if r.history is not None:
         (d / "versions.dot").write_text(H.version_dot(r.history) + "\n")
-        write_png(r.history, d / "versions.png")
+        report_graph.write_png(r.history, d / "versions.png", f"metadata versions of {report_md.history_title(r)}")
     return d

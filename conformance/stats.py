@@ -34,6 +34,22 @@ class Stats:
     backends: Counter = field(default_factory=Counter)
     writers: int = 0
 
+    def since(self, earlier: "Stats") -> "Stats":
+        """What the run did after `earlier` (a copy taken then): the random search's own
+        share, for its vacuity guard (suite.vacuity)."""
+        out = Stats()
+        for name in ("examples", "steps", "commits", "conflicts", "retries", "unknown_resolved_committed",
+                     "unknown_resolved_not_committed", "noops", "crashed", "early_aborts", "reads"):
+            setattr(out, name, getattr(self, name) - getattr(earlier, name))
+        for name in ("rules", "faults", "backends"):
+            setattr(out, name, getattr(self, name) - getattr(earlier, name))
+        out.writers = self.writers
+        return out
+
+    def copy(self) -> "Stats":
+        return Stats(**{**vars(self), "rules": Counter(self.rules), "faults": Counter(self.faults),
+                        "backends": Counter(self.backends)})
+
     def to_json(self) -> dict:
         return {"examples": self.examples, "steps": self.steps, "writers": self.writers,
                 "faults": dict(self.faults), "commits": self.commits, "conflicts": self.conflicts,

@@ -48,6 +48,7 @@ def run(engine, profile: Profile, seed: int, backends: Backends, stats: Stats, s
             failure = directed.run(engine, the_plan, store, seed, backends, stats, sink)
             if failure is not None:
                 return failure
+    sink.extra["search_from"] = stats.copy()
     for store, examples in search_plan(engine, profile, stores):
         failure = machine.search(engine, profile, seed, backends, store, examples, stats, sink)
         if failure is not None:
@@ -87,7 +88,8 @@ def name_anomalies(failure: Failure, verdict) -> None:
 
 
 def vacuity(stats: Stats, engine, profile: Profile) -> list:
-    """Why a run without directed programs proved too little (a custom profile's guard)."""
+    """Why a random search proved too little (the guard of a profile without directed
+    programs, and of the deep profile's search)."""
     b = bounds_for(engine, profile)
     out = []
     if stats.retries == 0:
@@ -120,20 +122,25 @@ def unchecked(engine) -> tuple:
 
 
 def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str | None = None,
-              on_example=None, stores=None):
-    """A whole run, as a report.RunResult."""
+              on_example=None, stores=None, plan=None):
+    """A whole run, as a report.RunResult (`plan`: the directed plan, if made already)."""
     from icefloe.conformance import report as R
     stats, backends = Stats(), Backends()
     sink = Sink(on_example=on_example, coverage=C.Tracker())
+    if plan is not None:
+        sink.extra["plan"] = plan
     started = time.monotonic()
     try:
         failure = run(engine, profile, seed, backends, stats, sink, stores)
         history = verdict = None
+        example = ""
         if failure is not None:
             history, verdict = replay_history(engine, failure, backends)
             name_anomalies(failure, verdict)
+            example = f"the shrunk counterexample ({len(failure.program)} steps, {failure.store} store)"
         elif "history" in sink.extra:
             history, verdict = sink.extra["history"]
+            example = sink.extra.get("history_example", "")
     finally:
         backends.close()
     the_plan = sink.extra.get("plan")
@@ -142,11 +149,13 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
     if failure is None:
         if the_plan is not None:
             vacuous = [f"class {c} of {f} not exercised" for f, c in the_plan.missed(sink.coverage)][:10]
-        else:
-            vacuous = vacuity(stats, engine, profile)
+        if the_plan is None or profile.search_guard:
+            searched = stats.since(sink.extra["search_from"]) if "search_from" in sink.extra else stats
+            vacuous += [f"random search: {why}" if the_plan is not None else why
+                        for why in vacuity(searched, engine, profile)]
     return R.RunResult(
         engine=spec, engine_name=engine.name, variant=variant, profile=profile.name, seed=seed, stats=stats,
         interleaving=engine.capabilities.interleaving, expected_rules=expected_rules(engine, profile),
         failure=failure, vacuity=vacuous, history=history, history_verdict=verdict,
         elapsed_s=time.monotonic() - started, unchecked=unchecked(engine), commit=R.git_commit(),
-        coverage=coverage)
+        coverage=coverage, history_example=example)

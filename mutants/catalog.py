@@ -44,6 +44,7 @@ class Mutant:
     like: str = ""              # the real-world bug of the same class
     model_covers: bool = True
     unit_tests: tuple = field(default=(TABLE_TESTS,))
+    blind: bool = False         # written after the suite, without tuning it (the gate's honesty check)
 
     @property
     def module(self) -> str:
@@ -123,7 +124,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "        entries = [ManifestEntry(ManifestEntryStatus.ADDED, f, sequence_number=seq) for f in self.files]\n"
            "        self.manifest = _write_manifest(c, entries, c.base.default_spec_id)",
            ROW_DELTAS, "a reused manifest carries an explicit data sequence number from a stale base",
-           "spec: sequence-number inheritance", model_covers=False),
+           "spec: sequence-number inheritance", model_covers=False,
+           unit_tests=("tests/impl/table/test_table_commit.py",)),
     # -- requirements (7.3) --------------------------------------------------------------------
     Mutant("files-live-checks-one-snapshot", REQUIREMENTS_PY,
            "        wanted = {comparable_location(p) for p in self.paths}\n        for snap in between:",
@@ -144,7 +146,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "                    if delete_may_apply(e.data_file, f):\n",
            "                    if False:  # mutant\n",
            ROW_DELTAS, "a compaction commits over delete files added after it read (deleted rows come back)",
-           "apache/iceberg #10312", model_covers=False),
+           "apache/iceberg #10312", model_covers=False,
+           unit_tests=("tests/impl/table/test_table_commit.py",)),
     # -- expiry and orphan removal (11, 12) ------------------------------------------------------
     Mutant("expire-ignores-retained-reach", MAINTENANCE_PY,
            "            if c not in keep and not x.endswith(_PROTECTED_SUFFIXES):",
@@ -156,7 +159,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "        keep = {canonical_location(x) for s in post.ancestors_of(post.current_snapshot_id)\n"
            "                for x in tree.reach(s)}  # mutant: blind to tags and branches\n    except _READ_ERRORS",
            REFS, "expiry keeps only what main's ancestry reaches, deleting files a tag or branch still reaches",
-           "apache/iceberg #13568", model_covers=False),
+           "apache/iceberg #13568", model_covers=False,
+           unit_tests=("tests/impl/table/test_table_maintenance.py",)),
     Mutant("orphans-keep-current-only", MAINTENANCE_PY,
            "    keep = reachable(tree, metadata)\n    gone: dict[str, str] = {}",
            "    current = metadata.current_snapshot()\n"
@@ -179,22 +183,26 @@ MUTANTS: tuple[Mutant, ...] = (
            "    if delete_seq < data_seq:\n        return False\n    return unpartitioned_delete",
            "    if delete_seq <= data_seq:  # mutant\n        return False\n    return unpartitioned_delete",
            DELETES, "a position delete skips data files of its own sequence number",
-           "spec: position deletes apply to data sequence numbers <= theirs", model_covers=False),
+           "spec: position deletes apply to data sequence numbers <= theirs", model_covers=False,
+           unit_tests=("tests/impl/table/test_table_scan.py",)),
     Mutant("equality-delete-same-sequence", DELETES_PY,
            "    if delete_seq <= data_seq:\n        return False\n    return unpartitioned_delete",
            "    if delete_seq < data_seq:  # mutant\n        return False\n    return unpartitioned_delete",
            DELETES, "an equality delete also deletes rows added in its own commit",
-           "spec: equality deletes apply to data sequence numbers < theirs", model_covers=False),
+           "spec: equality deletes apply to data sequence numbers < theirs", model_covers=False,
+           unit_tests=("tests/impl/table/test_table_scan.py",)),
     Mutant("rewrite-takes-new-sequence", PRODUCER_PY,
            "        self.data_sequence_number = start.sequence_number\n",
            "        self.data_sequence_number = None  # mutant: compacted files get a new sequence number\n",
            ROW_DELTAS, "compacted files take a new data sequence number, escaping earlier equality deletes",
-           "spec: rewrite keeps the starting snapshot's data sequence number", model_covers=False),
+           "spec: rewrite keeps the starting snapshot's data sequence number", model_covers=False,
+           unit_tests=("tests/impl/table/test_table_scan.py",)),
     Mutant("partition-pruning-inverted", SCAN_PY,
            "return lambda e: e.status in LIVE and partition_eval.might_match(e.data_file.partition)",
            "return lambda e: e.status in LIVE and not partition_eval.might_match(e.data_file.partition)  # mutant",
            PARTITIONS, "a filtered scan prunes the partitions that match instead of those that cannot",
-           "scan planning", model_covers=False),
+           "scan planning", model_covers=False,
+           unit_tests=("tests/impl/table/test_table_scan.py",)),
     # -- storage and catalogs (2, 3, 4) ---------------------------------------------------------
     Mutant("s3-cas-without-if-match", "impl/s3/store.py",
            "        return self._conditional_put(\"compare_and_swap\", location, data,\n"
@@ -239,6 +247,91 @@ MUTANTS: tuple[Mutant, ...] = (
            HANDLE, "a table handle shows the metadata of its last attempt whatever the outcome",
            "a handle never shows a commit that did not land"),
 )
+
+# -- blind mutants ---------------------------------------------------------------------------
+# Written in one sitting after the suite was built, each a bug a contributor could plausibly
+# write, and recorded with what conform did with them on the first try (docs/conformance.md).
+# The suite is never changed to kill one of these by name: a survivor is a class of bug the
+# suite misses, fixed (if at all) by a fault schedule, an observation or a coverage class.
+SQL_PY, S3_CATALOG_PY, S3_STORE_PY, TABLE_PY = (
+    "impl/catalog/sql.py", "impl/catalog/s3.py", "impl/s3/store.py", "impl/table/table.py")
+BLIND: tuple[Mutant, ...] = (
+    Mutant("chain-walk-last-attempt-only", COMMIT_PY,
+           "metadata, self.attempted, self.first_base_location)",
+           "metadata, self.attempted[-1:], self.first_base_location)  # mutant: only the last attempt",
+           COMMIT, "after an unknown outcome the chain walk looks for the last attempt only, not every attempt",
+           "apache/iceberg #2808 class", blind=True),
+    Mutant("parent-from-starting-snapshot", COMMIT_PY,
+           "            head = self.head()\n            snapshot = Snapshot(",
+           "            head = self.head(self.base_at_start)  # mutant\n            snapshot = Snapshot(",
+           COMMIT, "a retried snapshot names the starting snapshot as its parent, not the head it replaces",
+           "spec 7.4; P1 LinearHistory", blind=True),
+    Mutant("retry-keeps-old-base-location", COMMIT_PY,
+           "        self.base, self.base_location = metadata, location\n",
+           "        self.base = metadata  # mutant: the next swap still expects the old location\n",
+           COMMIT, "a retry rebuilds on the refreshed metadata but swaps against the old pointer value",
+           "lost retries (every attempt rejected)", blind=True),
+    Mutant("list-sequence-number-from-start", COMMIT_PY,
+           "            sequence_number = self.base.last_sequence_number + 1\n",
+           "            sequence_number = self.base_at_start.last_sequence_number + 1  # mutant\n",
+           ROW_DELTAS, "a retried manifest list carries the first attempt's sequence number (files inherit it)",
+           "spec: sequence-number inheritance", model_covers=False, blind=True),
+    Mutant("validation-lost-start-is-empty", REQUIREMENTS_PY,
+           "        return None, f\"starting snapshot {start} is no longer an ancestor of {ref!r}\"",
+           "        return [], None  # mutant: a start off the ancestry means nothing happened in between",
+           REQUIREMENTS, "a validation whose starting snapshot was rolled back past sees nothing in between",
+           "apache/iceberg validateFromSnapshot", blind=True),
+    Mutant("orphans-without-refresh", TABLE_PY,
+           "        self.refresh()\n        if older_than_ms is None:",
+           "        if older_than_ms is None:  # mutant: the handle's metadata, however old",
+           ORPHANS, "orphan removal judges reachability from the handle's metadata without refreshing it",
+           "apache/iceberg #4240 class (orphans of concurrent commits)", blind=True),
+    Mutant("orphans-age-inverted", MAINTENANCE_PY,
+           "info.last_modified_ms >= older_than_ms:",
+           "info.last_modified_ms < older_than_ms:  # mutant",
+           ORPHANS, "orphan removal keeps the old files and deletes the young ones (the threshold inverted)",
+           "spec 12.2", blind=True),
+    Mutant("incremental-from-inclusive", SCAN_PY,
+           "        line = line[: ids.index(from_snapshot_id)]",
+           "        line = line[: ids.index(from_snapshot_id) + 1]  # mutant",
+           SCAN, "an incremental read includes the rows of its starting snapshot (from is exclusive)",
+           "P10 IncrementalComplete", blind=True),
+    Mutant("scan-skips-existing-entries", SCAN_PY,
+           "                if e.status in (0, 1) and e.data_file.record_count != 0:",
+           "                if e.status == 1 and e.data_file.record_count != 0:  # mutant: ADDED only",
+           SCAN, "an unfiltered scan takes only ADDED entries, dropping EXISTING ones of rewritten manifests",
+           "manifest entry status", blind=True),
+    Mutant("s3-read-back-existence-only", S3_STORE_PY,
+           "        if current == data:\n            assert info.size == len(data)\n            return info",
+           "        if current:  # mutant: something is there, so our write landed\n            return info",
+           S3_STORE, "after an ambiguous write the read-back takes any object there for the one it wrote",
+           "apache/iceberg #7151 class", unit_tests=(S3_TESTS,), blind=True),
+    Mutant("s3-catalog-own-swap-as-rival", S3_CATALOG_PY,
+           "        if current.metadata_location == new_location:\n"
+           "            return Swapped(new_location)  # `new` is ours alone (a fresh name): our request landed\n",
+           "        if current.previous_metadata_location == expected_location:  # mutant: checked first\n"
+           "            return SwapRejected(expected_location, current.metadata_location, \"another swap landed\")\n"
+           "        if current.metadata_location == new_location:\n"
+           "            return Swapped(new_location)\n",
+           S3_CATALOG, "the S3 catalog's reconcile asks 'built on my base?' before 'is it mine?'",
+           "apache/iceberg #3717 class", unit_tests=(S3_TESTS,), blind=True),
+    Mutant("sql-rejected-swap-leaves-transaction-open", SQL_PY,
+           "            row = cur.fetchone()\n            cur.execute(\"ROLLBACK\")",
+           "            row = cur.fetchone()  # mutant: no ROLLBACK after a swap that matched no row",
+           SQL_CATALOG, "a rejected SQL swap leaves its write transaction open on the shared connection",
+           "driver state after a conflict", unit_tests=(CATALOG_TESTS,), blind=True),
+    Mutant("handle-keeps-stale-after-failure", TABLE_PY,
+           "        else:\n            self.refresh()\n        return outcome",
+           "        return outcome  # mutant: no refresh after a failed or unknown commit",
+           HANDLE, "a table handle keeps its old metadata after its commit failed or ended unknown",
+           "a handle shows the table as it is after each outcome", blind=True),
+    Mutant("position-delete-path-spelling", DELETES_PY,
+           "        path = canonical_location(data.file_path)",
+           "        path = data.file_path  # mutant: paths compared as spelled",
+           DELETES, "position deletes compare paths as spelled (file:/ vs file:///): another engine's deletes miss",
+           "spec: position delete file_path", model_covers=False, blind=True),
+)
+MUTANTS = MUTANTS + BLIND
 
 _BY_NAME = {m.name: m for m in MUTANTS}
 assert len(_BY_NAME) == len(MUTANTS), "mutant names are unique"

@@ -3,7 +3,8 @@
     python -m mutants.run                      # all mutants, conform --profile ci --seed 0
     python -m mutants.run NAME ...             # some of them
     python -m mutants.run --seeds 0,1,2        # a mutant counts as killed by conform only if
-                                               # every seed kills it
+                                               # every seed kills it (one outside the model's
+                                               # areas runs at the first seed only)
     python -m mutants.run --list | --check     # the catalog; check every snippet applies
     python -m mutants.run --docs               # also rewrite the kill table in docs/conformance.md
 
@@ -22,6 +23,7 @@ import re
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,10 +45,14 @@ class SeedRun:
     vacuity: list = field(default_factory=list)
     seconds: float = 0.0
     note: str = ""
+    found_by: str = ""                 # "directed" (a program derived from the model) or "search"
 
     @property
     def killed(self) -> bool:
         return self.exit_code == 1 and bool(self.violated)
+
+
+_HOW = {"directed": "directed program", "search": "random search"}
 
 
 @dataclass
@@ -71,7 +77,8 @@ class Result:
     @property
     def killed_by(self) -> str:
         if self.killed_by_conform:
-            return "conform"
+            how = sorted({r.found_by for r in self.runs if r.found_by})
+            return "conform" + (f" ({' and '.join(_HOW.get(h, h) for h in how)})" if how else "")
         if self.unit_killer:
             return f"unit test {self.unit_killer}"
         if any(r.killed for r in self.runs):
@@ -84,7 +91,7 @@ class Result:
 
     def to_json(self) -> dict:
         m = self.mutant
-        return {"mutant": m.name, "area": m.area, "model_covers": m.model_covers, "bug": m.bug,
+        return {"mutant": m.name, "area": m.area, "model_covers": m.model_covers, "blind": m.blind, "bug": m.bug,
                 "like": m.like, "killed_by": self.killed_by, "properties": self.properties,
                 "seconds": round(self.seconds, 1), "gate_ok": self.gate_ok,
                 "runs": [vars(r) for r in self.runs], "unit_killer": self.unit_killer}
@@ -111,6 +118,7 @@ def run_conform(m: Mutant, seed: int, profile: str, timeout_s: float) -> SeedRun
     if verdict.exists() and verdict.stat().st_mtime >= time.time() - seconds - 1:
         data = json.loads(verdict.read_text())
         run.violated, run.vacuity = list(data.get("violated") or []), list(data.get("vacuity") or [])
+        run.found_by = (data.get("counterexample") or {}).get("found_by") or ""
     if done.returncode not in (0, 1):
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
         run.note = f"exit {done.returncode}: {tail[0][:200]}"
@@ -137,7 +145,8 @@ def table(results: list, seeds: list) -> str:
     lines = [f"| mutant | area | model covers | killed by | property named | seconds (seeds {', '.join(map(str, seeds))}) |",
              "|---|---|---|---|---|---|"]
     for r in results:
-        lines.append(f"| `{r.mutant.name}` | {r.mutant.area} | {'yes' if r.mutant.model_covers else 'not yet'} | "
+        lines.append(f"| `{r.mutant.name}`{' (blind)' if r.mutant.blind else ''} | {r.mutant.area} | "
+                     f"{'yes' if r.mutant.model_covers else 'not yet'} | "
                      f"{r.killed_by} | {', '.join(r.properties) or '-'} | {r.seconds:.0f} |")
     return "\n".join(lines)
 
@@ -146,9 +155,15 @@ def write_docs(results: list, seeds: list, profile: str) -> None:
     text = DOCS.read_text()
     killed = sum(r.killed_by_conform for r in results)
     covered = [r for r in results if r.mutant.model_covers]
+    blind = [r for r in results if r.mutant.blind]
     body = (f"{BEGIN}\n`make mutants` (`python -m mutants.run`), profile {profile}, seeds "
-            f"{', '.join(map(str, seeds))}: conform killed {killed} of {len(results)} mutants, "
-            f"{sum(r.killed_by_conform for r in covered)} of the {len(covered)} in areas the model covers.\n\n"
+            f"{', '.join(map(str, seeds))}, load average {' '.join(open('/proc/loadavg').read().split()[:3])} at "
+            f"the end: conform killed {killed} of {len(results)} mutants at every seed, "
+            f"{sum(r.killed_by_conform for r in covered)} of the {len(covered)} in areas the model covers"
+            + (f"; of the {len(blind)} blind mutants, {sum(r.killed_by_conform for r in blind)}" if blind else "")
+            + ". A mutant counts as killed by conform only if every seed kills it; seconds are summed over "
+            "the seeds run (a seed that lets a mutant through ends its row). Where conform lets a "
+            "mutant through, the unit tests of its area run and the first failing test is named.\n\n"
             f"{table(results, seeds)}\n{END}")
     if BEGIN in text and END in text:
         text = text[: text.index(BEGIN)] + body + text[text.index(END) + len(END):]
@@ -180,6 +195,7 @@ def main(argv=None) -> int:
     p.add_argument("--no-unit", action="store_true", help="do not run unit tests for survivors")
     p.add_argument("--docs", action="store_true", help="rewrite the kill table in docs/conformance.md")
     p.add_argument("--timeout", type=float, default=CONFORM_TIMEOUT_S, help="seconds per conform run")
+    p.add_argument("--jobs", type=int, default=1, help="mutants run at a time (each in its own processes)")
     args = p.parse_args(argv)
     if args.list:
         for m in MUTANTS:
@@ -196,20 +212,26 @@ def main(argv=None) -> int:
     if check():
         return 1
     REPORTS.mkdir(parents=True, exist_ok=True)
-    results = []
-    for i, m in enumerate(chosen, 1):
+    done = [0]
+
+    def one(m: Mutant) -> Result:
         runs = []
-        for seed in seeds:
+        for seed in seeds if m.model_covers else seeds[:1]:   # outside the model: informative only
             runs.append(run_conform(m, seed, args.profile, args.timeout))
             if not runs[-1].killed:
                 break                    # not killed at every seed: no need for the rest
         r = Result(m, runs)
         if not r.killed_by_conform and not args.no_unit:
             r.unit_killer, r.unit_ran = run_unit_tests(m, UNIT_TIMEOUT_S), True
-        results.append(r)
+        done[0] += 1
         notes = "; ".join(x.note for x in runs if x.note)
-        print(f"[{i}/{len(chosen)}] {m.name}: {r.killed_by} {', '.join(r.properties)} "
+        print(f"[{done[0]}/{len(chosen)}] {m.name}: {r.killed_by} {', '.join(r.properties)} "
               f"({r.seconds:.0f} s){' - ' + notes if notes else ''}", flush=True)
+        return r
+
+    # Each mutant runs in processes of its own; --jobs runs that many mutants at a time.
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        results = list(pool.map(one, chosen))
     print()
     print(table(results, seeds))
     (REPORTS / "kills.json").write_text(json.dumps([r.to_json() for r in results], indent=2) + "\n")

@@ -18,9 +18,9 @@ spends its examples where the flaw is; it declares only the faults and stores un
 its adapter behaves as described (the listing catalog's swap never reports an unknown
 outcome, so its variants take no ack_lost / swap_delayed; it has no S3 form here).
 
-Known gap: `expire-deleted-entries` is caught only by a delete, a rollback past it and an
-expiry, in that order (the suite has no refs besides main); the ci search draws that order
-with seed 0 but not with seed 1. tests/conformance/test_flawed_variants.py replays its counterexample.
+`expire-deleted-entries` is caught only by a delete, a rollback past it and an expiry, in
+that order (the suite has no refs besides main): the sequences family's directed program for
+that class, at every seed. tests/conformance/test_flawed_variants.py replays its counterexample.
 
 `VARIANTS: dict[str, Callable[[], Engine]]`; `DESCRIPTIONS` says what each breaks.
 """

@@ -83,12 +83,11 @@ class PutObjectFileIO(PyArrowFileIO):
         return fs
 
 
-def _catalog_class():
-    from pyiceberg.catalog.sql import SqlCatalog
+def counting(catalog_class):
+    """A subclass of a pyiceberg catalog class that counts swap attempts (`commit_table`
+    calls; pyiceberg does not report them)."""
 
-    class CountingSqlCatalog(SqlCatalog):
-        """pyiceberg's SqlCatalog, counting swap attempts (`commit_table` calls)."""
-
+    class Counting(catalog_class):
         def __init__(self, *args, **kwargs):
             super().__init__(*args, **kwargs)
             self.commit_calls = 0
@@ -99,7 +98,8 @@ def _catalog_class():
                 self.commit_calls += 1
             return super().commit_table(table, requirements, updates)
 
-    return CountingSqlCatalog
+    Counting.__name__ = f"Counting{catalog_class.__name__}"
+    return Counting
 
 
 def rows_table(rows) -> pa.Table:
@@ -123,7 +123,7 @@ class PyicebergCommit:
 
     def run(self) -> A.Outcome:
         from pyiceberg.exceptions import (
-            CommitFailedException, CommitStateUnknownException, ValidationException)
+            CommitFailedException, CommitStateUnknownException, ServiceUnavailableError, ValidationException)
         op = self.op
         catalog = self.handle.catalog(self.writer)
         table = catalog.load_table(self.handle.ctx.identifier)
@@ -144,8 +144,15 @@ class PyicebergCommit:
                 raise UnsupportedOperation(f"pyiceberg 0.12 adapter: no {op.kind!r} (see its capabilities)")
         except (CommitFailedException, ValidationException) as e:
             return A.Conflict(f"{type(e).__name__}: {e}", catalog.commit_calls - calls)
-        except CommitStateUnknownException as e:
+        except (CommitStateUnknownException, ServiceUnavailableError) as e:
+            # A 503 from a REST catalog's commit endpoint (pyiceberg maps only 500, 502 and
+            # 504 to CommitStateUnknownException): nothing says the commit did not apply.
             return A.Unknown(f"{type(e).__name__}: {e}", catalog.commit_calls - calls)
+        except self.handle.TRANSPORT_ERRORS as e:
+            # The commit request's answer never came (a REST catalog's connection dropped):
+            # pyiceberg 0.12 lets the HTTP library's error through, untyped.
+            return A.Unknown(f"untyped transport failure at the commit: {type(e).__name__}: {e}",
+                             catalog.commit_calls - calls)
         attempts = catalog.commit_calls - calls
         new = [s for s in table.metadata.snapshots
                if s.snapshot_id not in before and (s.summary or {}).get(A.OP_ID_PROPERTY) == op.op_id]
@@ -160,11 +167,13 @@ class PyicebergCommit:
 
 
 class PyicebergTable:
-    """The TableHandle over pyiceberg."""
+    """The TableHandle over pyiceberg, through its SqlCatalog (`new_catalog`; a subclass
+    picks another catalog: engines.pyiceberg_rest)."""
+
+    TRANSPORT_ERRORS: tuple = ()     # exceptions of the catalog's transport that mean "unknown"
 
     def __init__(self, ctx: A.TableContext):
-        if not ctx.catalog_uri or not ctx.s3_endpoint:
-            raise UnsupportedOperation("the pyiceberg adapter needs an S3 endpoint and a SQL catalog_uri")
+        self.check_context(ctx)
         self.ctx = ctx
         self._catalogs: dict[int, object] = {}
         self._lock = threading.Lock()
@@ -180,15 +189,29 @@ class PyicebergTable:
         for writer in sorted(ctx.access_keys):  # each writer's filesystem, before any gate
             self.catalog(writer).load_table(ctx.identifier).io.new_input(location)
 
+    @staticmethod
+    def check_context(ctx: A.TableContext) -> None:
+        if not ctx.catalog_uri or not ctx.s3_endpoint:
+            raise UnsupportedOperation("the pyiceberg adapter needs an S3 endpoint and a SQL catalog_uri")
+
+    def io_properties(self, writer: int) -> dict:
+        """pyiceberg FileIO properties: writer `writer`'s own S3 key at the harness's endpoint."""
+        ctx = self.ctx
+        if not ctx.s3_endpoint:
+            return {}
+        return {"py-io-impl": f"{__name__}.PutObjectFileIO", "s3.endpoint": ctx.s3_endpoint,
+                "s3.access-key-id": ctx.access_key(writer), "s3.secret-access-key": ctx.secret_key,
+                "s3.region": ctx.region, "s3.request-timeout": str(REQUEST_TIMEOUT_S)}
+
+    def new_catalog(self, writer: int):
+        from pyiceberg.catalog.sql import SqlCatalog
+        return counting(SqlCatalog)(CATALOG_NAME, uri=self.ctx.catalog_uri, warehouse=self.ctx.warehouse,
+                                    **self.io_properties(writer))
+
     def catalog(self, writer: int):
         with self._lock:
             if writer not in self._catalogs:
-                ctx = self.ctx
-                self._catalogs[writer] = _catalog_class()(
-                    CATALOG_NAME, uri=ctx.catalog_uri, warehouse=ctx.warehouse,
-                    **{"py-io-impl": f"{__name__}.PutObjectFileIO", "s3.endpoint": ctx.s3_endpoint, "s3.access-key-id": ctx.access_key(writer),
-                       "s3.secret-access-key": ctx.secret_key, "s3.region": ctx.region,
-                       "s3.request-timeout": str(REQUEST_TIMEOUT_S)})
+                self._catalogs[writer] = self.new_catalog(writer)
             return self._catalogs[writer]
 
     def _table(self):

@@ -69,14 +69,16 @@ UPSTREAM_TIMEOUT_S = 60.0
 SERVE_POLL_S = 0.05
 
 ERROR_CODES = {500: ("InternalError", "We encountered an internal error. Please try again."),
-               503: ("SlowDown", "Please reduce your request rate.")}
+               503: ("SlowDown", "Please reduce your request rate."),
+               403: ("AccessDenied", "Access Denied")}
 
 
 # -- faults ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class Reject:
-    """Answer `status` (503 SlowDown or 500 InternalError) without forwarding."""
+    """Answer `status` (503 SlowDown, 500 InternalError, or 403 AccessDenied: a permission
+    the client lacks) without forwarding."""
     status: int = 503
 
     def __post_init__(self) -> None:
@@ -96,8 +98,12 @@ class Reset:
 
 @dataclass(frozen=True)
 class LoseResponse:
-    """Forward (upstream applies), then answer 500 or reset: the ack is lost."""
+    """Forward (upstream applies), then answer 500 or reset: the ack is lost. With
+    `statuses`, only an upstream answer of one of those statuses is lost (e.g. {200}: a
+    write that was applied); any other passes through as if no fault had been drawn, and
+    the schedule that drew it is told (`withdraw`)."""
     then: str = "reset"
+    statuses: frozenset | None = None
 
     def __post_init__(self) -> None:
         assert self.then in ("500", "reset"), "then must be '500' or 'reset'"
@@ -283,6 +289,9 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._rules: list[Rule] = []
         self._gates: list[Gate] = []
+        self._schedules: list = []   # stateful fault schedules, asked before the rules
+        self._in_flight = 0
+        self._idle = threading.Condition(self._lock)
         self._history: list[Exchange] = []
         self._next_index = 0
         self._stopping = threading.Event()
@@ -337,6 +346,23 @@ class FaultProxy:
         with self._lock:
             self._rules.remove(rule)
 
+    def add_schedule(self, schedule):
+        """A stateful fault schedule: any object with `decide(request, rng) -> Fault | None`,
+        asked (under the proxy's lock, with the proxy's seeded draws) before the rules; a
+        fault it returns wins. Schedules remember across requests what the rules cannot,
+        e.g. a writer whose swap answer was lost and whose read-backs must now fail too
+        (icefloe.conformance.testing.unresolved)."""
+        assert callable(getattr(schedule, "decide", None)), "a schedule has decide(request, rng)"
+        with self._lock:
+            self._schedules.append(schedule)
+        return schedule
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Wait until no request is inside the proxy (a delayed or held one has been
+        forwarded and answered); False if `timeout_s` passes first."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout_s)
+
     def add_gate(self, match: Match | None = None, *, count: int = 1, nth: int = 1,
                  stage: str = "request") -> Gate:
         """Hold `count` requests matching `match`, from its `nth` match on, before
@@ -347,13 +373,16 @@ class FaultProxy:
             self._gates.append(gate)
         return gate
 
-    def clear(self, seed: int | None = None) -> None:
-        """Drop every rule, release and drop every gate, forget the history; with a
-        `seed`, restart the random draws from it (a fresh run on the same proxy)."""
+    def clear(self, seed: int | None = None, *, forget: bool = True) -> None:
+        """Drop every rule and schedule, release and drop every gate, forget the history
+        (unless `forget=False`: healing, with the record kept); with a `seed`, restart the
+        random draws from it (a fresh run on the same proxy)."""
         with self._lock:
             gates, self._gates = self._gates, []
             self._rules = []
-            self._history = []
+            self._schedules = []
+            if forget:
+                self._history = []
             if seed is not None:
                 self.seed = seed
                 self._rng = random.Random(seed)
@@ -374,8 +403,13 @@ class FaultProxy:
         with self._lock:
             index = self._next_index
             self._next_index += 1
+            self._in_flight += 1
             gate = next((g for g in self._gates if g._admit(request)), None)
             fault = None
+            for schedule in self._schedules:
+                fault = schedule.decide(request, self._rng)
+                if fault is not None:
+                    break
             for rule in self._rules:
                 # Every matching rule counts the request (`nth` is per rule); the first
                 # that fires decides, and later rules neither fire nor draw.
@@ -386,6 +420,19 @@ class FaultProxy:
     def _record(self, exchange: Exchange) -> None:
         with self._lock:
             self._history.append(exchange)
+
+    def _withdraw(self, request: S3Request, fault: Fault) -> None:
+        """A fault drawn for `request` did not apply after all (LoseResponse.statuses)."""
+        with self._lock:
+            for schedule in self._schedules:
+                withdraw = getattr(schedule, "withdraw", None)
+                if withdraw is not None:
+                    withdraw(request, fault)
+
+    def _leave(self) -> None:
+        with self._idle:
+            self._in_flight -= 1
+            self._idle.notify_all()
 
 
 def _error_body(status: int, request_id: str) -> bytes:
@@ -480,6 +527,14 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {k.lower(): v for k, v in self.headers.items()}
         request = describe(self.command, path, query, headers)
         index, gate, fault = proxy._plan(request)
+        try:
+            self._exchange(request, index, gate, fault, start_s, target, body)
+        finally:
+            proxy._leave()
+
+    def _exchange(self, request: S3Request, index: int, gate: Gate | None, fault: Fault | None,
+                  start_s: float, target: str, body: bytes) -> None:
+        proxy = self.proxy
         labels: list[str] = []
         upstream_status: int | None = None
 
@@ -524,6 +579,11 @@ class _Handler(BaseHTTPRequestHandler):
                 labels.append("gate-timeout")
                 record("reset")
                 return self._reset()
+        if isinstance(fault, LoseResponse) and fault.statuses is not None \
+                and upstream_status not in fault.statuses:
+            labels.remove(fault.label())
+            proxy._withdraw(request, fault)
+            fault = None
         if isinstance(fault, LoseResponse):
             if fault.then == "reset":
                 record("reset")

@@ -70,6 +70,14 @@ class NamespaceAlreadyExists(CatalogError):
     pass
 
 
+class NoSuchNamespace(CatalogError):
+    pass
+
+
+class NamespaceNotEmpty(CatalogError):
+    """A namespace that still holds tables (or namespaces below it) cannot be dropped."""
+
+
 class CatalogUnavailable(CatalogError):
     """A catalog request other than swap failed (database down, locked, ...). A swap never
     raises this: its failures are SwapRejected or SwapUnknown results."""

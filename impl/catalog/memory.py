@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import threading
 
-from icefloe.impl.catalog.base import NoSuchTable, TableAlreadyExists, TableIdentifier
+from icefloe.impl.catalog.base import (
+    NamespaceNotEmpty, NoSuchNamespace, NoSuchTable, TableAlreadyExists, TableIdentifier,
+)
 from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, require
 
 
@@ -26,6 +28,15 @@ class MemoryCatalog:
         require(bool(namespace) and all(namespace), f"not a namespace: {namespace!r}")
         with self._lock:
             self._namespaces.add(tuple(namespace))
+
+    def drop_namespace(self, namespace: tuple[str, ...]) -> None:
+        namespace = tuple(namespace)
+        with self._lock:
+            if any(i.namespace[:len(namespace)] == namespace for i in self._tables):
+                raise NamespaceNotEmpty(f"namespace {'.'.join(namespace)} holds tables: drop them first")
+            if namespace not in self._namespaces:
+                raise NoSuchNamespace(".".join(namespace))
+            self._namespaces.discard(namespace)
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
         with self._lock:

@@ -68,6 +68,9 @@ from typing import Any, Callable
 from icefloe.impl.catalog.base import (
     CatalogUnavailable,
     InvalidIdentifier,
+    NamespaceAlreadyExists,
+    NamespaceNotEmpty,
+    NoSuchNamespace,
     NoSuchTable,
     TableAlreadyExists,
     TableIdentifier,
@@ -81,7 +84,7 @@ from icefloe.impl.io.base import (
     StoreUnavailable,
 )
 from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown, require
-from icefloe.impl.s3.store import S3Store
+from icefloe.impl.s3.store import NoSuchBucket, S3Store
 
 POINTER_FORMAT = 1
 INDEX_FORMAT = 1
@@ -194,6 +197,8 @@ class S3Catalog:
             return self._read_pointer(identifier).pointer.metadata_location
         except NotFound:
             raise NoSuchTable(str(identifier)) from None
+        except NoSuchBucket:
+            raise  # a misconfigured warehouse, not an absent table
         except StoreError as e:
             raise CatalogUnavailable(f"load {identifier}: {e}") from e
 
@@ -205,6 +210,8 @@ class S3Catalog:
             info = self.store.put_if_absent(self.pointer_location(identifier), pointer.encode())
         except AlreadyExists:
             raise TableAlreadyExists(str(identifier)) from None
+        except NoSuchBucket:
+            raise
         except StoreError as e:
             raise CatalogUnavailable(f"create {identifier}: {e}") from e
         if not info.etag:
@@ -219,6 +226,8 @@ class S3Catalog:
             self.store.delete(where)
         except NotFound:
             raise NoSuchTable(str(identifier)) from None
+        except NoSuchBucket:
+            raise
         except StoreError as e:
             raise CatalogUnavailable(f"drop {identifier}: {e}") from e
         finally:
@@ -228,6 +237,21 @@ class S3Catalog:
     def list_tables(self, namespace: tuple[str, ...]) -> list[TableIdentifier]:
         names = self._read_index(self._tables_location(tuple(namespace)), "tables")[0]
         return sorted(TableIdentifier(tuple(namespace), n) for n in names)
+
+    def create_namespace(self, namespace: tuple[str, ...]) -> None:
+        require(bool(namespace) and all(namespace), f"not a namespace: {namespace!r}")
+        if tuple(namespace) in self.list_namespaces():
+            raise NamespaceAlreadyExists(".".join(namespace))
+        self._update_index(self._namespaces_location(), "namespaces", list(namespace), add=True)
+
+    def drop_namespace(self, namespace: tuple[str, ...]) -> None:
+        """Remove an empty namespace from the index; NamespaceNotEmpty while it holds tables."""
+        namespace = tuple(namespace)
+        if namespace not in self.list_namespaces():
+            raise NoSuchNamespace(".".join(namespace))
+        if self.list_tables(namespace):
+            raise NamespaceNotEmpty(f"namespace {'.'.join(namespace)} holds tables: drop them first")
+        self._update_index(self._namespaces_location(), "namespaces", list(namespace), add=False)
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
         return sorted(tuple(ns) for ns in self._read_index(self._namespaces_location(), "namespaces")[0])
@@ -316,6 +340,8 @@ class S3Catalog:
             data, info = self.store._get(where)  # the etag of exactly these bytes (see _read_pointer)
         except NotFound:
             return [], None
+        except NoSuchBucket:
+            raise
         except StoreError as e:
             raise CatalogUnavailable(f"{where}: {e}") from e
         try:
@@ -343,6 +369,8 @@ class S3Catalog:
                 return
             except (AlreadyExists, PreconditionFailed, NotFound, StoreOutcomeUnknown, StoreUnavailable):
                 continue  # raced with another writer, or unsure: read again
+            except NoSuchBucket:
+                raise
             except StoreError as e:
                 raise CatalogUnavailable(f"{where}: {e}") from e
         raise CatalogUnavailable(f"{where}: index update raced {INDEX_UPDATE_ATTEMPTS_MAX} times")

@@ -20,14 +20,16 @@ mode, with transactions opened and closed by explicit statements. One connection
 """
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Callable
 
 from icefloe.impl.catalog.base import (
     CatalogUnavailable,
-    NamespaceAlreadyExists,
+    NamespaceAlreadyExists, NamespaceNotEmpty, NoSuchNamespace,
     NoSuchTable,
     TableAlreadyExists,
     TableIdentifier,
@@ -96,23 +98,32 @@ def sqlite_path(uri: str) -> str:
     return path
 
 
-def connection_factory(uri: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS_DEFAULT) -> tuple[Dialect, ConnectionFactory]:
-    """The dialect and a function that opens one autocommit DB-API connection for `uri`."""
+def connection_factory(uri: str, busy_timeout_ms: int = BUSY_TIMEOUT_MS_DEFAULT, *,
+                       read_only: bool = False) -> tuple[Dialect, ConnectionFactory]:
+    """The dialect and a function that opens one autocommit DB-API connection for `uri`.
+    `read_only`: the connection can write nothing, and connecting creates nothing (a SQLite
+    file that does not exist is an error naming it, not a new empty database)."""
     if uri.startswith("sqlite:"):
         path = sqlite_path(uri)
 
         def connect_sqlite():
             # isolation_level=None: the module issues no implicit BEGIN; ours are explicit.
-            return sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
-                                   check_same_thread=False)
+            if not read_only:
+                return sqlite3.connect(path, timeout=busy_timeout_ms / 1000, isolation_level=None,
+                                       check_same_thread=False)
+            if not os.path.isfile(path):
+                raise sqlite3.OperationalError(f"no catalog database at {path} (a read-only command creates none)")
+            return sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro", uri=True,
+                                   timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False)
         return SQLITE, connect_sqlite
     if uri.startswith(("postgresql:", "postgresql+psycopg2:")):
         dsn = uri.replace("postgresql+psycopg2:", "postgresql:", 1)
+        options = f"-c lock_timeout={busy_timeout_ms}" + (" -c default_transaction_read_only=on" if read_only else "")
 
         def connect_postgresql():
             import psycopg2  # optional dependency, only needed for PostgreSQL
 
-            conn = psycopg2.connect(dsn, options=f"-c lock_timeout={busy_timeout_ms}")
+            conn = psycopg2.connect(dsn, options=options)
             conn.autocommit = True
             return conn
         return POSTGRESQL, connect_postgresql
@@ -126,11 +137,15 @@ def _escape_like(text: str) -> str:
 class SqlCatalog:
     def __init__(self, uri: str | None = None, *, name: str = DEFAULT_CATALOG_NAME,
                  dialect: Dialect | None = None, connect: ConnectionFactory | None = None,
-                 busy_timeout_ms: int = BUSY_TIMEOUT_MS_DEFAULT, init_tables: bool = True):
+                 busy_timeout_ms: int = BUSY_TIMEOUT_MS_DEFAULT, init_tables: bool = True,
+                 read_only: bool = False):
+        """`read_only` (for commands that only read, e.g. `icefloe scan`): connections that
+        can write nothing and create no database file, and no tables created."""
         if connect is None:
             if uri is None:
                 raise ValueError("need a uri or a connection factory")
-            dialect, connect = connection_factory(uri, busy_timeout_ms)
+            dialect, connect = connection_factory(uri, busy_timeout_ms, read_only=read_only)
+        init_tables = init_tables and not read_only
         self.name = name
         self.dialect = dialect or SQLITE
         self._connect = connect
@@ -255,6 +270,20 @@ class SqlCatalog:
         for key, value in properties.items():
             run("INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value)"
                 " VALUES (?, ?, ?, ?)", (self.name, namespace, key, value))
+
+    def drop_namespace(self, namespace: tuple[str, ...]) -> None:
+        """Remove an empty namespace (its property rows); NamespaceNotEmpty while it or a
+        namespace below it holds a table, NoSuchNamespace if it does not exist."""
+        require(bool(namespace) and all(namespace), f"not a namespace: {namespace!r}")
+        ns = ".".join(namespace)
+        with self._write_transaction() as run:
+            below = _escape_like(ns) + ".%"
+            if run("SELECT 1 FROM iceberg_tables WHERE catalog_name = ? AND (table_namespace = ? OR table_namespace"
+                   " LIKE ? ESCAPE '!') LIMIT 1", (self.name, ns, below)):
+                raise NamespaceNotEmpty(f"namespace {ns} holds tables: drop them first")
+            run("DELETE FROM iceberg_namespace_properties WHERE catalog_name = ? AND namespace = ?", (self.name, ns))
+            if run.rowcount == 0:
+                raise NoSuchNamespace(ns)
 
     def list_namespaces(self) -> list[tuple[str, ...]]:
         rows = self._execute("SELECT table_namespace FROM iceberg_tables WHERE catalog_name = ?"

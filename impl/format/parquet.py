@@ -29,8 +29,8 @@ from icefloe.impl.format import conversions, integrity, types as T
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.outcomes import IcefloeError
 
-__all__ = ["DataFileError", "BOUND_TRUNCATE_LENGTH", "write_data_file", "data_file_metrics", "read_data_file",
-           "truncate_lower", "truncate_upper"]
+__all__ = ["DataFileError", "BOUND_TRUNCATE_LENGTH", "write_data_file", "data_file_metrics", "footer_metrics",
+           "read_data_file", "iter_data_file", "truncate_lower", "truncate_upper"]
 
 BOUND_TRUNCATE_LENGTH = 16
 ROW_GROUP_ROWS_MAX = 1 << 20
@@ -172,7 +172,13 @@ def _nan_counts(array: pa.Array, t: T.IcebergType, field_id: int, out: dict[int,
 def data_file_metrics(data: bytes, schema: T.Schema, table: pa.Table | None = None) -> dict[str, Any]:
     """record_count, column_sizes, value/null/NaN counts, bounds and split_offsets of a
     Parquet file written against `schema` (NaN counts need the `table` it holds)."""
-    md = pq.ParquetFile(io.BytesIO(data)).metadata
+    return footer_metrics(pq.ParquetFile(io.BytesIO(data)).metadata, schema, table)
+
+
+def footer_metrics(md: pq.FileMetaData, schema: T.Schema, table: pa.Table | None = None) -> dict[str, Any]:
+    """data_file_metrics from a footer already read (e.g. of a file another engine wrote:
+    the columns are matched by their paths, which are the schema's names). Without the
+    `table`, NaN counts are left out (the footer has none; they are optional)."""
     columns = {p: (f, rep) for top in schema.fields for p, f, rep in _field_leaves(top, top.name, False)}
     sizes: dict[int, int] = {}
     values: dict[int, int] = {}
@@ -297,22 +303,48 @@ def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>",
     file has would make the reader allocate for them (found by fuzzing: 80 billion rows
     claimed by a 1 KB file)."""
     try:
-        parquet_file = pq.ParquetFile(io.BytesIO(data))
-        footer = parquet_file.metadata
-        claimed = sum(footer.row_group(i).num_rows for i in range(footer.num_row_groups))
-        if claimed != footer.num_rows or footer.num_rows < 0:
-            raise DataFileError(f"the footer says {footer.num_rows} rows, its row groups {claimed}", location)
-        if data_file is not None:
-            integrity.check_data_file(data_file, footer.num_rows)
+        parquet_file = _open_checked(data, location, data_file)
         file_table = parquet_file.read()
-        if file_table.num_columns and all(_field_id(f) is None for f in file_table.schema):
-            raise DataFileError("the file has no field ids (name mapping is not supported)", location)
-        # Columns by position: a corrupt file's names need not even be valid UTF-8.
-        by_id = {_field_id(f): col for f, col in zip(file_table.schema, file_table.columns)}
-        columns = [_child(by_id, f, file_table.num_rows, location) for f in schema.fields]
-        out = pa.Table.from_arrays(columns, schema=T.schema_to_arrow(schema))
+        out = _project_table(file_table.schema, file_table.columns, file_table.num_rows, schema, location)
     except (DataFileError, integrity.CorruptMetadata):
         raise
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as e:
         raise DataFileError(f"not a readable Parquet file: {type(e).__name__}: {e}", location) from None
     return out if row_filter is None else out.filter(row_filter)
+
+
+def _open_checked(data: bytes, location: str, data_file: DataFile | None) -> pq.ParquetFile:
+    """The file, its footer checked before any row is decoded (read_data_file's docstring)."""
+    parquet_file = pq.ParquetFile(io.BytesIO(data))
+    footer = parquet_file.metadata
+    claimed = sum(footer.row_group(i).num_rows for i in range(footer.num_row_groups))
+    if claimed != footer.num_rows or footer.num_rows < 0:
+        raise DataFileError(f"the footer says {footer.num_rows} rows, its row groups {claimed}", location)
+    if data_file is not None:
+        integrity.check_data_file(data_file, footer.num_rows)
+    return parquet_file
+
+
+def _project_table(file_schema: pa.Schema, columns, num_rows: int, schema: T.Schema, location: str) -> pa.Table:
+    if len(columns) and all(_field_id(f) is None for f in file_schema):
+        raise DataFileError("the file has no field ids (name mapping is not supported)", location)
+    # Columns by position: a corrupt file's names need not even be valid UTF-8.
+    by_id = {_field_id(f): col for f, col in zip(file_schema, columns)}
+    projected = [_child(by_id, f, num_rows, location) for f in schema.fields]
+    return pa.Table.from_arrays(projected, schema=T.schema_to_arrow(schema))
+
+
+def iter_data_file(data: bytes, schema: T.Schema, location: str = "<data file>", *,
+                   data_file: DataFile | None = None, batch_rows: int = 65_536) -> Iterator[pa.Table]:
+    """The rows of a Parquet file as `read_data_file` gives them, `batch_rows` at a time
+    (decoded batch by batch, so memory holds the file's bytes and one batch, not all its
+    rows): the streaming read of `icefloe scan`."""
+    try:
+        parquet_file = _open_checked(data, location, data_file)
+        batches = parquet_file.iter_batches(batch_size=batch_rows, use_threads=False)
+        for batch in batches:
+            yield _project_table(batch.schema, batch.columns, batch.num_rows, schema, location)
+    except (DataFileError, integrity.CorruptMetadata):
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as e:
+        raise DataFileError(f"not a readable Parquet file: {type(e).__name__}: {e}", location) from None

@@ -44,60 +44,43 @@ Reads (get, stat, list) retry any failure worth retrying; they have no effect, s
 their failure is StoreUnavailable. delete is idempotent on S3 and retries likewise;
 exhausting it after an ambiguous attempt is StoreOutcomeUnknown.
 
+Time is bounded three ways (an endpoint that accepts connections and never answers used to
+give 4 attempts x 30 s of silence): a connect timeout, a read timeout (no byte for that
+long), and a deadline per store call across its attempts: no attempt starts once the
+deadline has passed, so a call ends within the deadline plus one timeout. When the failure was a timeout, the error is `S3Timeout` (a StoreUnavailable, or a
+StoreOutcomeUnknown for a write that may have landed) naming the endpoint, the timeouts
+and the time spent. A missing bucket is `NoSuchBucket`, never NotFound: an absent object
+and an absent bucket are different facts (a table that does not exist vs. a warehouse
+that is misconfigured).
+
 Every HTTP request is counted by kind (`counts`): get (read-backs included), stat,
 put_if_absent, compare_and_swap, delete, list; retries count once per attempt.
 """
 from __future__ import annotations
 
-import os
 import random
-import threading
 import time
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Iterator, Mapping
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ClientError, ConnectionError as BotoConnectionError
-from botocore.exceptions import BotoCoreError, HTTPClientError, NoCredentialsError
-from botocore.exceptions import PartialCredentialsError
+from botocore.exceptions import BotoCoreError
 
 from icefloe.impl.io.base import (
     AlreadyExists, CountingMixin, NotFound, ObjectInfo, PreconditionFailed, StoreError,
     StoreOutcomeUnknown, StoreUnavailable)
 from icefloe.impl.outcomes import require
-
-# The request header naming the client (a writer) on every request this store sends,
-# so a server-side observer (a test proxy, a request log) can tell writers apart.
-CLIENT_HEADER = "x-icefloe-client"
+from icefloe.impl.s3.client import (  # noqa: F401 - CLIENT_HEADER, new_client: re-exported
+    CLIENT_HEADER, CONNECT_TIMEOUT_S_DEFAULT, DEADLINE_S_DEFAULT, READ_TIMEOUT_S_DEFAULT, build_client,
+    new_client, settings_from_properties,
+)
+from icefloe.impl.s3.errors import (  # noqa: F401 - the failure kinds: re-exported for subclasses
+    NoSuchBucket, S3Timeout, S3TimeoutOutcomeUnknown, _Failure, _Refusal, send,
+)
 
 SCHEMES = ("s3://", "s3a://")
-# Property names (pyiceberg's FileIO names, so one property map configures both) and the
-# environment variables read when a property is absent, in order.
-PROPERTY_ENV = {
-    "s3.endpoint": ("ICEFLOE_S3_ENDPOINT", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"),
-    "s3.access-key-id": ("AWS_ACCESS_KEY_ID",),
-    "s3.secret-access-key": ("AWS_SECRET_ACCESS_KEY",),
-    "s3.region": ("AWS_REGION", "AWS_DEFAULT_REGION"),
-}
-REGION_DEFAULT = "us-east-1"
 ATTEMPTS_MAX_DEFAULT = 4
 LIST_PAGE_KEYS_MAX = 1000
 LIST_PAGES_MAX = 100_000  # 10^8 keys: a bound on the orphan-cleanup scan
-
-
-_session_lock = threading.Lock()
-_session: boto3.session.Session | None = None
-
-
-def new_client(service_name: str = "s3", **kwargs: Any) -> Any:
-    """A boto3 client (S3 unless named) from one shared session: service models load
-    once, and the lock makes client creation safe from any thread (sessions are not)."""
-    global _session
-    with _session_lock:
-        if _session is None:
-            _session = boto3.session.Session()
-        return _session.client(service_name, **kwargs)
 
 
 def split_location(location: str) -> tuple[str, str]:
@@ -121,151 +104,123 @@ def _ms_of_http_date(value: str | None) -> int:
     return int(parsedate_to_datetime(value).timestamp() * 1000)
 
 
-# -- one request's fate --------------------------------------------------------------
-
-# 4xx answers worth another attempt: request timeout, a racing conditional write
-# (409 ConditionalRequestConflict), throttling. Any other 4xx will not change.
-RETRYABLE_4XX = frozenset({408, 409, 429})
-
-
-class _Failure(Exception):
-    """One request failed; `applied` is False (definitely not) or None (may have);
-    `retryable` says whether another attempt could fare differently."""
-
-    def __init__(self, applied: bool | None, status: int | None, code: str, detail: str,
-                 retryable: bool = True):
-        super().__init__(f"{status or '-'} {code}: {detail}")
-        self.applied = applied
-        self.status = status
-        self.code = code
-        self.retryable = retryable
-
-
-class _Refusal(Exception):
-    """A definite 404 or 412 answer that the verb maps to a typed error."""
-
-    def __init__(self, status: int, code: str):
-        super().__init__(f"{status} {code}")
-        self.status = status
-        self.code = code
-
-
 class S3Store(CountingMixin):
     """An ObjectStore over an S3 API endpoint (AWS, moto, MinIO; path-style)."""
 
     def __init__(self, client: Any, *, attempts_max: int = ATTEMPTS_MAX_DEFAULT,
                  retry_wait_ms_min: int = 0, retry_wait_ms_max: int = 0,
                  sleep: Callable[[float], None] = time.sleep,
-                 rng: random.Random | None = None):
+                 rng: random.Random | None = None, deadline_s: float = DEADLINE_S_DEFAULT,
+                 clock: Callable[[], float] = time.monotonic):
         require(attempts_max >= 1, f"attempts_max must be at least 1, not {attempts_max}")
         require(0 <= retry_wait_ms_min <= retry_wait_ms_max,
                 f"need 0 <= retry_wait_ms_min <= retry_wait_ms_max, not {retry_wait_ms_min}, {retry_wait_ms_max}")
+        require(deadline_s > 0, f"deadline_s must be positive, not {deadline_s}")
         self._init_counts()
         self.client = client
         self.attempts_max = attempts_max
         self.retry_wait_ms_min = retry_wait_ms_min
         self.retry_wait_ms_max = retry_wait_ms_max
+        self.deadline_s = deadline_s
         self._sleep = sleep
+        self._clock = clock
         self._rng = rng or random.Random(0)
+        config = getattr(getattr(client, "meta", None), "config", None)
+        self.endpoint = getattr(getattr(client, "meta", None), "endpoint_url", None) or "AWS S3"
+        self.connect_timeout_s = getattr(config, "connect_timeout", None)
+        self.read_timeout_s = getattr(config, "read_timeout", None)
 
     @classmethod
     def from_config(cls, endpoint_url: str | None, access_key: str, secret_key: str,
                     region: str, *, client_name: str | None = None,
-                    connect_timeout_s: float = 5, read_timeout_s: float = 30,
+                    connect_timeout_s: float = CONNECT_TIMEOUT_S_DEFAULT,
+                    read_timeout_s: float = READ_TIMEOUT_S_DEFAULT,
                     **store_options: Any) -> "S3Store":
-        """Build the boto3 client with SDK retries off and path-style addressing.
-        `client_name`, if given, is sent as the `x-icefloe-client` header (signed)."""
-        config = Config(
-            s3={"addressing_style": "path"},
-            retries={"mode": "standard", "total_max_attempts": 1},
-            connect_timeout=connect_timeout_s,
-            read_timeout=read_timeout_s,
-        )
-        client = new_client(
-            endpoint_url=endpoint_url, aws_access_key_id=access_key,
-            aws_secret_access_key=secret_key, region_name=region, config=config)
-        if client_name is not None:
-            def tag(request: Any, **_: Any) -> None:
-                request.headers[CLIENT_HEADER] = client_name
-            client.meta.events.register("before-sign.s3", tag)
-        return cls(client, **store_options)
+        """A store on a fresh boto3 client (client.build_client: SDK retries off, path-style,
+        these timeouts; `client_name` sent as the signed `x-icefloe-client` header)."""
+        return cls(build_client(endpoint_url, access_key, secret_key, region, client_name=client_name,
+                                connect_timeout_s=connect_timeout_s, read_timeout_s=read_timeout_s),
+                   **store_options)
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str],
                         environ: Mapping[str, str] | None = None) -> "S3Store":
-        """A store configured like pyiceberg's S3 FileIO: `s3.endpoint`, `s3.access-key-id`,
-        `s3.secret-access-key`, `s3.region`, each falling back to the environment
-        (`ICEFLOE_S3_ENDPOINT`, `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
-        ...); no endpoint means AWS. The keys are required: boto3's wider credential chain
-        (profiles, the instance-metadata address) is never probed, so a missing key is a
-        ValueError here rather than a network request to an address no test owns."""
-        environ = os.environ if environ is None else environ
-
-        def setting(name: str) -> str | None:
-            if properties.get(name):
-                return properties[name]
-            return next((environ[v] for v in PROPERTY_ENV[name] if environ.get(v)), None)
-
-        access_key, secret_key = setting("s3.access-key-id"), setting("s3.secret-access-key")
-        if not access_key or not secret_key:
-            raise ValueError("no S3 credentials: set s3.access-key-id and s3.secret-access-key, "
-                             "or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
-        return cls.from_config(setting("s3.endpoint"), access_key, secret_key,
-                               setting("s3.region") or REGION_DEFAULT)
+        """A store configured like pyiceberg's S3 FileIO (client.settings_from_properties)."""
+        settings = settings_from_properties(properties, environ)
+        return cls.from_config(settings.pop("endpoint_url"), settings.pop("access_key"),
+                               settings.pop("secret_key"), settings.pop("region"), **settings)
 
     # -- the request primitive -----------------------------------------------------
 
     def _send(self, kind: str, method: str, **params: Any) -> dict:
-        """Send one HTTP request (no SDK retry); classify any failure."""
+        """Send one HTTP request (no SDK retry); classify any failure (errors.send)."""
         self._count(kind)
-        try:
-            return getattr(self.client, method)(**params)
-        except ClientError as exc:
-            status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-            code = str(exc.response.get("Error", {}).get("Code", ""))
-            if status is not None and status >= 500:
-                raise _Failure(None, status, code, str(exc)) from exc
-            if status in (404, 412):
-                raise _Refusal(status, code) from exc
-            raise _Failure(False, status, code, str(exc),
-                           retryable=status in RETRYABLE_4XX) from exc
-        except BotoConnectionError as exc:
-            raise _Failure(False, None, type(exc).__name__, str(exc)) from exc
-        except (NoCredentialsError, PartialCredentialsError) as exc:  # refused before sending
-            raise _Failure(False, None, type(exc).__name__, f"{exc} (set AWS_ACCESS_KEY_ID and "
-                           "AWS_SECRET_ACCESS_KEY, or s3.access-key-id and s3.secret-access-key)",
-                           retryable=False) from exc
-        except HTTPClientError as exc:
-            raise _Failure(None, None, type(exc).__name__, str(exc)) from exc
+        return send(getattr(self.client, method), **params)
 
     def _backoff(self, attempt: int) -> None:
         if attempt < self.attempts_max and self.retry_wait_ms_max > 0:
             wait_ms = self._rng.randint(self.retry_wait_ms_min, self.retry_wait_ms_max)
             self._sleep(wait_ms / 1000)
 
+    def _another(self, attempt: int, started: float) -> bool:
+        """Whether attempt `attempt + 1` may start: attempts left and the call's deadline not
+        passed (so a call ends within its deadline plus one timeout)."""
+        return attempt < self.attempts_max and self._clock() - started < self.deadline_s
+
+    def _timeout_text(self, kind: str, started: float, attempts: int) -> str:
+        limits = ", ".join(f"{name} {value:g} s" for name, value in (
+            ("connect timeout", self.connect_timeout_s), ("read timeout", self.read_timeout_s),
+            ("deadline", self.deadline_s)) if value)
+        return (f"S3 endpoint {self.endpoint} did not answer ({kind}): "
+                f"{attempts} attempt(s) in {self._clock() - started:.1f} s; {limits}")
+
+    def _no_bucket(self, location: str) -> NoSuchBucket:
+        bucket = split_location(location)[0]
+        return NoSuchBucket(location, f"the bucket {bucket!r} does not exist at {self.endpoint}")
+
     # -- reads ------------------------------------------------------------------------
 
     def _read(self, kind: str, location: str, method: str, **params: Any) -> dict:
         last: _Failure | None = None
-        for attempt in range(1, self.attempts_max + 1):
+        started, attempt = self._clock(), 0
+        while True:
+            attempt += 1
             try:
                 return self._send(kind, method, **params)
             except _Refusal as refusal:
+                if refusal.code == "NoSuchBucket" or (refusal.status == 404 and method == "head_object"
+                                                      and not self._bucket_exists(params["Bucket"])):
+                    raise self._no_bucket(location) from None
                 if refusal.status == 404:
                     raise NotFound(location, refusal.code) from None
                 raise StoreError(location, f"{refusal.status} {refusal.code}") from None
             except _Failure as failure:
                 last = failure
-                if not failure.retryable:
+                if not failure.retryable or not self._another(attempt, started):
                     break
                 self._backoff(attempt)
+        if last is not None and last.timeout:
+            raise S3Timeout(location, self._timeout_text(kind, started, attempt))
         raise StoreUnavailable(location, f"{kind} failed: {last}")
+
+    def _bucket_exists(self, bucket: str) -> bool:
+        """A HEAD's 404 has no body to say whether the key or the bucket is missing: ask."""
+        try:
+            self._send("stat", "head_bucket", Bucket=bucket)
+        except _Refusal as refusal:
+            return refusal.status != 404
+        except _Failure:
+            return True  # cannot tell: report the object as absent, as the HEAD said
+        return True
 
     def _get(self, location: str) -> tuple[bytes, ObjectInfo]:
         bucket, key = split_location(location)
         # A body cut off mid-stream is retried as a whole request.
         last: Exception | None = None
+        started = self._clock()
         for attempt in range(1, self.attempts_max + 1):
+            if attempt > 1 and not self._another(attempt - 1, started):
+                break
             response = self._read("get", location, "get_object", Bucket=bucket, Key=key)
             try:
                 data = response["Body"].read()
@@ -277,7 +232,7 @@ class S3Store(CountingMixin):
                               etag=_etag(response["ETag"]),
                               last_modified_ms=int(response["LastModified"].timestamp() * 1000))
             return data, info
-        raise StoreUnavailable(location, f"body read failed {self.attempts_max} times: {last}")
+        raise StoreUnavailable(location, f"body read failed: {last}")
 
     def get(self, location: str) -> bytes:
         return self._get(location)[0]
@@ -326,7 +281,9 @@ class S3Store(CountingMixin):
         require(bool(key), f"no key in {location!r}")
         ambiguous: _Failure | None = None  # first attempt that may have landed
         last: Exception | None = None
-        for attempt in range(1, self.attempts_max + 1):
+        started, attempt = self._clock(), 0
+        while True:
+            attempt += 1
             try:
                 response = self._send(kind, "put_object", Bucket=bucket, Key=key,
                                       Body=data, **condition)
@@ -334,11 +291,13 @@ class S3Store(CountingMixin):
                 last = failure
                 if failure.applied is None and ambiguous is None:
                     ambiguous = failure
-                if not failure.retryable:
+                if not failure.retryable or not self._another(attempt, started):
                     break
                 self._backoff(attempt)
                 continue
             except _Refusal as refusal:
+                if refusal.code == "NoSuchBucket" and ambiguous is None:
+                    raise self._no_bucket(location) from None
                 if ambiguous is None:
                     raise self._refusal_error(kind, location, refusal) from None
                 last = refusal
@@ -352,6 +311,8 @@ class S3Store(CountingMixin):
                 raise StoreOutcomeUnknown(location, "S3 acknowledged a write without an etag")
             return info
         if ambiguous is None:
+            if isinstance(last, _Failure) and last.timeout:
+                raise S3Timeout(location, self._timeout_text(kind, started, attempt))
             raise StoreUnavailable(location, f"{kind}: no attempt could have applied; "
                                              f"last: {last}")
         return self._read_back(kind, location, data, ambiguous, last)
@@ -362,13 +323,13 @@ class S3Store(CountingMixin):
                 return AlreadyExists(location, "If-None-Match: * refused (412)")
             return PreconditionFailed(location, "If-Match refused (412)")
         if refusal.code == "NoSuchBucket":
-            return NotFound(location, "no such bucket")
+            return self._no_bucket(location)
         if kind == "compare_and_swap":
             return NotFound(location, "no object to swap (404)")
         return StoreError(location, f"{kind}: unexpected {refusal.status} {refusal.code}")
 
-    def _read_back(self, kind: str, location: str, data: bytes,
-                   ambiguous: _Failure, last: Exception | None) -> ObjectInfo:
+    def _read_back(self, kind: str, location: str, data: bytes, ambiguous: _Failure,
+                   last: Exception | None) -> ObjectInfo:
         """An earlier attempt may have landed and the later ones did not succeed:
         the object's current bytes decide, or nothing does."""
         why = f"{kind}: an attempt may have landed ({ambiguous}); then: {last}"
@@ -376,6 +337,9 @@ class S3Store(CountingMixin):
             current, info = self._get(location)
         except NotFound:
             raise StoreOutcomeUnknown(location, f"{why}; read-back: absent") from None
+        except S3Timeout as exc:
+            raise S3TimeoutOutcomeUnknown(location, f"{kind} may have landed ({ambiguous}), and reading it "
+                                                    f"back failed: {exc}") from None
         except StoreError as exc:
             raise StoreOutcomeUnknown(location, f"{why}; read-back failed: {exc}") from None
         if current == data:
@@ -388,11 +352,15 @@ class S3Store(CountingMixin):
         bucket, key = split_location(location)
         ambiguous: _Failure | None = None
         last: _Failure | None = None
-        for attempt in range(1, self.attempts_max + 1):
+        started, attempt = self._clock(), 0
+        while True:
+            attempt += 1
             try:
                 self._send("delete", "delete_object", Bucket=bucket, Key=key)
                 return
             except _Refusal as refusal:
+                if refusal.code == "NoSuchBucket":
+                    raise self._no_bucket(location) from None
                 if refusal.status == 404:
                     raise NotFound(location, refusal.code) from None
                 raise StoreError(location, f"delete: {refusal.status} {refusal.code}") from None
@@ -400,10 +368,12 @@ class S3Store(CountingMixin):
                 last = failure
                 if failure.applied is None and ambiguous is None:
                     ambiguous = failure
-                if not failure.retryable:
+                if not failure.retryable or not self._another(attempt, started):
                     break
                 self._backoff(attempt)
         if ambiguous is not None:
             raise StoreOutcomeUnknown(location, f"delete may have applied ({ambiguous}); "
                                                 f"last: {last}")
+        if last is not None and last.timeout:
+            raise S3Timeout(location, self._timeout_text("delete", started, attempt))
         raise StoreUnavailable(location, f"delete failed: {last}")

@@ -1,6 +1,15 @@
-"""icefloe on Spark through PySpark (docs/spark.md): the `icefloe` Python data source
-(source.py, writer.py, reader.py), its job commit and cleanup rules (job.py), planning
-(planning.py) and maintenance jobs (maintenance.py).
+"""icefloe on Spark through PySpark (docs/spark.md).
+
+- The native paths (Spark's own Parquet reader and writer, icefloe's planning and
+  commits): `write(df, table, options, mode=...)` (native_write.py) and
+  `read(spark, table, options, ...)` / `plan(...)` (native_read.py), with partition
+  transforms in Spark (transforms_sql.py), DataFile entries from footers on the executors
+  (footers.py) and merge-on-read deletes as anti-joins.
+- The `icefloe` Python data source (source.py, writer.py, reader.py): Arrow batches
+  through Spark's Python workers; for S3 tables and list / map columns, and for
+  `format("icefloe")` convenience.
+- Job commit and cleanup rules (job.py), planning in one process or on the executors
+  (planning.py), maintenance jobs (maintenance.py).
 
 Executors write data files; the driver commits them through icefloe's protocol
 (impl/table/commit.py). Imports only icefloe.impl and pyspark.
@@ -12,3 +21,21 @@ def register(spark) -> None:
     """Make `format("icefloe")` available in this Spark session."""
     from icefloe.impl.spark.source import IcefloeDataSource
     spark.dataSource.register(IcefloeDataSource)
+
+
+def write(df, table: str, options: dict | None = None, **kwargs):
+    """Write with Spark's Parquet writer and commit one snapshot (native_write.write)."""
+    from icefloe.impl.spark.native_write import write as native
+    return native(df, table, options, **kwargs)
+
+
+def read(spark, table: str, options: dict | None = None, **kwargs):
+    """Plan with icefloe, read with Spark's Parquet reader (native_read.read)."""
+    from icefloe.impl.spark.native_read import read as native
+    return native(spark, table, options, **kwargs)
+
+
+def plan(spark, table: str, options: dict | None = None, **kwargs):
+    """The plan of a native read and its stats (native_read.plan)."""
+    from icefloe.impl.spark.native_read import plan as native
+    return native(spark, table, options, **kwargs)

@@ -63,8 +63,9 @@ def _nothing_to_do(table, job_id: str, snapshot_id: int | None = None) -> JobRes
 def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MAIN_BRANCH,
             files_min: int = FILES_MIN_DEFAULT, planning: str = "auto",
             target_file_size_bytes: int = TARGET_FILE_SIZE_BYTES_DEFAULT,
-            commit_log: str | None = None) -> JobResult:
-    """Compact a table with a Spark job; returns the JobResult (outcome, files, cleanup)."""
+            commit_log: str | None = None, before_commit=None) -> JobResult:
+    """Compact a table with a Spark job; returns the JobResult (outcome, files, cleanup).
+    `before_commit` (injected scheduling) is called with the new files before the commit."""
     ref = path_or_ref if isinstance(path_or_ref, TableRef) else table_ref(options or {}, path_or_ref)
     table = open_table(ref)
     metadata = table.metadata
@@ -99,6 +100,8 @@ def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MA
             return _rewrite_group(ref, location, job_id, schema_json, names, index, ts, target_file_size_bytes)
 
         added = spark.sparkContext.parallelize(list(enumerate(chosen)), len(chosen)).flatMap(run).collect()
+    if before_commit is not None:
+        before_commit(added)
     operation = RewriteDataFiles(removed, added, job_id, start.snapshot_id, branch)
     return commit_job(table, job, operation, "replace", added, [f.file_path for f in removed],
                       starting_snapshot_id=start.snapshot_id, commit_log=commit_log)

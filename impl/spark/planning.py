@@ -14,10 +14,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pyarrow as pa
+
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile, ManifestContent, ManifestFile
+from icefloe.impl.format.manifest_reader import Projection
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
 from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.table.files import TreeReader
@@ -68,16 +71,21 @@ def delete_refs(tree: TreeReader, metadata: TableMetadata, manifests: list[Manif
 
 def plan_manifest(tree: TreeReader, manifest: ManifestFile, spec: PartitionSpec, schema: T.Schema,
                   expr: E.Expression) -> list[FileScanTask]:
-    """The live data files of one manifest that may hold rows matching `expr`."""
+    """The live data files of one manifest that may hold rows matching `expr` (as
+    scan.plan_files: no column statistics decoded without a filter, and with one only for
+    the entries whose partition may match)."""
+    out = []
+    if isinstance(expr, E.AlwaysTrue):
+        for e in tree.entries(manifest, Projection.WITHOUT_COLUMN_STATS):
+            if e.status in LIVE and e.data_file.record_count != 0:
+                out.append(FileScanTask(e.data_file, manifest.partition_spec_id, e.sequence_number))
+        return out
     partition_eval = EV.PartitionEvaluator(expr, spec, schema)
     metrics = EV.MetricsEvaluator(expr, schema)
-    out = []
-    for e in tree.entries(manifest):
-        if e.status not in LIVE:
-            continue
-        f = e.data_file
-        if partition_eval.might_match(f.partition) and metrics.might_match(f):
-            out.append(FileScanTask(f, manifest.partition_spec_id, e.sequence_number))
+    keep = lambda e: e.status in LIVE and partition_eval.might_match(e.data_file.partition)  # noqa: E731
+    for e in tree.entries(manifest, Projection.ALL, keep=keep):
+        if metrics.might_match(e.data_file):
+            out.append(FileScanTask(e.data_file, manifest.partition_spec_id, e.sequence_number))
     return out
 
 
@@ -131,3 +139,104 @@ def plan_files_distributed(spark, ref, metadata: TableMetadata, snapshot: Snapsh
         return plan_group(TreeReader(io_of(ref)), group, schema, expr)
 
     return spark.sparkContext.parallelize(groups, len(groups)).flatMap(run).collect()
+
+
+# -- plans as Arrow tables (the native read path; planning on executors at scale) ------
+
+DISTRIBUTED_ENTRIES_MIN_DEFAULT = 100_000
+PLAN_SCHEMA = pa.schema([
+    pa.field("file_path", pa.string(), False), pa.field("file_size_in_bytes", pa.int64(), False),
+    pa.field("record_count", pa.int64(), False), pa.field("data_sequence_number", pa.int64()),
+    pa.field("spec_id", pa.int32(), False), pa.field("partition_key", pa.string()),
+    pa.field("position_deletes", pa.list_(pa.int32())), pa.field("equality_deletes", pa.list_(pa.int32())),
+])
+
+
+@dataclass
+class PlanStats:
+    """What a plan cost and how it was made (docs/spark.md "Planning")."""
+    mode: str
+    manifests: int = 0
+    entries: int = 0  # live entries the manifest list announces for the data manifests
+    data_manifests_read: int = 0
+    files: int = 0
+    delete_files: int = 0
+    tasks: int = 0  # Spark tasks of an executor plan
+    plan_ms: float = 0.0
+    driver_requests: int = 0
+    executor_requests: int = 0
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def announced_entries(manifests: list[ManifestFile]) -> int:
+    return sum((m.added_files_count or 0) + (m.existing_files_count or 0)
+               for m in manifests if m.content == ManifestContent.DATA)
+
+
+def choose_mode(manifests: list[ManifestFile], manifests_min: int = DISTRIBUTED_MANIFESTS_MIN_DEFAULT,
+                entries_min: int = DISTRIBUTED_ENTRIES_MIN_DEFAULT) -> str:
+    """Executors plan once a table has `manifests_min` manifests or `entries_min` entries."""
+    if len(manifests) >= manifests_min or announced_entries(manifests) >= entries_min:
+        return "distributed"
+    return "local"
+
+
+def partition_key(spec_id: int, partition: tuple) -> str:
+    """One string per (spec, partition tuple), for joining data and delete files in Spark."""
+    return repr((spec_id, tuple(partition)))
+
+
+def tasks_to_table(tasks: list[FileScanTask], delete_index: dict[str, int]) -> pa.Table:
+    """A plan as columns; delete files as indices into the plan's list of delete refs."""
+    return pa.table({
+        "file_path": [t.data_file.file_path for t in tasks],
+        "file_size_in_bytes": [t.data_file.file_size_in_bytes for t in tasks],
+        "record_count": [t.data_file.record_count for t in tasks],
+        "data_sequence_number": [t.data_sequence_number for t in tasks],
+        "spec_id": [t.spec_id for t in tasks],
+        "partition_key": [partition_key(t.spec_id, t.data_file.partition) for t in tasks],
+        "position_deletes": [[delete_index[d.file_path] for d in t.position_deletes] or None for t in tasks],
+        "equality_deletes": [[delete_index[d.file_path] for d in t.equality_deletes] or None for t in tasks],
+    }, schema=PLAN_SCHEMA)
+
+
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def plan_table_distributed(spark, ref, metadata: TableMetadata, snapshot: Snapshot | None,
+                           expr: E.Expression = E.AlwaysTrue(), groups_max: int | None = None,
+                           stats: PlanStats | None = None) -> tuple[pa.Table, list[DeleteRef]]:
+    """The plan of `snapshot` with the data manifests decoded and pruned on the executors
+    (one Spark task per group of manifests); each task returns its file tasks as Arrow
+    IPC bytes, so the driver holds columns, not one object per file."""
+    from icefloe.impl.spark.options import io_of
+    from icefloe.impl.table.scan import snapshot_schema
+    schema = snapshot_schema(metadata, snapshot)
+    tree = TreeReader(io_of(ref))
+    groups_max = groups_max or spark.sparkContext.defaultParallelism * 4
+    groups = manifest_groups(tree, metadata, snapshot, expr, schema, groups_max)
+    deletes = groups[0].deletes if groups else []
+    index = {d[2].file_path: i for i, d in enumerate(deletes)}
+    if stats is not None:
+        stats.tasks, stats.data_manifests_read = len(groups), sum(len(g.manifests) for g in groups)
+    if not groups:
+        return PLAN_SCHEMA.empty_table(), deletes
+    schema_json = T.schema_to_json(schema)
+
+    def run(group: ManifestGroup):
+        io = io_of(ref)
+        before = sum(io.counts.values())
+        tasks = plan_group(TreeReader(io), group, T.schema_from_json(schema_json), expr)
+        yield _ipc(tasks_to_table(tasks, index)), sum(io.counts.values()) - before
+
+    parts = spark.sparkContext.parallelize(groups, len(groups)).flatMap(run).collect()
+    if stats is not None:
+        stats.executor_requests = sum(n for _, n in parts)
+    tables = [pa.ipc.open_stream(data).read_all() for data, _ in parts]
+    return pa.concat_tables(tables) if tables else PLAN_SCHEMA.empty_table(), deletes

@@ -126,8 +126,7 @@ class IcefloeReader(DataSourceReader):
         tree = TreeReader(io_of(self.ref))
         mode = self.planning
         if mode == AUTO:
-            count = len(tree.manifests(snapshot))
-            mode = DISTRIBUTED if count >= self.distributed_min else LOCAL
+            mode = PL.choose_mode(tree.manifests(snapshot), self.distributed_min)
         if mode == DISTRIBUTED:
             groups = PL.manifest_groups(tree, metadata, snapshot, self.row_filter, schema, self.groups_max)
             return [ManifestsPartition(g) for g in groups] or [FilesPartition([])]

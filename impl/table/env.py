@@ -7,6 +7,8 @@ a seed. Names carry a UUID drawn from the injected random source; metadata files
 """
 from __future__ import annotations
 
+import base64
+import datetime as dt
 import random
 import re
 import threading
@@ -99,6 +101,54 @@ def manifest_list_location(table_location: str, snapshot_id: int, attempt: int, 
 def data_file_location(table_location: str, partition_path: str, name_uuid: str, suffix: str = "") -> str:
     middle = f"{partition_path}/" if partition_path else ""
     return f"{table_location.rstrip('/')}/data/{middle}{name_uuid}{suffix}.parquet"
+
+
+def partition_path_of(spec, schema, values: tuple) -> str:
+    """`name=value/...` with values written for people, as Iceberg-Java's
+    PartitionSpec.partitionToPath and pyiceberg's partition_to_path do (each transform's
+    human string: `ts_day=2024-01-02`, `ts_month=2024-01`, `ts_hour=2024-01-02-13`,
+    `ts_year=2024`, dates and timestamps of identity fields in ISO-8601), each part
+    URL-encoded as theirs are (a space is '+'), so any value makes one path segment."""
+    parts = []
+    for pf, value in zip(spec.fields, values):
+        source = schema.field_by_id(pf.source_id)
+        text = human_partition_value(str(pf.transform), None if source is None else source.type, value)
+        parts.append(f"{urllib.parse.quote_plus(pf.name, safe='')}={urllib.parse.quote_plus(text, safe='')}")
+    return "/".join(parts)
+
+
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def human_partition_value(transform: str, source_type, value) -> str:
+    """Java's Transform.toHumanString of a partition value in icefloe's internal form."""
+    if value is None:
+        return "null"
+    try:
+        if transform == "year":
+            return f"{1970 + value:04d}"
+        if transform == "month":
+            year, month = divmod(value, 12)
+            return f"{1970 + year:04d}-{month + 1:02d}"
+        if transform == "day":
+            return (_EPOCH + dt.timedelta(days=value)).date().isoformat()
+        if transform == "hour":
+            return (_EPOCH + dt.timedelta(hours=value)).strftime("%Y-%m-%d-%H")
+        kind = getattr(source_type, "name", "")
+        if transform == "identity" and kind == "date":
+            return (_EPOCH + dt.timedelta(days=value)).date().isoformat()
+        if transform == "identity" and kind in ("timestamp", "timestamptz"):
+            text = (_EPOCH + dt.timedelta(microseconds=value)).isoformat()
+            return text + ("+00:00" if kind == "timestamptz" else "")
+        if transform == "identity" and kind == "time":
+            return (_EPOCH + dt.timedelta(microseconds=value)).time().isoformat()
+    except (OverflowError, ValueError):
+        return str(value)                 # beyond Python's calendar: the number itself
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def partition_path(names: list[str], values: tuple) -> str:

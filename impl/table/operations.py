@@ -111,24 +111,49 @@ def retained_snapshot_ids(m: TableMetadata, now_ms: int, older_than_ms: int | No
     """Retention (11.2): the head of every ref; each branch's ancestors kept by its
     min-snapshots-to-keep or younger than its max-snapshot-age-ms; snapshots on no ref's
     ancestry that are younger than the age cutoff."""
+    return set(retention_reasons(m, now_ms, older_than_ms, retain_last))
+
+
+# Rules of retention, as `retention_reasons` names them.
+KEPT_BY_REF, KEPT_BY_RETAIN_LAST, KEPT_BY_AGE = "ref", "retain-last", "age"
+
+
+def retention_reasons(m: TableMetadata, now_ms: int, older_than_ms: int | None = None,
+                      retain_last: int | None = None) -> dict[int, list[tuple[str, str]]]:
+    """Every retained snapshot -> the rules that keep it, as (rule, detail): `ref` (the head
+    of a branch or tag), `retain-last` (one of a branch's last N), `age` (younger than the
+    cutoff). The same retention as `retained_snapshot_ids`, explained (icefloe expire)."""
     min_keep_default = int(m.properties.get("history.expire.min-snapshots-to-keep", MIN_SNAPSHOTS_TO_KEEP_DEFAULT))
     age_default = int(m.properties.get("history.expire.max-snapshot-age-ms", MAX_SNAPSHOT_AGE_MS_DEFAULT))
-    keep: set[int] = set()
+    keep: dict[int, list[tuple[str, str]]] = {}
+
+    def kept(snapshot_id: int, rule: str, detail: str) -> None:
+        reasons = keep.setdefault(snapshot_id, [])
+        if (rule, detail) not in reasons:
+            reasons.append((rule, detail))
+
+    def age_detail(cutoff: int, ref_age_ms: int | None) -> str:
+        if older_than_ms is not None:
+            return f"not older than --older-than ({cutoff} ms)"
+        return f"younger than {(ref_age_ms or age_default) // 3_600_000} h (max-snapshot-age-ms)"
+
     on_some_branch: set[int] = set()
-    for ref in m.refs.values():
-        keep.add(ref.snapshot_id)
+    for name, ref in sorted(m.refs.items()):
+        kept(ref.snapshot_id, KEPT_BY_REF, f"head of {ref.type} {name}")
         if ref.type != "branch":
             continue
         min_keep = retain_last if retain_last is not None else (ref.min_snapshots_to_keep or min_keep_default)
         cutoff = older_than_ms if older_than_ms is not None else now_ms - (ref.max_snapshot_age_ms or age_default)
         for i, s in enumerate(m.ancestors_of(ref.snapshot_id)):
             on_some_branch.add(s.snapshot_id)
-            if i < min_keep or s.timestamp_ms >= cutoff:
-                keep.add(s.snapshot_id)
+            if i < min_keep and i > 0:
+                kept(s.snapshot_id, KEPT_BY_RETAIN_LAST, f"one of the last {min_keep} of {name}")
+            if s.timestamp_ms >= cutoff and i > 0:
+                kept(s.snapshot_id, KEPT_BY_AGE, age_detail(cutoff, ref.max_snapshot_age_ms))
     cutoff = older_than_ms if older_than_ms is not None else now_ms - age_default
     for s in m.snapshots:
         if s.snapshot_id not in on_some_branch and s.timestamp_ms >= cutoff:
-            keep.add(s.snapshot_id)
+            kept(s.snapshot_id, KEPT_BY_AGE, age_detail(cutoff, None) + ", on no branch")
     assert all(r.snapshot_id in keep for r in m.refs.values())
     return keep
 
@@ -143,9 +168,12 @@ class ExpireSnapshots(_MetadataOnly):
         self.older_than_ms, self.retain_last = older_than_ms, retain_last
         self.snapshot_ids = None if snapshot_ids is None else frozenset(snapshot_ids)
         self.deleted_files = Cleanup()
+        self.kept: dict[int, list[tuple[str, str]]] = {}
 
     def _expired(self, c, m: TableMetadata) -> set[int]:
-        keep = retained_snapshot_ids(m, c.env.wall_ms(), self.older_than_ms, self.retain_last)
+        # The reasons of the last base planned on are kept for the caller's report.
+        self.kept = retention_reasons(m, c.env.wall_ms(), self.older_than_ms, self.retain_last)
+        keep = set(self.kept)
         if self.snapshot_ids is not None:
             referenced = {r.snapshot_id for r in m.refs.values()}
             return {s.snapshot_id for s in m.snapshots if s.snapshot_id in self.snapshot_ids} - referenced

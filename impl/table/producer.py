@@ -28,7 +28,7 @@ from icefloe.impl.format.partitioning import data_files_max, split_by_partition
 from icefloe.impl.table import updates as U
 from icefloe.impl.table.commit import LIST, MANIFESTS, PendingCommit
 from icefloe.impl.table.deletes import DeleteReader, not_true
-from icefloe.impl.table.env import data_file_location, manifest_location, partition_path
+from icefloe.impl.table.env import data_file_location, manifest_location, partition_path_of
 from icefloe.impl.table.files import LIVE
 from icefloe.impl.table.requirements import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
@@ -42,10 +42,9 @@ def write_rows(c: PendingCommit, rows: pa.Table) -> list[DataFile]:
     """Write `rows` as one Parquet file per partition of the default spec."""
     meta = c.base
     spec, schema = meta.spec(), meta.schema()
-    names = [pf.name for pf in spec.fields]
     out = []
     for partition, part_rows in split_by_partition(rows, spec, schema, data_files_max(meta.properties)):
-        location = data_file_location(meta.location, partition_path(names, partition), c.env.uuid())
+        location = data_file_location(meta.location, partition_path_of(spec, schema, partition), c.env.uuid())
         data, data_file = write_data_file(part_rows, schema, location, partition)
         c.write(location, data)
         out.append(data_file)

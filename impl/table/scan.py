@@ -11,6 +11,7 @@ the gap instead of skipping.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import pyarrow as pa
 
@@ -21,7 +22,7 @@ from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile, DataFileContent, ManifestContent
 from icefloe.impl.format.manifest_reader import Projection
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
-from icefloe.impl.format.parquet import read_data_file
+from icefloe.impl.format.parquet import iter_data_file, read_data_file
 from icefloe.impl.io.base import ObjectStore
 from icefloe.impl.format.integrity import CorruptMetadata
 from icefloe.impl.outcomes import IcefloeError, require
@@ -155,11 +156,48 @@ def read_tasks(io: ObjectStore, tasks: list[FileScanTask], schema: T.Schema, row
 
 
 def scan(io: ObjectStore, metadata: TableMetadata, snapshot: Snapshot | None, row_filter=None,
-         columns: list[str] | None = None, tree: TreeReader | None = None) -> pa.Table:
-    """The rows of `snapshot` matching `row_filter`, as one Arrow table of its schema."""
+         columns: list[str] | None = None, tree: TreeReader | None = None,
+         schema: T.Schema | None = None) -> pa.Table:
+    """The rows of `snapshot` matching `row_filter`, as one Arrow table of `schema` (default:
+    the snapshot's schema; the table's current one for a read of the current state, so a
+    column added since the last snapshot shows, as null)."""
     tree = tree or TreeReader(io)
-    schema = snapshot_schema(metadata, snapshot)
+    schema = schema or snapshot_schema(metadata, snapshot)
     return read_tasks(io, plan_files(tree, metadata, snapshot, row_filter), schema, row_filter, columns)
+
+
+BATCH_ROWS_DEFAULT = 65_536
+
+
+def scan_batches(io: ObjectStore, metadata: TableMetadata, snapshot: Snapshot | None, row_filter=None,
+                 columns: list[str] | None = None, tree: TreeReader | None = None,
+                 schema: T.Schema | None = None, batch_rows: int = BATCH_ROWS_DEFAULT) -> Iterator[pa.Table]:
+    """The rows `scan` returns, as a stream of tables of at most `batch_rows` rows each, in
+    file order: a data file is decoded a batch at a time (whole, when delete files apply
+    to it: positions count from the file's start), so memory is bounded by one file's
+    bytes and one batch rather than by the table. Plans first (the manifests), so a plan
+    that cannot be made fails before any row is produced."""
+    tree = tree or TreeReader(io)
+    schema = schema or snapshot_schema(metadata, snapshot)
+    tasks = plan_files(tree, metadata, snapshot, row_filter)
+    expr = _as_expression(row_filter)
+    arrow_filter = None if isinstance(expr, E.AlwaysTrue) else E.to_arrow(E.bind(expr, schema))
+    arrow_schema = T.schema_to_arrow(schema)
+    deletes = DeleteReader(io)
+    for task in tasks:
+        path = task.data_file.file_path
+        if task.position_deletes or task.equality_deletes:
+            parts = [read_task(io, task, schema, deletes)]
+        else:
+            parts = iter_data_file(io.get(path), schema, path, data_file=task.data_file, batch_rows=batch_rows)
+        for rows in parts:
+            if arrow_filter is not None:
+                rows = rows.filter(arrow_filter)
+            rows = rows.cast(arrow_schema)
+            if columns is not None:
+                rows = rows.select(columns)
+            for start in range(0, rows.num_rows, batch_rows):
+                yield rows.slice(start, batch_rows)
 
 
 def appended_between(metadata: TableMetadata, from_snapshot_id: int | None, to_snapshot_id: int

@@ -128,7 +128,11 @@ class Table:
     def scan(self, row_filter=None, *, snapshot_id: int | None = None, ref: str | None = None,
              as_of_ms: int | None = None, columns: list[str] | None = None) -> pa.Table:
         snapshot = self.snapshot_for(snapshot_id, ref, as_of_ms)
-        return S.scan(self.io, self._metadata, snapshot, row_filter, columns, self.tree)
+        # The current state reads with the current schema (a column added since the last
+        # snapshot shows, as null); time travel with the schema of its snapshot.
+        current = snapshot_id is None and ref is None and as_of_ms is None
+        return S.scan(self.io, self._metadata, snapshot, row_filter, columns, self.tree,
+                      schema=self._metadata.schema() if current else None)
 
     def plan_files(self, row_filter=None, *, snapshot_id: int | None = None, ref: str | None = None):
         return S.plan_files(self.tree, self._metadata, self.snapshot_for(snapshot_id, ref), row_filter)

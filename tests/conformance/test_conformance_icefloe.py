@@ -93,17 +93,20 @@ def test_list_variants_prints_the_registry(capsys):
     assert capsys.readouterr().out.split() == A.variant_names()
 
 
-def test_variant_fails_with_a_replayable_counterexample(tmp_path):
+def test_variant_fails_with_a_replayable_counterexample(tmp_path, capsys):
     """Goal: a flawed variant exits 1 naming the property, and its report replays.
-    Method: `icefloe conform --variant no-revalidate`; read verdict.json; replay its program."""
+    Method: `icefloe conform --variant no-revalidate`; read verdict.json; replay its program;
+    the output ends on one FAILED line naming the property."""
     if "no-revalidate" not in A.variant_names():
         pytest.fail("the no-revalidate variant is missing from conformance/engines/flawed.py")
     assert conform.main(["--variant", "no-revalidate", "--report", str(tmp_path), "--no-progress"]) == 1
+    last = capsys.readouterr().out.rstrip().splitlines()[-1]
+    assert last.startswith("FAILED: ") and "violates P5 ValidationSound" in last, last
     verdict = json.loads((tmp_path / "verdict.json").read_text())
     assert verdict["verdict"] == "fail" and verdict["engine"]
     violated = [p for p, v in verdict["properties"].items() if v == "violated"]
     assert violated and verdict["counterexample"]["property"] in violated
-    for name in ("report.md", "program.py", "versions.dot", "versions.png"):
+    for name in ("report.md", "report.html", "program.py", "versions.dot", "versions.png"):
         assert (tmp_path / name).stat().st_size > 0, name
     program = [tuple(x if not isinstance(x, list) else tuple(x) for x in lab)
                for lab in verdict["counterexample"]["program"]]

@@ -59,5 +59,5 @@ def test_the_runner_reports_a_conform_kill(tmp_path):
     done = run("-m", "mutants.run", "sql-blind-update", "--no-unit")
     assert done.returncode == 0, done.stdout + done.stderr
     [record] = json.loads((ROOT / "reports" / "mutants" / "kills.json").read_text())
-    assert record["mutant"] == "sql-blind-update" and record["killed_by"] == "conform"
+    assert record["mutant"] == "sql-blind-update" and record["killed_by"] == "conform (directed program)"
     assert "P2 NoLostCommit" in record["properties"]

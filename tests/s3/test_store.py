@@ -99,12 +99,18 @@ def test_missing_objects_are_not_found(store, prefix):
         store.stat(loc(prefix, "nothing"))
 
 
-def test_missing_bucket_is_not_found(store):
-    """Goal: a missing bucket maps to NotFound for reads and writes. Method: use an unknown bucket."""
-    with pytest.raises(NotFound):
-        store.get("s3://no-such-bucket-here/x")
-    with pytest.raises(NotFound):
-        store.put_if_absent("s3://no-such-bucket-here/x", b"v")
+def test_missing_bucket_is_no_such_bucket_never_not_found(store):
+    """Goal: a missing bucket is its own typed error naming the bucket, for every verb, never
+    NotFound (which would read as an absent object, or an absent table). Method: every verb
+    against an unknown bucket."""
+    from icefloe.impl.s3.store import NoSuchBucket
+    where = "s3://no-such-bucket-here/x"
+    for call in (lambda: store.get(where), lambda: store.stat(where), lambda: list(store.list(where)),
+                 lambda: store.put_if_absent(where, b"v"), lambda: store.compare_and_swap(where, b"v", "e"),
+                 lambda: store.delete(where)):
+        with pytest.raises(NoSuchBucket, match="'no-such-bucket-here' does not exist") as caught:
+            call()
+        assert not isinstance(caught.value, NotFound)
 
 
 def test_delete_removes_and_is_idempotent(store, prefix):

@@ -47,3 +47,25 @@ def live_paths(table: Table) -> set[str]:
 
 def batches_of(t: pa.Table, size: int = 50) -> list[pa.RecordBatch]:
     return t.to_batches(max_chunksize=size)
+
+
+PATHS = ("source", "native")  # the Python data source; Spark's own Parquet reader and writer
+
+
+def save(df, opts: dict, path: str, mode: str = "append", **options) -> None:
+    """Write `df` to TABLE through the data source or the native path (options as keywords, '_' for '-')."""
+    extra = {k.replace("_", "-"): str(v) for k, v in options.items()}
+    if path == "native":
+        from icefloe.impl.spark import write
+        write(df, TABLE, {**opts, **extra}, mode=mode)
+        return
+    df.write.format("icefloe").mode(mode).options(**opts).options(**extra).save(TABLE)
+
+
+def load(spark, opts: dict, path: str, **options):
+    """TABLE as a DataFrame through the data source or the native path."""
+    extra = {k.replace("_", "-"): str(v) for k, v in options.items()}
+    if path == "native":
+        from icefloe.impl.spark import read
+        return read(spark, TABLE, {**opts, **extra})
+    return spark.read.format("icefloe").options(**opts).options(**extra).load(TABLE)

@@ -10,7 +10,7 @@ from pyspark.sql.types import LongType
 from icefloe.impl.outcomes import CommitConflictError
 from icefloe.impl.spark.job import JobFiles, abort_job
 from icefloe.impl.spark.source import IcefloeDataSource, spark_schema
-from spark_helpers import TABLE, batches_of, data_files_on_disk, live_paths, make_table, open_table, rows
+from spark_helpers import PATHS, TABLE, batches_of, data_files_on_disk, live_paths, make_table, open_table, rows, save
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -21,7 +21,8 @@ def _writer(opts, overwrite=False, **extra):
     return source.writer(spark_schema(table.metadata.schema()), overwrite)
 
 
-def test_failing_task_aborts_the_job_and_leaves_no_file(spark, opts):
+@pytest.mark.parametrize("path", PATHS)
+def test_failing_task_aborts_the_job_and_leaves_no_file(spark, opts, path):
     """Goal: a task that fails after other tasks wrote files fails the job, commits nothing and
     leaves no data file. Method: a UDF raises on one row of one of 4 partitions; files are
     flushed per batch so the other tasks have written some; then list the data folder."""
@@ -39,8 +40,7 @@ def test_failing_task_aborts_the_job_and_leaves_no_file(spark, opts):
                                                          "cast(id as double) as v")
     df = df.withColumn("id", explode_on_777("id"))
     with pytest.raises(Exception, match="task failure injected"):
-        df.write.format("icefloe").mode("append").options(**opts) \
-            .option("target-file-size-bytes", "1").save(TABLE)
+        save(df, opts, path, target_file_size_bytes=1)
     assert open_table(opts).metadata_location == before, "nothing was committed"
     assert data_files_on_disk(opts) == files_before, "the aborted job's files are gone"
 

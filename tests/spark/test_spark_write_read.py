@@ -8,7 +8,7 @@ import pytest
 
 from icefloe.impl.format.manifest import ManifestContent
 from icefloe.impl.spark.options import SparkOptionError, table_ref
-from spark_helpers import TABLE, make_table, open_table
+from spark_helpers import PATHS, TABLE, load, make_table, open_table, save
 
 pytestmark = pytest.mark.xdist_group("spark")
 
@@ -20,26 +20,25 @@ def _frame(spark, start, n, cats="abcd"):
         "timestamp'2024-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) as ts")
 
 
-def _read(spark, opts, **extra):
-    reader = spark.read.format("icefloe").options(**opts)
-    for k, v in extra.items():
-        reader = reader.option(k.replace("_", "-"), str(v))
-    return reader.load(TABLE)
+def _read(spark, opts, path="source", **extra):
+    return load(spark, opts, path, **extra)
 
 
 def _sorted(df):
     return sorted(tuple(r) for r in df.collect())
 
 
-def test_append_overwrite_read_round_trip(spark, opts):
+@pytest.mark.parametrize("path", PATHS)
+def test_append_overwrite_read_round_trip(spark, opts, path):
     """Goal: what Spark writes through icefloe reads back exactly, partitioned by the spec, and
-    overwrite-by-filter / full overwrite replace exactly their rows. Method: write, read, compare."""
+    overwrite-by-filter / full overwrite replace exactly their rows, through the data source and
+    the native path. Method: write, read, compare."""
     first = _frame(spark, 0, 200)
-    first.write.format("icefloe").mode("append").options(**opts).option("create-table", "true") \
-        .option("partition-by", "cat, day(day)").save(TABLE)
-    back = _read(spark, opts)
-    assert [(f.name, f.dataType.simpleString(), f.nullable) for f in back.schema.fields] == [
-        ("id", "bigint", False), ("cat", "string", True), ("v", "double", False),
+    save(first, opts, path, create_table="true", partition_by="cat, day(day)")
+    back = _read(spark, opts, path)
+    native = path == "native"  # Spark's file sources read every column as nullable
+    assert [(f.name, f.dataType.simpleString(), f.nullable or native) for f in back.schema.fields] == [
+        ("id", "bigint", native), ("cat", "string", True), ("v", "double", native),
         ("day", "date", True), ("ts", "timestamp", True)]
     assert _sorted(back) == _sorted(first)
     table = open_table(opts)
@@ -49,42 +48,41 @@ def test_append_overwrite_read_round_trip(spark, opts):
     first_snapshot = table.current_snapshot().snapshot_id
 
     second = _frame(spark, 200, 100)
-    second.write.format("icefloe").mode("append").options(**opts).save(TABLE)
-    assert _read(spark, opts).count() == 300
+    save(second, opts, path)
+    assert _read(spark, opts, path).count() == 300
 
     replacement = _frame(spark, 1000, 40, cats="a")
-    replacement.write.format("icefloe").mode("overwrite").options(**opts) \
-        .option("overwrite-filter", "cat = 'a'").save(TABLE)
-    got = _read(spark, opts)
+    save(replacement, opts, path, "overwrite", overwrite_filter="cat = 'a'")
+    got = _read(spark, opts, path)
     assert got.filter("cat = 'a'").count() == 40 and got.filter("cat = 'a' and id < 1000").count() == 0
     assert got.filter("cat != 'a'").count() == 225  # 300 rows, 75 of them 'a'
 
     # time travel: the first snapshot is still readable, by id and by timestamp
-    assert _sorted(_read(spark, opts, snapshot_id=first_snapshot)) == _sorted(first)
+    assert _sorted(_read(spark, opts, path, snapshot_id=first_snapshot)) == _sorted(first)
     table.refresh()
     ts = table.snapshot_by_id(first_snapshot).timestamp_ms
-    assert _read(spark, opts, as_of_timestamp=ts).count() == 200
+    assert _read(spark, opts, path, as_of_timestamp=ts).count() == 200
     table.create_tag("before-full-overwrite")
 
-    _frame(spark, 5000, 10).write.format("icefloe").mode("overwrite").options(**opts).save(TABLE)
-    assert sorted(r.id for r in _read(spark, opts).select("id").collect()) == list(range(5000, 5010))
-    assert _read(spark, opts, tag="before-full-overwrite").count() == 265
+    save(_frame(spark, 5000, 10), opts, path, "overwrite")
+    assert sorted(r.id for r in _read(spark, opts, path).select("id").collect()) == list(range(5000, 5010))
+    assert _read(spark, opts, path, tag="before-full-overwrite").count() == 265
     history = [s.operation for s in open_table(opts).history()]
     assert history == ["append", "append", "overwrite", "overwrite"]
 
 
-def test_rows_outside_the_overwrite_filter_fail_the_job(spark, opts):
+@pytest.mark.parametrize("path", PATHS)
+def test_rows_outside_the_overwrite_filter_fail_the_job(spark, opts, path):
     """Goal: an overwrite whose rows do not match its filter is refused and leaves nothing.
     Method: write 'b' rows under filter cat = 'a'; the job fails, the table is unchanged and
     no data file is left on disk."""
     from spark_helpers import data_files_on_disk
     make_table(opts)
-    _frame(spark, 0, 8).select("id", "cat", "v").write.format("icefloe").mode("append").options(**opts).save(TABLE)
+    save(_frame(spark, 0, 8).select("id", "cat", "v"), opts, path)
     before = open_table(opts).metadata_location
     files_before = data_files_on_disk(opts)
     with pytest.raises(Exception, match="do not match overwrite-filter"):
-        _frame(spark, 100, 8).select("id", "cat", "v").write.format("icefloe").mode("overwrite") \
-            .options(**opts).option("overwrite-filter", "cat = 'a'").save(TABLE)
+        save(_frame(spark, 100, 8).select("id", "cat", "v"), opts, path, "overwrite", overwrite_filter="cat = 'a'")
     assert open_table(opts).metadata_location == before
     assert data_files_on_disk(opts) == files_before
 

@@ -107,4 +107,6 @@ def test_time_travel_compact_rollback_and_expire_from_the_command_line(tmp_path,
     gone = icefloe(tmp_path, "scan", "db.t", "--snapshot-id", str(h[0]["snapshot_id"]))
     assert gone.returncode == 2 and "not retained" in gone.stderr
     text = icefloe(tmp_path, "history", "db.t")
-    assert text.returncode == 0 and text.stdout.startswith("*")
+    lines = text.stdout.splitlines()
+    assert text.returncode == 0 and lines[0].split()[:2] == ["snapshot", "parent"]
+    assert lines[1].startswith("*") and str(h[1]["snapshot_id"]) in lines[1] and lines[1].endswith("main")

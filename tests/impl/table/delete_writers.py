@@ -48,3 +48,13 @@ def equality_delete_file(table, column: str, values: list, partition: tuple = ()
     table.io.put_if_absent(location, raw)
     return DataFile(location, "PARQUET", partition, len(values), len(raw),
                     content=DataFileContent.EQUALITY_DELETES, equality_ids=(f.field_id,))
+
+
+def data_file(table, data: pa.Table, partition: tuple = ()) -> DataFile:
+    """Write a data file under the table's data/ as another engine would, and describe it
+    (for a row delta that adds data and deletes of it in one commit)."""
+    from icefloe.impl.format.parquet import write_data_file
+    location = f"{table.location}/data/mor-{uuid.uuid4()}.parquet"
+    raw, described = write_data_file(data, table.metadata.schema(), location, partition)
+    table.io.put_if_absent(location, raw)
+    return described

@@ -72,6 +72,28 @@ def test_fast_append_retry_writes_only_a_list_and_a_metadata_file(mem):
     assert table.current_snapshot().parent_snapshot_id == table.history()[1].snapshot_id
 
 
+def test_retried_append_takes_the_sequence_number_of_the_snapshot_that_lands(mem):
+    """Goal: an append's files carry the data sequence number of the snapshot that commits
+    them, never one fixed by the base its first attempt saw (1.6: inherited from the
+    manifest list). Method: an append is stepped past its manifest; a rival appends, then
+    commits an equality delete of the append's key; the append retries and lands: its file's
+    data sequence number is its snapshot's, and its rows survive a delete committed before it."""
+    from delete_writers import equality_delete_file
+    table = mem.create()
+    table.append(rows([1]))
+    commit = table.new_commit(P.FastAppend(rows([7])))
+    step_to(commit, SWAP)
+    other = rival(mem)
+    other.append(rows([2]))
+    assert isinstance(other.add_delete_files([equality_delete_file(other, "id", [7])]), Committed)
+    assert isinstance(commit.run(), Committed) and commit.attempt == 2
+    table.refresh()
+    head = table.current_snapshot()
+    [task] = [t for t in table.plan_files() if t.data_file.file_path in {f.file_path for f in commit.operation.files}]
+    assert task.data_sequence_number == head.sequence_number
+    assert ids_of(table.scan()) == [1, 2, 7]
+
+
 def test_waits_are_injected_and_jittered(mem):
     """The loop sleeps through the injected sleep, once per retry, within the jitter bounds."""
     waits = []

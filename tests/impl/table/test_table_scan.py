@@ -9,7 +9,7 @@ from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.scan import plan_files
 
 from table_helpers import ids_of, memory_stack, rows
-from delete_writers import equality_delete_file, position_delete_file
+from delete_writers import data_file, equality_delete_file, position_delete_file
 
 
 def planning_gets(table, row_filter=None) -> int:
@@ -46,7 +46,7 @@ def test_metrics_prune_files_and_filter_rows(mem):
     assert ids_of(table.scan("id < 3 or id = 100")) == [1, 2, 100]
 
 
-def test_position_deletes_apply_to_older_and_same_sequence_data(mem):
+def test_position_deletes_apply_to_older_data_of_their_file(mem):
     """A position delete hides the named rows of its file; a file appended later with rows at
     the same positions is untouched (it is another path)."""
     table = mem.create()
@@ -57,6 +57,23 @@ def test_position_deletes_apply_to_older_and_same_sequence_data(mem):
     table.append(rows([4, 5]))
     assert ids_of(table.scan()) == [1, 3, 4, 5]
     assert [t.position_deletes for t in table.plan_files() if t.data_file.file_path == path][0] == [delete]
+
+
+def test_a_position_delete_applies_to_data_of_its_own_commit(mem):
+    """Goal: a position delete applies to data files of its own data sequence number (spec
+    "Scan Planning": data_seq <= delete_seq), as a merge-on-read update commits. Method: one
+    row delta adds a data file and a position delete of its second row; that row is gone
+    from the scan and the delete is planned against the file."""
+    table = mem.create()
+    table.append(rows([1]))
+    added = data_file(table, rows([7, 8, 9]))
+    delete = position_delete_file(table, [(added.file_path, 1)])
+    assert isinstance(table.new_commit(P.RowDelta([delete], [added])).run(), Committed)
+    table.refresh()
+    [task] = [t for t in table.plan_files() if t.data_file.file_path == added.file_path]
+    assert task.data_sequence_number == table.current_snapshot().sequence_number
+    assert task.position_deletes == [delete]
+    assert ids_of(table.scan()) == [1, 7, 9]
 
 
 def test_equality_deletes_follow_sequence_numbers(mem):

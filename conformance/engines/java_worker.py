@@ -1,0 +1,264 @@
+"""The Java engine's worker: a long-lived PySpark 3.5.9 process with Iceberg-Java 1.10.2
+(run by the java venv's interpreter, conformance.testing.java_env; it imports nothing of
+icefloe, which lives in the other venv).
+
+    <java venv>/bin/python java_worker.py '<spark conf as JSON>'
+
+It starts one local Spark session with that conf, prints one line
+`{"ready": true, "spark": ..., "iceberg": ...}`, then reads requests, one JSON object a
+line, and answers each with one line carrying the request's "id":
+    {"id": n, "op": "sql", "sql": "...", "properties": {...}?, "rows": bool?}
+        runs one statement; with "properties", inside Iceberg's
+        CommitMetadata.withCommitProperties, so every snapshot it commits carries them in
+        its summary (how a DELETE or MERGE gets the suite's op id);
+    {"id": n, "op": "append", "table": "...", "column": "id", "values": [...],
+     "options": {...}}   DataFrameWriterV2 append of one string column, one data file;
+    {"id": n, "op": "overwrite", ..., "condition": "sql expr"}  DataFrameWriterV2
+        overwrite(condition) (Iceberg's overwrite by filter), one data file;
+    {"id": n, "op": "load", "location": "<...>.metadata.json", "snapshot_id": n?,
+     "columns": [...]?}   rows of a table read straight from its metadata file;
+    {"id": n, "op": "read", "table": "...", "options": {...}, "columns": [...]?}  a
+        DataFrame read with Iceberg read options (start-snapshot-id: incremental);
+    {"id": n, "op": "rewrite", "table": "...", "options": {...}, "properties": {...}}
+        Iceberg's rewrite_data_files Spark action, its snapshot tagged;
+    {"id": n, "op": "expire", "table": "...", "older_than_ms": n, "retain_last": n}
+        Table.expireSnapshots() of Iceberg-Java's core API;
+    {"id": n, "op": "last_commit", "catalog": "..."}  [[snapshot id, attempts,
+        operation]] of the catalog's last CommitReport (Java's own count of attempts);
+    {"id": n, "op": "conf", "values": {...}}  runtime SQL conf (e.g. another catalog);
+    {"id": n, "op": "stop"}.
+Answers: {"id": n, "ok": true, "rows": [[...], ...]} or {"id": n, "ok": false, "error":
+{"classes": [outermost Java/Python exception class, its cause's, ...], "message": ...}}.
+Requests run concurrently, each on its own thread (py4j pins a JVM thread to each), so
+one writer held at the catalog does not hold the others; at most WORKER_THREADS_MAX.
+"""
+from __future__ import annotations
+
+import datetime
+import decimal
+import json
+import sys
+import threading
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+
+WORKER_THREADS_MAX = 16
+CAUSES_MAX = 12
+
+
+def _jsonable(value):
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (datetime.date, datetime.datetime, decimal.Decimal)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return value.hex()
+    return repr(value)
+
+
+def _error(e: BaseException) -> dict:
+    """The exception as classes (outermost first, down its Java cause chain) and a message."""
+    classes, messages = [], []
+    java = getattr(e, "java_exception", None) or getattr(e, "_origin", None)
+    if java is not None:
+        seen = 0
+        while java is not None and seen < CAUSES_MAX:
+            classes.append(java.getClass().getName())
+            messages.append(str(java.getMessage()))
+            java, seen = java.getCause(), seen + 1
+    classes.append(f"{type(e).__module__}.{type(e).__name__}")
+    message = messages[0] if messages else str(e)
+    return {"classes": classes, "message": message, "messages": messages,
+            "python": traceback.format_exception_only(type(e), e)[-1].strip()}
+
+
+def _field(obj, name: str):
+    """A Java object's field by reflection, searching up its classes (None if absent)."""
+    if obj is None:
+        return None
+    cls = obj.getClass()
+    while cls is not None:
+        for declared in cls.getDeclaredFields():
+            if declared.getName() == name:
+                declared.setAccessible(True)
+                return declared.get(obj)
+        cls = cls.getSuperclass()
+    return None
+
+
+class Worker:
+    def __init__(self, conf: dict):
+        from pyspark.java_gateway import ensure_callback_server_started
+        from pyspark.sql import SparkSession
+        builder = SparkSession.builder.appName("icefloe-java-engine")
+        for key, value in conf.items():
+            builder = builder.config(key, value)
+        self.spark = builder.getOrCreate()
+        self.spark.sparkContext.setLogLevel("ERROR")
+        # Python callables run by Java (CommitMetadata.withCommitProperties): py4j's
+        # client-server mode runs a callback on the calling thread, so the statement it
+        # starts sees the JVM thread's commit properties.
+        ensure_callback_server_started(self.spark.sparkContext._gateway)
+        self.jvm = self.spark._jvm
+        self.out_lock = threading.Lock()
+
+    def versions(self) -> dict:
+        return {"spark": self.spark.version,
+                "iceberg": str(self.jvm.org.apache.iceberg.IcebergBuild.fullVersion())}
+
+    def send(self, message: dict) -> None:
+        line = json.dumps(message)
+        with self.out_lock:
+            sys.stdout.write(line + "\n")
+            sys.stdout.flush()
+
+    # -- operations ------------------------------------------------------------------------------
+
+    def op_sql(self, req) -> list:
+        def run():
+            frame = self.spark.sql(req["sql"])
+            return [list(r) for r in frame.collect()] if req.get("rows", True) else []
+        properties = req.get("properties")
+        return self._with_properties(properties, run) if properties else run()
+
+    def _with_properties(self, properties: dict, fn):
+        box = {}
+
+        class Call:
+            def call(self):
+                # Kept here and raised after Java returns: raised through py4j, Java's own
+                # exception chain (CommitStateUnknownException...) would be lost in text.
+                try:
+                    box["rows"] = fn()
+                except BaseException as e:  # noqa: BLE001
+                    box["error"] = e
+
+            class Java:
+                implements = ["java.util.concurrent.Callable"]
+
+        jmap = self.jvm.java.util.HashMap()
+        for key, value in properties.items():
+            jmap.put(str(key), str(value))
+        runtime = self.jvm.java.lang.Class.forName("java.lang.RuntimeException")
+        self.jvm.org.apache.iceberg.spark.CommitMetadata.withCommitProperties(jmap, Call(), runtime)
+        if "error" in box:
+            raise box["error"]
+        return box.get("rows", [])
+
+    def _frame(self, req):
+        column = req.get("column", "id")
+        values = [(v,) for v in req["values"]]
+        return self.spark.createDataFrame(values, f"{column} string").coalesce(1)
+
+    def op_append(self, req) -> list:
+        writer = self._frame(req).writeTo(req["table"])
+        for key, value in (req.get("options") or {}).items():
+            writer = writer.option(key, str(value))
+        writer.append()
+        return []
+
+    def op_overwrite(self, req) -> list:
+        from pyspark.sql.functions import expr
+        writer = self._frame(req).writeTo(req["table"])
+        for key, value in (req.get("options") or {}).items():
+            writer = writer.option(key, str(value))
+        writer.overwrite(expr(req["condition"]))
+        return []
+
+    def op_load(self, req) -> list:
+        """A table straight from a metadata file (`location`), as Iceberg-Java reads it:
+        every row (`columns`, default all) at the current or `snapshot_id` snapshot."""
+        reader = self.spark.read.format("iceberg")
+        if req.get("snapshot_id") is not None:
+            reader = reader.option("snapshot-id", str(req["snapshot_id"]))
+        frame = reader.load(req["location"])
+        if req.get("columns"):
+            frame = frame.select(*req["columns"])
+        return [list(r) for r in frame.collect()]
+
+    def op_read(self, req) -> list:
+        """A DataFrame read of a catalog table with read options (e.g. start-snapshot-id)."""
+        reader = self.spark.read.format("iceberg")
+        for key, value in (req.get("options") or {}).items():
+            reader = reader.option(key, str(value))
+        frame = reader.load(req["table"])
+        if req.get("columns"):
+            frame = frame.select(*req["columns"])
+        return [list(r) for r in frame.collect()]
+
+    def op_rewrite(self, req) -> list:
+        """Iceberg's Spark action rewrite_data_files (what CALL system.rewrite_data_files
+        runs) with action `options` and snapshot `properties`; the procedure cannot tag its
+        snapshot. Answers [[rewritten data files, added data files]]."""
+        table = self.jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, req["table"])
+        action = self.jvm.org.apache.iceberg.spark.actions.SparkActions.get(self.spark._jsparkSession) \
+            .rewriteDataFiles(table)
+        for key, value in (req.get("options") or {}).items():
+            action = action.option(key, str(value))
+        for key, value in (req.get("properties") or {}).items():
+            action = action.snapshotProperty(key, str(value))
+        result = action.execute()
+        return [[result.rewrittenDataFilesCount(), result.addedDataFilesCount()]]
+
+    def op_expire(self, req) -> list:
+        """Iceberg-Java's snapshot expiry (Table.expireSnapshots: RemoveSnapshots, expired
+        files deleted by the core's file cleanup; the Spark procedure adds a distributed
+        file listing, some 10 s a call here, and commits the same update): snapshots older
+        than `older_than_ms`, keeping `retain_last` of main."""
+        table = self.jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, req["table"])
+        update = table.expireSnapshots().expireOlderThan(int(req["older_than_ms"])) \
+            .retainLast(int(req["retain_last"]))
+        update.commit()
+        return []
+
+    def op_last_commit(self, req) -> list:
+        """The last CommitReport of catalog `catalog` (a REST catalog whose
+        metrics-reporter-impl is Iceberg's InMemoryMetricsReporter): [[snapshot id,
+        attempts, operation]], or [] when its last report is not a commit's. Iceberg keeps
+        the reporter private (RESTCatalog.sessionCatalog.reporter, its metricsReport), so
+        it is reached by reflection."""
+        spark_catalog = self.spark._jsparkSession.sessionState().catalogManager().catalog(req["catalog"])
+        report = _field(_field(_field(spark_catalog.icebergCatalog(), "sessionCatalog"), "reporter"),
+                        "metricsReport")
+        if report is None or not self.jvm.org.apache.iceberg.metrics.CommitReport._java_lang_class \
+                .isInstance(report):
+            return []
+        return [[report.snapshotId(), report.commitMetrics().attempts().value(), report.operation()]]
+
+    def op_conf(self, req) -> list:
+        for key, value in req["values"].items():
+            self.spark.conf.set(key, str(value))
+        return []
+
+    def handle(self, req: dict) -> None:
+        rid = req.get("id")
+        try:
+            rows = getattr(self, f"op_{req['op']}")(req)
+            self.send({"id": rid, "ok": True, "rows": _jsonable(rows)})
+        except BaseException as e:  # noqa: BLE001 - every failure is an answer
+            self.send({"id": rid, "ok": False, "error": _error(e)})
+
+
+def main(argv) -> int:
+    conf = json.loads(argv[1]) if len(argv) > 1 else {}
+    worker = Worker(conf)
+    worker.send({"ready": True, **worker.versions()})
+    with ThreadPoolExecutor(max_workers=WORKER_THREADS_MAX, thread_name_prefix="req") as pool:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            req = json.loads(line)
+            if req.get("op") == "stop":
+                worker.send({"id": req.get("id"), "ok": True, "rows": []})
+                break
+            pool.submit(worker.handle, req)
+    worker.spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

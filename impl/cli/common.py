@@ -1,0 +1,235 @@
+"""What every `icefloe` command shares: the catalog and table a command names, input
+files, time arguments, and the one-line report of a commit's outcome.
+
+Exit codes: 0 done (committed, or nothing to do), 1 a commit that did not commit
+(Conflict or Unknown, named), 2 bad input (one line on stderr), 3 a bug of ours.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from icefloe.impl.catalog.base import TableIdentifier
+from icefloe.impl.catalog.s3 import S3Catalog
+from icefloe.impl.catalog.sql import SqlCatalog
+from icefloe.impl.format.metadata import from_json
+from icefloe.impl.io.locations import canonical_location, scheme_of
+from icefloe.impl.io.router import StoreRouter
+from icefloe.impl.outcomes import STORE, Committed
+from icefloe.impl.table.append_schema import SchemaMismatch, conform_rows
+from icefloe.impl.table.table import Table
+
+EXIT_OK, EXIT_NOT_COMMITTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+S3_SCHEMES = ("s3://", "s3a://")
+
+
+class UsageError(Exception):
+    """Bad input to a command: printed as one line, exit 2."""
+
+
+# -- help ----------------------------------------------------------------------------------
+
+def add_command(sub, name: str, summary: str, description: str, examples: str, **kwargs) -> argparse.ArgumentParser:
+    """A subcommand with a one-line summary (in `icefloe --help`), a description and
+    examples (in `icefloe NAME --help`)."""
+    return sub.add_parser(name, help=summary, description=textwrap.dedent(description).strip(),
+                          epilog="examples:\n" + textwrap.indent(textwrap.dedent(examples).strip(), "  "),
+                          formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs)
+
+
+FILTER_GRAMMAR = """\
+filter grammar (--filter):
+  PREDICATE   column OP literal        OP: = == != <> < <= > >=
+              column in (v1, v2, ...)  column not in (...)
+              column is null           column is not null
+              column is nan            column is not nan
+              starts_with(column, 'prefix')
+  combine     a and b, a or b, not a, ( ... )        and binds tighter than or
+  literals    42  -1.5  'text' ('' is a quote)  true false
+              dates and timestamps as strings: '2024-01-02', '2024-01-02T13:00:00+00:00'
+  columns     plain, dotted for a nested field (address.city), or "quoted" / `quoted`"""
+
+PARTITION_GRAMMAR = """\
+partition grammar (--partition-by), comma separated fields:
+  col                identity: one partition per value            dir  col=value
+  bucket(N, col)     hash into N buckets (Iceberg's murmur3)       dir  col_bucket=3
+  truncate(W, col)   strings to W characters, numbers to a W grid  dir  col_trunc=ab
+  year(ts)           years since 1970 (date or timestamp column)   dir  ts_year=2024
+  month(ts)                                                        dir  ts_month=2024-01
+  day(ts)                                                          dir  ts_day=2024-01-02
+  hour(ts)           timestamp columns only                        dir  ts_hour=2024-01-02-13"""
+
+TIME_HELP = ("milliseconds since the epoch, an ISO-8601 time (2024-01-02T13:00:00+01:00; "
+             "without a zone: UTC; a bare date: its midnight UTC), or 'now'")
+
+
+# -- arguments -----------------------------------------------------------------------------
+
+_DURATION_RE = re.compile(r"(\d+)\s*(ms|s|m|h|d)")
+_DURATION_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def time_ms(text: str) -> int:
+    """An argparse type: a point in time as milliseconds since the epoch."""
+    text = text.strip()
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if text.lower() == "now":
+        return dt_to_ms(dt.datetime.now(dt.timezone.utc))
+    try:
+        value = dt.datetime.fromisoformat(text.replace(" ", "T", 1) if len(text) > 10 else text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither milliseconds since the epoch nor an ISO-8601 time "
+            "(e.g. 2024-01-02T13:00:00Z, 2024-01-02T13:00:00+01:00, 2024-01-02)") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return dt_to_ms(value)
+
+
+def dt_to_ms(value: dt.datetime) -> int:
+    return (value - dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)) // dt.timedelta(milliseconds=1)
+
+
+def duration_ms(text: str) -> int:
+    """An argparse type: a duration such as 5d, 12h, 30m, 90s, 250ms or plain milliseconds."""
+    text = text.strip().lower()
+    if re.fullmatch(r"\d+", text):
+        return int(text)
+    m = _DURATION_RE.fullmatch(text)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: a duration is N followed by ms, s, m, h or d (e.g. 5d)")
+    return int(m[1]) * _DURATION_MS[m[2]]
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value}: must be at least 1")
+    return value
+
+
+def iso_ms(ms: int | None) -> str:
+    """A timestamp in ms as ISO-8601 UTC, to the millisecond."""
+    if ms is None:
+        return "-"
+    try:
+        value = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=ms)
+    except OverflowError:
+        return f"{ms} ms"
+    return value.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def human_ms(ms: int) -> str:
+    """A duration for people, to its two largest units: 5d, 3h 20m, 42s."""
+    rest = ms // 1000
+    days, rest = divmod(rest, 86_400)
+    hours, rest = divmod(rest, 3_600)
+    minutes, seconds = divmod(rest, 60)
+    parts = [f"{v}{u}" for v, u in ((days, "d"), (hours, "h"), (minutes, "m"), (seconds, "s")) if v]
+    return " ".join(parts[:2]) or f"{ms}ms"
+
+
+# -- catalogs, tables, files ---------------------------------------------------------------
+
+def catalog(args) -> SqlCatalog | S3Catalog:
+    if args.catalog.startswith(S3_SCHEMES):
+        io = StoreRouter()
+        return S3Catalog(io.store_for(args.catalog), args.catalog)  # type: ignore[arg-type]
+    # A command that only reads (set_defaults(read_only=True)) creates no database (issue 14).
+    return SqlCatalog(args.catalog, read_only=getattr(args, "read_only", False))
+
+
+def identifier(text: str) -> TableIdentifier:
+    return TableIdentifier.parse(text)
+
+
+def open_table(args, name: str | None = None) -> Table:
+    return Table(catalog(args), TableIdentifier.parse(name or args.table), StoreRouter())
+
+
+def is_metadata_path(text: str) -> bool:
+    return (text.endswith(".metadata.json") or text.startswith(("file:", *S3_SCHEMES))
+            or os.sep in text)
+
+
+def read_only(text: str):
+    """(store, metadata) of a table read straight from a metadata JSON file, no catalog."""
+    if text.startswith(S3_SCHEMES):
+        location = text
+    else:
+        location = canonical_location(text if text.startswith("file:") else "file://" + str(Path(text).resolve()))
+    store = StoreRouter()
+    return store, from_json(store.get(location), location)
+
+
+def table_or_file(args):
+    """(store, metadata) of a table named by identifier, or by a metadata file (read-only)."""
+    if is_metadata_path(args.table):
+        return read_only(args.table)
+    table = open_table(args)
+    return table.io, table.metadata
+
+
+def table_location(warehouse: str, ident: TableIdentifier) -> str:
+    if warehouse.startswith(S3_SCHEMES):
+        return "/".join([warehouse.rstrip("/"), *ident.namespace, ident.name])
+    if "://" in warehouse and scheme_of(warehouse) != "file":
+        raise UsageError(f"--warehouse {warehouse}: a local directory or s3://bucket/prefix")
+    # A plain file:// location, not a percent-encoded URI: a warehouse "./my wh" is the
+    # directory "my wh", as every reader of the metadata will take it.
+    return "file://" + str(Path(warehouse.removeprefix("file://")).resolve().joinpath(*ident.namespace, ident.name))
+
+
+def read_rows(path: str) -> pa.Table:
+    if not os.path.exists(path):
+        raise UsageError(f"{path}: no such file")
+    try:
+        if path.endswith(".csv"):
+            return pa_csv.read_csv(path)
+        return pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise UsageError(f"{path}: not a readable {'CSV' if path.endswith('.csv') else 'Parquet'} file: {e}") from None
+
+
+def rows_for(table: Table, path: str, widen: bool = False) -> pa.Table:
+    """The rows of a file, checked against the table's schema (nothing is written if they
+    do not fit: append_schema.py)."""
+    rows = read_rows(path)
+    try:
+        return conform_rows(rows, table.metadata.schema(), widen=widen)
+    except SchemaMismatch as e:
+        raise UsageError(f"{path}: {e}") from None
+
+
+# -- outcomes ------------------------------------------------------------------------------
+
+def report(outcome, what: str = "") -> int:
+    """One line for a commit's outcome: `committed snapshot ID ...` or `committed (no
+    snapshot: metadata change) ...`; a commit that did not commit on stderr, exit 1."""
+    suffix = f": {what}" if what else ""
+    if isinstance(outcome, Committed) and outcome.attempts == 0:
+        print(f"nothing to do: no commit{suffix}")
+        return EXIT_OK
+    if isinstance(outcome, Committed):
+        head = f"snapshot {outcome.snapshot_id}" if outcome.snapshot_id is not None else "no snapshot: metadata change"
+        print(f"committed {head} in {outcome.attempts} attempt(s){suffix}")
+        return EXIT_OK
+    if getattr(outcome, "cause", None) == STORE:
+        print(f"not committed: storage or catalog unavailable: {outcome.reason}", file=sys.stderr)
+        return EXIT_NOT_COMMITTED
+    cause = f" ({outcome.cause})" if getattr(outcome, "cause", None) else ""
+    print(f"not committed: {type(outcome).__name__}{cause}: {outcome.reason}", file=sys.stderr)
+    return EXIT_NOT_COMMITTED

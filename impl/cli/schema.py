@@ -1,0 +1,66 @@
+"""`icefloe schema add-column|rename-column|drop-column|widen` (Iceberg spec "Schema
+Evolution"; impl/table/schema_evolution.py): each one metadata-only commit, read back by
+field id by every reader (pyiceberg, Iceberg-Java, icefloe)."""
+from __future__ import annotations
+
+from icefloe.impl.cli.common import add_command, open_table, report
+from icefloe.impl.table import schema_evolution as SE
+
+
+def _commit(args, change: SE.SchemaChange) -> int:
+    table = open_table(args)
+    commit = table.begin(change)
+    commit.run()
+    outcome = table.adopt(commit)
+    schema = table.metadata.schema()
+    return report(outcome, f"{change.description}; current schema {schema.schema_id}")
+
+
+def cmd_schema(args) -> int:
+    if args.action == "add-column":
+        return _commit(args, SE.add_column_change(args.column, args.type, args.doc))
+    if args.action == "rename-column":
+        return _commit(args, SE.rename_column_change(args.column, args.new_name))
+    if args.action == "drop-column":
+        return _commit(args, SE.drop_column_change(args.column))
+    return _commit(args, SE.widen_column_change(args.column, args.type))
+
+
+def register(sub) -> None:
+    p = add_command(sub, "schema", "evolve the schema: add-column, rename-column, drop-column, widen", """
+        Change the table's schema in one metadata-only commit (no data is rewritten):
+          add-column COLUMN TYPE    a new optional column; existing rows read it as null.
+                                    Its field id is new (last-column-id + 1), never a
+                                    dropped column's. parent.child adds to a struct.
+          rename-column COLUMN NEW  the name only: data files are read by field id.
+          drop-column COLUMN        refused for an identifier field, a column a partition
+                                    field (of any spec) or the sort order is derived from,
+                                    and the only column. Old files keep the values, unread.
+          widen COLUMN TYPE         int -> long, float -> double, decimal(P,S) -> decimal(P',S)
+                                    with P' > P; nothing else (old files read as the wider type).
+        TYPE: boolean int long float double decimal(P,S) date time timestamp timestamptz
+        string uuid binary fixed[N]. A concurrent schema change makes the commit fail
+        (Conflict, exit 1); concurrent appends do not.""", """
+        icefloe schema add-column db.events country string --doc "ISO 3166 code"
+        icefloe schema rename-column db.events country country_code
+        icefloe schema widen db.events id long
+        icefloe schema widen db.events price "decimal(12,2)"
+        icefloe schema drop-column db.events country_code""")
+    actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
+    a = actions.add_parser("add-column", help="add an optional column")
+    a.add_argument("table", help="namespace.table")
+    a.add_argument("column", help="its name (parent.child inside a struct)")
+    a.add_argument("type", help="its type (see above)")
+    a.add_argument("--doc", help="a description stored with the field")
+    a = actions.add_parser("rename-column", help="rename a column")
+    a.add_argument("table", help="namespace.table")
+    a.add_argument("column")
+    a.add_argument("new_name")
+    a = actions.add_parser("drop-column", help="drop a column")
+    a.add_argument("table", help="namespace.table")
+    a.add_argument("column")
+    a = actions.add_parser("widen", help="widen a column's type (int->long, float->double, decimal precision)")
+    a.add_argument("table", help="namespace.table")
+    a.add_argument("column")
+    a.add_argument("type", help="the wider type")
+    p.set_defaults(fn=cmd_schema)

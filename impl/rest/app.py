@@ -1,0 +1,226 @@
+"""The Starlette application of `icefloe serve` (REST spec paths under /v1, no prefix).
+
+Every route is a thin adapter: parse the path and body (models.py), call the service in
+a worker thread (the catalog and store calls block), render its Response or RestError as
+JSON. Mutations go through Idempotency.run with the request's Idempotency-Key. With a
+token, every request needs `Authorization: Bearer <token>` (401 otherwise). An error that
+escapes the service is a 500 InternalServerError; on the commit endpoints it is a
+CommitStateUnknownException, since nothing then says the commit did not land.
+"""
+from __future__ import annotations
+
+import hmac
+import logging
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response as HttpResponse
+from starlette.routing import Route
+
+from icefloe.impl.rest import errors as E
+from icefloe.impl.rest import models as M
+from icefloe.impl.rest.commit import Committer
+from icefloe.impl.rest.idempotency import Idempotency, iso_duration
+from icefloe.impl.rest.service import CatalogService, Response, identifier, namespace_of
+
+log = logging.getLogger("icefloe.rest")
+NS = "/v1/namespaces/{namespace}"
+TABLE = NS + "/tables/{table}"
+ENDPOINTS = (
+    "GET /v1/{prefix}/namespaces", "POST /v1/{prefix}/namespaces", "GET /v1/{prefix}/namespaces/{namespace}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}", "DELETE /v1/{prefix}/namespaces/{namespace}",
+    "POST /v1/{prefix}/namespaces/{namespace}/properties", "GET /v1/{prefix}/namespaces/{namespace}/tables",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables", "GET /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "HEAD /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "POST /v1/{prefix}/namespaces/{namespace}/tables/{table}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}", "POST /v1/{prefix}/namespaces/{namespace}/register",
+    "POST /v1/{prefix}/tables/rename", "POST /v1/{prefix}/transactions/commit",
+)
+COMMIT_PATHS = ("transactions/commit",)
+
+
+def _json(response: Response) -> HttpResponse:
+    if response.body is None:
+        return HttpResponse(status_code=response.status)
+    return JSONResponse(response.body, status_code=response.status)
+
+
+def _error(e: E.RestError) -> JSONResponse:
+    return JSONResponse(e.body(), status_code=e.status)
+
+
+class RestCatalogApp:
+    """Routes over one CatalogService. `client_config` is sent as /v1/config defaults
+    (a FileIO's endpoint and keys, say). `committer` and `idempotency` are the classes
+    that run commits and keys (a negative control overrides one method of either)."""
+
+    def __init__(self, service: CatalogService, *, token: str | None = None,
+                 idempotency_lifetime_s: int = 1800, client_config: dict | None = None,
+                 committer: type = Committer, idempotency: type = Idempotency):
+        self.service, self.token = service, token
+        self.committer = committer(service)
+        self.idempotency = idempotency(service, idempotency_lifetime_s)
+        self.client_config = dict(client_config or {})
+        self.lifetime = iso_duration(idempotency_lifetime_s)
+
+    # -- plumbing ---------------------------------------------------------------------
+
+    def _authorized(self, request: Request) -> bool:
+        if self.token is None:
+            return True
+        given = request.headers.get("authorization", "")
+        return given.startswith("Bearer ") and hmac.compare_digest(given[7:].strip(), self.token)
+
+    def endpoint(self, handler, mutation: bool = False, commit: bool = False):
+        async def run(request: Request):
+            if not self._authorized(request):
+                return _error(E.unauthorized())
+            try:
+                body = await request.body()
+                key = request.headers.get("idempotency-key") if mutation else None
+                operation = f"{request.method} {request.url.path}"
+
+                def call():
+                    if mutation:
+                        return self.idempotency.run(key, operation, lambda draft: handler(request, body, draft))
+                    return handler(request, body, None)
+                return _json(await run_in_threadpool(call))
+            except E.RestError as e:
+                return _error(e)
+            except Exception as e:  # noqa: BLE001 - a bug of ours must still be an ErrorModel answer
+                log.exception("internal error on %s %s", request.method, request.url.path)
+                if commit:
+                    return _error(E.commit_state_unknown(f"Internal error, commit state unknown: {type(e).__name__}"))
+                return _error(E.RestError(500, "InternalServerError", f"Internal error: {type(e).__name__}: {e}"))
+        return run
+
+    # -- handlers -----------------------------------------------------------------------
+
+    def config(self, request, body, draft):
+        return Response(200, {"defaults": self.client_config, "overrides": {}, "endpoints": list(ENDPOINTS),
+                              "idempotency-key-lifetime": self.lifetime})
+
+    def list_namespaces(self, request, body, draft):
+        parent = request.query_params.get("parent")
+        return self.service.list_namespaces(namespace_of(parent) if parent else None)
+
+    def create_namespace(self, request, body, draft):
+        r = M.parse(M.CreateNamespaceRequest, body)
+        namespace = namespace_of("\x1f".join(r.namespace)) if r.namespace else ()
+        if not namespace:
+            raise E.bad_request("Malformed CreateNamespaceRequest: an empty namespace")
+        return self.service.create_namespace(namespace, r.properties)
+
+    def namespace(self, request, body, draft):
+        ns = namespace_of(request.path_params["namespace"])
+        method = request.method
+        if method == "HEAD":
+            return self.service.namespace_exists(ns)
+        if method == "DELETE":
+            return self.service.drop_namespace(ns)
+        return self.service.load_namespace(ns)
+
+    def namespace_properties(self, request, body, draft):
+        r = M.parse(M.UpdateNamespacePropertiesRequest, body)
+        return self.service.update_namespace_properties(namespace_of(request.path_params["namespace"]),
+                                                        r.updates, r.removals)
+
+    def tables(self, request, body, draft):
+        ns = namespace_of(request.path_params["namespace"])
+        if request.method == "GET":
+            return self.service.list_tables(ns)
+        r = M.parse(M.CreateTableRequest, body)
+        ident = identifier(ns, r.name)
+        self.service._require_namespace(ns)
+        metadata = self.service.new_metadata(ident, r)
+        if r.stage_create:
+            return Response(200, {"metadata-location": None, "metadata": _document(metadata), "config": {}})
+        if self.service.location_of(ident) is not None:
+            raise E.table_exists(str(ident))
+        location = self.service.write_metadata(metadata, 0)
+        try:
+            return self.service.register_change(ident, location, _as_create(draft, ident, location))
+        except E.RestError as e:
+            if e.status < 500:
+                self.service.delete_quietly(location)
+            raise
+
+    def table(self, request, body, draft):
+        ns = namespace_of(request.path_params["namespace"])
+        name = request.path_params["table"]
+        method = request.method
+        if method == "POST":
+            return self.committer.commit_table(ns, name, M.parse(M.CommitTableRequest, body), draft)
+        ident = identifier(ns, name)
+        if method == "HEAD":
+            return self.service.table_exists(ident)
+        if method == "DELETE":
+            purge = request.query_params.get("purgeRequested", "false").lower() == "true"
+            return self.service.drop_table(ident, purge)
+        return self.service.load_table(ident)
+
+    def register(self, request, body, draft):
+        r = M.parse(M.RegisterTableRequest, body)
+        return self.service.register_table(namespace_of(request.path_params["namespace"]), r, draft)
+
+    def rename(self, request, body, draft):
+        r = M.parse(M.RenameTableRequest, body)
+        return self.service.rename_table(identifier(tuple(r.source.namespace), r.source.name),
+                                         identifier(tuple(r.destination.namespace), r.destination.name))
+
+    def transaction(self, request, body, draft):
+        return self.committer.commit_transaction(M.parse(M.CommitTransactionRequest, body), draft)
+
+    # -- the application ------------------------------------------------------------------
+
+    def routes(self) -> list[Route]:
+        e = self.endpoint
+        return [
+            Route("/v1/config", e(self.config), methods=["GET"]),
+            Route("/v1/namespaces", e(self.list_namespaces), methods=["GET"]),
+            Route("/v1/namespaces", e(self.create_namespace, mutation=True), methods=["POST"]),
+            Route(NS, e(self.namespace), methods=["GET", "HEAD"]),
+            Route(NS, e(self.namespace, mutation=True), methods=["DELETE"]),
+            Route(NS + "/properties", e(self.namespace_properties, mutation=True), methods=["POST"]),
+            Route(NS + "/tables", e(self.tables), methods=["GET"]),
+            Route(NS + "/tables", e(self.tables, mutation=True), methods=["POST"]),
+            Route(TABLE, e(self.table), methods=["GET", "HEAD"]),
+            Route(TABLE, e(self.table, mutation=True, commit=True), methods=["POST"]),
+            Route(TABLE, e(self.table, mutation=True), methods=["DELETE"]),
+            Route(NS + "/register", e(self.register, mutation=True), methods=["POST"]),
+            Route("/v1/tables/rename", e(self.rename, mutation=True), methods=["POST"]),
+            Route("/v1/transactions/commit", e(self.transaction, mutation=True, commit=True), methods=["POST"]),
+        ]
+
+
+def _document(metadata) -> dict:
+    import json
+    from icefloe.impl.format.metadata import to_json
+    return json.loads(to_json(metadata))
+
+
+def _as_create(draft, ident, location):
+    """A create's key record: replayed as the table it created."""
+    if draft is None:
+        return None
+    import json
+    from icefloe.impl.rest.store import KeyRecord
+    return KeyRecord(draft.key, draft.operation, 200, json.dumps(
+        {"kind": "load", "table": str(ident), "metadata-location": location}), draft.created_at_ms)
+
+
+def not_found(request, exc):
+    return _error(E.RestError(404, "NotFoundException", f"No route {request.method} {request.url.path}"))
+
+
+def method_not_allowed(request, exc):
+    return _error(E.RestError(405, "MethodNotAllowedException", f"{request.method} is not allowed on {request.url.path}"))
+
+
+def build_app(service: CatalogService, **options) -> Starlette:
+    """The ASGI application. Test harnesses wrap it (conformance/testing/rest_faults.py)."""
+    rest = RestCatalogApp(service, **options)
+    app = Starlette(routes=rest.routes(), exception_handlers={404: not_found, 405: method_not_allowed})
+    app.state.rest = rest
+    return app

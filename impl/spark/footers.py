@@ -1,0 +1,83 @@
+"""DataFile entries for Parquet files Spark's own writer wrote (the native write path,
+native_write.py; Iceberg spec "Manifests -> Data File Fields", "Appendix A -> Parquet").
+
+In a Spark job (one task per group of files), each executor reads a file's footer and
+builds its entry with impl/format's metrics code (record count, column sizes, value and
+null counts, lower and upper bounds with the spec's truncation; NaN counts are optional
+and left out, as the footer has none), and the partition tuple from the data: the
+partition source columns of the file's first row, through impl/format/transforms.py
+(Spark laid the files out by the same transforms, so every row of a file shares it).
+The columns' field ids are checked against the table schema.
+"""
+from __future__ import annotations
+
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from icefloe.impl.format import types as T
+from icefloe.impl.format.manifest import DataFile, DataFileContent
+from icefloe.impl.format.parquet import DataFileError, footer_metrics
+from icefloe.impl.format.partitioning import split_by_partition
+from icefloe.impl.format.transforms import PartitionSpec, partition_spec_from_json, partition_spec_to_json
+from icefloe.impl.io.locations import local_path
+
+FILES_PER_TASK_MAX = 64
+
+
+def _check_field_ids(arrow_schema: pa.Schema, schema: T.Schema, location: str) -> None:
+    for f in schema.fields:
+        if f.name not in arrow_schema.names:
+            continue  # an optional column the writer left out reads as null
+        found = arrow_schema.field(f.name)
+        fid = (found.metadata or {}).get(T.FIELD_ID_KEY)
+        if fid is None or int(fid) != f.field_id:
+            raise DataFileError(f"column {f.name!r} carries field id {fid!r}, the table says {f.field_id}", location)
+
+
+def describe_file(location: str, schema: T.Schema, spec: PartitionSpec) -> DataFile | None:
+    """The entry of one data file (None for a file without rows: nothing to commit)."""
+    path = local_path(location)
+    parquet = pq.ParquetFile(path)
+    md = parquet.metadata
+    if md.num_rows == 0:
+        return None
+    _check_field_ids(parquet.schema_arrow, schema, location)
+    metrics = footer_metrics(md, schema)
+    partition: tuple = ()
+    if spec.fields:
+        sources = sorted({_top_level(schema, pf.source_id) for pf in spec.fields})
+        first = next(parquet.iter_batches(batch_size=1, columns=sources))
+        groups = split_by_partition(pa.Table.from_batches([first.slice(0, 1)]), spec, schema)
+        partition = groups[0][0]
+    return DataFile(file_path=location, file_format="PARQUET", partition=tuple(partition),
+                    content=DataFileContent.DATA, file_size_in_bytes=os.path.getsize(path), **metrics)
+
+
+def _top_level(schema: T.Schema, field_id: int) -> str:
+    for f in schema.fields:
+        if f.field_id == field_id or (isinstance(f.type, T.StructType) and _within(f.type, field_id)):
+            return f.name
+    raise DataFileError(f"partition source field {field_id} is not in the schema")
+
+
+def _within(t: T.StructType, field_id: int) -> bool:
+    return any(f.field_id == field_id or (isinstance(f.type, T.StructType) and _within(f.type, field_id))
+               for f in t.fields)
+
+
+def describe_files(spark, locations: list[str], schema: T.Schema, spec: PartitionSpec) -> list[DataFile]:
+    """describe_file for every location, in a Spark job on the executors."""
+    if not locations:
+        return []
+    schema_json, spec_json = T.schema_to_json(schema), partition_spec_to_json(spec)
+
+    def run(group):
+        s, p = T.schema_from_json(schema_json), partition_spec_from_json(spec_json)
+        return [d for d in (describe_file(loc, s, p) for loc in group) if d is not None]
+
+    slices = max(1, min(len(locations), spark.sparkContext.defaultParallelism * 2))
+    per = max(1, min(FILES_PER_TASK_MAX, -(-len(locations) // slices)))
+    groups = [locations[i:i + per] for i in range(0, len(locations), per)]
+    return spark.sparkContext.parallelize(groups, len(groups)).flatMap(run).collect()

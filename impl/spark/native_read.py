@@ -1,0 +1,300 @@
+"""The native read path (docs/spark.md "Reading"; spec/PROTOCOL.md 10 "Readers"): icefloe
+plans, Spark's vectorized Parquet reader reads the planned files.
+
+    from icefloe.impl.spark import read
+    df = read(spark, "cat.db.t", opts)                          # the current snapshot
+    df = read(spark, "cat.db.t", opts, snapshot_id=..., tag=..., as_of_timestamp=..., branch=...)
+    df = read(spark, "cat.db.t", opts, row_filter="cat = 'a' and id > 5")
+    df = read(spark, "cat.db.t", opts, start_snapshot_id=a, end_snapshot_id=b)   # incremental
+
+- Planning: pointer -> metadata -> manifest list, then the manifests in this process or,
+  above a threshold of manifests or entries, in a Spark job (planning.py); `row_filter`
+  prunes manifests and files and is applied in Spark (where Parquet row groups are
+  pruned by it too). `plan()` returns the plan and its stats.
+- Reading: `spark.read.schema(<table schema with field ids>).parquet(files)`, columns
+  matched by field id (`spark.sql.parquet.fieldId.read.enabled`, set on the session: it
+  only affects reads whose schema carries field ids), so renamed and added columns read
+  right.
+- Merge-on-read: files without deletes are read as they are. For the others, position
+  deletes are an anti-join on (file, row position) with Spark's file metadata columns
+  (`_metadata.file_path`, `_metadata.row_index`), each delete file joined only to the data
+  files the planner attached it to (its sequence number >= theirs); equality deletes are
+  an anti-join on the equality columns (null equals null) where the delete's data
+  sequence number is greater than the data file's and it is global or in the same
+  partition of the same spec (deletes.py's rules, applied in Spark).
+- Incremental: the files added by the append snapshots after `start_snapshot_id` up to
+  `end_snapshot_id` along its ancestry (P10; IncrementalGap when the start is not an
+  ancestor), as they were appended.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.impl.format import expressions as E
+from icefloe.impl.format import types as T
+from icefloe.impl.format.expression_parser import parse as parse_filter
+from icefloe.impl.format.manifest import DataFileContent
+from icefloe.impl.io.locations import canonical_location, scheme_of
+from icefloe.impl.table import scan as S
+from icefloe.impl.table.files import TreeReader
+from icefloe.impl.table.requirements import DELETE_FILE_PATH_ID, DELETE_POS_ID
+from icefloe.impl.spark import planning as PL
+from icefloe.impl.spark import sql_filters as SF
+from icefloe.impl.spark.native_write import FIELD_ID, spark_type
+from icefloe.impl.spark.options import SparkOptionError, table_ref
+from icefloe.impl.spark.reader import select_snapshot
+from icefloe.impl.spark.transforms_sql import NotNative
+
+READ_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true"}
+FILE, POS = "__icefloe_file", "__icefloe_pos"
+
+
+def _canon_spark(column: str) -> str:
+    """SQL: Spark's `_metadata.file_path` (`file:/x`, percent-encoded) as canonical_location."""
+    return (f"concat('file://', url_decode(replace(regexp_replace({column}, '^file:/+', '/'), '+', '%2B')))")
+
+
+def _canon_written(column: str) -> str:
+    """SQL: a path as a writer recorded it (`file:/x`, `file:///x`, `/x`) as canonical_location."""
+    return (f"case when {column} like 'file:%' then concat('file://', regexp_replace({column}, '^file:/+', '/')) "
+            f"when {column} like '/%' then concat('file://', {column}) else {column} end")
+
+
+@dataclass
+class NativeScan:
+    spark: object
+    schema: T.Schema
+    plan: pa.Table
+    deletes: list  # planning.DeleteRef
+    row_filter: E.Expression
+    stats: PL.PlanStats
+    snapshot_id: int | None = None
+    apply_deletes: bool = True
+    extra: dict = field(default_factory=dict)
+
+    def read_schema(self, fields=None):
+        from pyspark.sql import types as S
+        fields = self.schema.fields if fields is None else fields
+        return S.StructType([S.StructField(f.name, spark_type(f.type), True, {FIELD_ID: f.field_id})
+                             for f in fields])
+
+    def _files(self, paths: list[str], schema=None):
+        return (self.spark.read.schema(schema or self.read_schema()).option("recursiveFileLookup", "true")
+                .parquet(*paths))
+
+    def to_dataframe(self):
+        """The rows of the plan as a Spark DataFrame (deletes applied, filter applied)."""
+        from pyspark.sql import functions as F
+        for k, v in READ_CONF.items():
+            self.spark.conf.set(k, v)
+        names = [f.name for f in self.schema.fields]
+        has_deletes = pc.or_(pc.is_valid(self.plan.column("position_deletes")),
+                                     pc.is_valid(self.plan.column("equality_deletes")))
+        if not self.apply_deletes:
+            has_deletes = pa.array([False] * self.plan.num_rows, pa.bool_())
+        plain = self.plan.filter(pc.invert(has_deletes)).column("file_path").to_pylist()
+        merged = self.plan.filter(has_deletes)
+        frames = []
+        if plain:
+            frames.append(self._files(plain))
+        if merged.num_rows:
+            frames.append(self._merge_on_read(merged).select(*[F.col(f"`{n}`") for n in names]))
+        if not frames:
+            return self.spark.createDataFrame([], self.read_schema())
+        df = frames[0]
+        for other in frames[1:]:
+            df = df.unionByName(other)
+        if not isinstance(self.row_filter, E.AlwaysTrue):
+            try:
+                df = df.filter(SF.to_column(E.bind(self.row_filter, self.schema)))
+            except SF.NotConvertible as e:
+                raise SparkOptionError(f"row filter: {e}") from None
+        return df
+
+    def _merge_on_read(self, merged: pa.Table):
+        from pyspark.sql import functions as F
+        paths = merged.column("file_path").to_pylist()
+        df = self._files(paths).select("*", F.expr(_canon_spark("_metadata.file_path")).alias(FILE),
+                                       F.col("_metadata.row_index").alias(POS))
+        pos_pairs, eq_groups = [], {}
+        for path, pos_list, eq_list in zip(paths, merged.column("position_deletes").to_pylist(),
+                                           merged.column("equality_deletes").to_pylist()):
+            for i in pos_list or ():
+                pos_pairs.append((canonical_location(self.deletes[i][2].file_path), canonical_location(path)))
+            for i in eq_list or ():
+                eq_groups.setdefault(tuple(self.deletes[i][2].equality_ids or ()), set()).add(i)
+        if pos_pairs:
+            df = self._position_anti_join(df, sorted(set(pos_pairs)))
+        for ids, indices in sorted(eq_groups.items()):
+            df = self._equality_anti_join(df, merged, ids, sorted(indices))
+        return df
+
+    def _position_anti_join(self, df, pairs):
+        from pyspark.sql import functions as F
+        from pyspark.sql import types as ST
+        delete_paths = sorted({self._delete_path(d) for d, _ in pairs})
+        schema = ST.StructType([ST.StructField("file_path", ST.StringType(), True, {FIELD_ID: DELETE_FILE_PATH_ID}),
+                                ST.StructField("pos", ST.LongType(), True, {FIELD_ID: DELETE_POS_ID})])
+        rows = self._files(delete_paths, schema).select(
+            F.expr(_canon_written("file_path")).alias("__target"), F.col("pos").alias("__dpos"),
+            F.expr(_canon_spark("_metadata.file_path")).alias("__dfile"))
+        attached = self.spark.createDataFrame(pairs, "__dfile string, __target string")
+        applicable = rows.join(F.broadcast(attached), ["__dfile", "__target"]).select("__target", "__dpos")
+        return df.join(applicable, (df[FILE] == applicable["__target"]) & (df[POS] == applicable["__dpos"]),
+                       "left_anti")
+
+    def _equality_anti_join(self, df, merged: pa.Table, ids: tuple, indices: list[int]):
+        from pyspark.sql import functions as F
+        if not ids:
+            raise SparkOptionError("an equality delete file without equality ids")
+        fields = [self.schema.find_field(i) for i in ids]
+        refs = [self.deletes[i] for i in indices]
+        rows = self._files([self._delete_path(r[2].file_path) for r in refs], self.read_schema(fields))
+        rows = rows.select(*[F.col(f"`{f.name}`").alias(f"__eq{k}") for k, f in enumerate(fields)],
+                           F.expr(_canon_spark("_metadata.file_path")).alias("__dfile"))
+        about = self.spark.createDataFrame(
+            [(canonical_location(r[2].file_path), r[0], r[3], PL.partition_key(r[1], r[2].partition)) for r in refs],
+            "__dfile string, __dseq long, __dglobal boolean, __dpart string")
+        rows = rows.join(F.broadcast(about), "__dfile").drop("__dfile")
+        files = self.spark.createDataFrame(
+            [(canonical_location(p), s, k) for p, s, k in zip(merged.column("file_path").to_pylist(),
+                                                              merged.column("data_sequence_number").to_pylist(),
+                                                              merged.column("partition_key").to_pylist())],
+            f"{FILE} string, __seq long, __part string")
+        data = df.join(F.broadcast(files), FILE)
+        cond = (rows["__dseq"] > data["__seq"]) & (rows["__dglobal"] | (rows["__dpart"] == data["__part"]))
+        for k, f in enumerate(fields):
+            cond = cond & data[f"`{f.name}`"].eqNullSafe(rows[f"__eq{k}"])
+        return data.join(rows, cond, "left_anti").drop("__seq", "__part")
+
+    @staticmethod
+    def _delete_path(path: str) -> str:
+        return canonical_location(path)
+
+
+def _expression(row_filter) -> E.Expression:
+    if row_filter is None:
+        return E.AlwaysTrue()
+    return parse_filter(row_filter) if isinstance(row_filter, str) else row_filter
+
+
+def plan(spark, path: str, options: dict | None = None, *, snapshot_id: int | None = None,
+         as_of_timestamp: int | None = None, tag: str | None = None, branch: str | None = None,
+         row_filter=None, start_snapshot_id: int | None = None, end_snapshot_id: int | None = None,
+         planning: str = "auto") -> NativeScan:
+    """Plan a read (see the module docstring); `planning` is auto, local or distributed."""
+    opts = dict(options or {})
+    for key, value in (("snapshot-id", snapshot_id), ("as-of-timestamp", as_of_timestamp), ("tag", tag),
+                       ("branch", branch)):
+        if value is not None:
+            opts[key] = str(value)
+    if planning not in ("auto", "local", "distributed"):
+        raise SparkOptionError(f"planning must be auto, local or distributed, not {planning!r}")
+    ref = table_ref(opts, path)
+    started = time.monotonic()
+    io, metadata, snapshot = select_snapshot(ref)
+    before = sum(io.counts.values())
+    expr = _expression(row_filter)
+    if start_snapshot_id is not None or end_snapshot_id is not None:
+        return _incremental(spark, io, metadata, start_snapshot_id, end_snapshot_id, started, before)
+    schema = S.snapshot_schema(metadata, snapshot)
+    E.bind(expr, schema)  # a bad filter is a typed error before anything is read
+    tree = TreeReader(io)
+    manifests = tree.manifests(snapshot)
+    mode = PL.choose_mode(manifests) if planning == "auto" else planning
+    stats = PL.PlanStats(mode, len(manifests), PL.announced_entries(manifests))
+    if mode == "distributed":
+        table, deletes = PL.plan_table_distributed(spark, ref, metadata, snapshot, expr, stats=stats)
+    else:
+        tasks = S.plan_files(tree, metadata, snapshot, expr)
+        deletes = []
+        index: dict[str, int] = {}
+        for t in tasks:
+            for d in t.position_deletes + t.equality_deletes:
+                if d.file_path not in index:
+                    index[d.file_path] = len(deletes)
+                    deletes.append((None, None, d, None))
+        table = PL.tasks_to_table(tasks, index)
+        stats.data_manifests_read = sum(1 for m in manifests if m.content.name == "DATA")
+        deletes = _delete_refs(tree, metadata, snapshot, deletes)
+    stats.files, stats.delete_files = table.num_rows, len(deletes)
+    stats.driver_requests = sum(io.counts.values()) - before
+    stats.plan_ms = (time.monotonic() - started) * 1000
+    _check_local(table, deletes)
+    return NativeScan(spark, schema, table, deletes, expr, stats, None if snapshot is None else snapshot.snapshot_id)
+
+
+def _delete_refs(tree, metadata, snapshot, found):
+    """(sequence number, spec id, DataFile, unpartitioned) for the delete files a local plan attached."""
+    if not found:
+        return []
+    wanted = {d[2].file_path: k for k, d in enumerate(found)}
+    out = list(found)
+    for m in tree.manifests(snapshot):
+        if m.content.name != "DELETES":
+            continue
+        unpartitioned = metadata.spec_by_id(m.partition_spec_id).is_unpartitioned
+        for e in tree.entries(m):
+            k = wanted.get(e.data_file.file_path)
+            if k is not None and e.status in PL.LIVE:
+                out[k] = (e.sequence_number, m.partition_spec_id, e.data_file, unpartitioned)
+    return out
+
+
+def _incremental(spark, io, metadata, start_id, end_id, started, before) -> NativeScan:
+    if end_id is None:
+        head = metadata.current_snapshot()
+        if head is None:
+            raise SparkOptionError("an incremental read of a table without snapshots")
+        end_id = head.snapshot_id
+    end = metadata.snapshot_by_id(end_id)
+    if end is None:
+        raise SparkOptionError(f"snapshot {end_id} is not retained")
+    tree = TreeReader(io)
+    tasks = []
+    for snap in S.appended_between(metadata, start_id, end_id):
+        if snap.operation != "append":
+            continue
+        tasks.extend(S.FileScanTask(e.data_file, 0, e.sequence_number) for e in tree.changes(snap).added_data)
+    table = PL.tasks_to_table(tasks, {})
+    stats = PL.PlanStats("incremental", files=table.num_rows, driver_requests=sum(io.counts.values()) - before,
+                         plan_ms=(time.monotonic() - started) * 1000)
+    _check_local(table, [])
+    return NativeScan(spark, S.snapshot_schema(metadata, end), table, [], E.AlwaysTrue(), stats, end_id,
+                      apply_deletes=False)
+
+
+def _check_local(table: pa.Table, deletes) -> None:
+    for p in table.column("file_path").to_pylist()[:1] + [d[2].file_path for d in deletes[:1]]:
+        if scheme_of(p) != "file":
+            raise NotNative(f"Spark's Parquet reader has no file system for {scheme_of(p)}:// here "
+                            "(hadoop-aws is not shipped with PySpark); read with format('icefloe')")
+
+
+def read(spark, path: str, options: dict | None = None, **kwargs):
+    """plan(...).to_dataframe(): the table's rows as a Spark DataFrame read by Spark's
+    Parquet reader. Tables on S3 are read through the `icefloe` Python data source."""
+    try:
+        return plan(spark, path, options, **kwargs).to_dataframe()
+    except NotNative:
+        reader = spark.read.format("icefloe").options(**(options or {}))
+        for key in ("snapshot_id", "as_of_timestamp", "tag", "branch"):
+            if kwargs.get(key) is not None:
+                reader = reader.option(key.replace("_", "-"), str(kwargs[key]))
+        if kwargs.get("start_snapshot_id") is not None or kwargs.get("end_snapshot_id") is not None:
+            raise
+        df = reader.load(path)
+        expr = _expression(kwargs.get("row_filter"))
+        return df if isinstance(expr, E.AlwaysTrue) else df.filter(SF.to_column(E.bind(expr, _schema_of(spark, path, options))))
+
+
+def _schema_of(spark, path, options):
+    _, metadata, snapshot = select_snapshot(table_ref(dict(options or {}), path))
+    return S.snapshot_schema(metadata, snapshot)
+
+
+__all__ = ["read", "plan", "NativeScan", "DataFileContent"]

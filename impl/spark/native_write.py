@@ -1,0 +1,243 @@
+"""The native write path (docs/spark.md "Writing"; spec/PROTOCOL.md 5 "Writer phases",
+9 "Commit outcomes"): Spark's own Parquet writer writes the data files, icefloe commits
+them.
+
+    from icefloe.impl.spark import write
+    write(df, "cat.db.t", opts)                                     # append
+    write(df, "cat.db.t", opts, mode="overwrite", overwrite_filter="day = '2024-01-02'")
+    write(df, "cat.db.t", opts, mode="dynamic")                     # replace the partitions written
+
+1. The DataFrame is conformed to the table schema (columns by name, Spark's safe
+   widenings only, required columns checked in the job) and every column carries its
+   Iceberg field id (`parquet.field.id`); timestamps are written as INT64 microseconds.
+2. The table's partition spec becomes partition columns computed in Spark
+   (transforms_sql.py) and `partitionBy` lays the files out, one partition per file.
+3. Spark writes under the job prefix `<table>/data/spark-<job id>/` (job.py); its output
+   committer keeps failed and speculative attempts out of that folder.
+4. A Spark job on the executors reads each file's footer and builds its DataFile
+   (footers.py); the driver commits one snapshot through the commit loop (job.py:
+   abort and Unknown rules as for the data source: nothing is deleted after Unknown;
+   a failed job leaves no file).
+
+Spark's Parquet writer here has a local file system only (hadoop-aws is not shipped with
+PySpark), and cannot give list elements or map entries field ids; such tables, and
+writes to S3, go through the `icefloe` Python data source (`fallback_reason`).
+"""
+from __future__ import annotations
+
+import contextlib
+import uuid
+from typing import Callable
+
+from icefloe.impl.format import expressions as E
+from icefloe.impl.format import types as T
+from icefloe.impl.format.expression_parser import parse as parse_filter
+from icefloe.impl.format.metadata import MAIN_BRANCH
+from icefloe.impl.format.parquet import DataFileError
+from icefloe.impl.format.partitioning import TooManyFiles, data_files_max
+from icefloe.impl.io.locations import scheme_of
+from icefloe.impl.outcomes import Committed, require_committed
+from icefloe.impl.table.append_schema import SchemaMismatch
+from icefloe.impl.table.producer import SERIALIZABLE, SNAPSHOT
+from icefloe.impl.spark import sql_filters as SF
+from icefloe.impl.spark.footers import describe_files
+from icefloe.impl.spark.job import JobFiles, JobResult, abort_job, commit_job
+from icefloe.impl.spark.options import SparkOptionError, table_ref
+from icefloe.impl.spark.producers import AppendFiles, OverwriteFiles, ReplacePartitions
+from icefloe.impl.spark.transforms_sql import NotNative, with_partition_columns
+
+APPEND, OVERWRITE, DYNAMIC = "append", "overwrite", "dynamic"
+FIELD_ID = "parquet.field.id"
+# Per-job Hadoop settings (DataFrameWriter options reach the job's Hadoop configuration):
+# no _SUCCESS marker and no .crc side files in the table's data folder.
+HADOOP_OPTIONS = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
+                  "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+                  "fs.file.impl.disable.cache": "true"}
+SESSION_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+                "spark.sql.parquet.fieldId.write.enabled": "true"}
+
+
+def spark_type(t: T.IcebergType):
+    """The Spark type of an Iceberg type, struct fields carrying their field ids."""
+    from pyspark.sql import types as S
+    if isinstance(t, T.StructType):
+        return S.StructType([S.StructField(f.name, spark_type(f.type), not f.required, {FIELD_ID: f.field_id})
+                             for f in t.fields])
+    if isinstance(t, (T.ListType, T.MapType)):
+        raise NotNative("Spark's Parquet writer cannot give list elements or map entries field ids")
+    simple = {T.BooleanType: S.BooleanType(), T.IntegerType: S.IntegerType(), T.LongType: S.LongType(),
+              T.FloatType: S.FloatType(), T.DoubleType: S.DoubleType(), T.DateType: S.DateType(),
+              T.TimestampType: S.TimestampNTZType(), T.TimestamptzType: S.TimestampType(),
+              T.StringType: S.StringType(), T.BinaryType: S.BinaryType()}
+    if type(t) in simple:
+        return simple[type(t)]
+    if isinstance(t, T.DecimalType):
+        return S.DecimalType(t.precision, t.scale)
+    raise NotNative(f"no Spark type for {t}")
+
+
+def _widens(src, dst) -> bool:
+    """Spark's safe store assignments that change no value (the spec's promotions)."""
+    from pyspark.sql import types as S
+    if src.simpleString() == dst.simpleString():
+        return True
+    ints = (S.ByteType, S.ShortType, S.IntegerType, S.LongType)
+    if isinstance(src, ints) and isinstance(dst, ints):
+        return ints.index(type(src)) <= ints.index(type(dst))
+    if isinstance(src, S.FloatType) and isinstance(dst, S.DoubleType):
+        return True
+    if isinstance(src, S.DecimalType) and isinstance(dst, S.DecimalType):
+        return src.scale == dst.scale and src.precision <= dst.precision
+    if isinstance(src, S.StructType) and isinstance(dst, S.StructType):
+        return ([f.name for f in src.fields] == [f.name for f in dst.fields]
+                and all(_widens(a.dataType, b.dataType) for a, b in zip(src.fields, dst.fields)))
+    return False
+
+
+def conform(df, schema: T.Schema):
+    """`df` as the table's columns, in schema order, each with its field id."""
+    from pyspark.sql import functions as F
+    by_name = {c: c for c in df.columns}
+    lower = {}
+    for c in df.columns:
+        lower.setdefault(c.lower(), []).append(c)
+    types = {f.name: f.dataType for f in df.schema.fields}
+    used, columns = set(), []
+    for f in schema.fields:
+        target = spark_type(f.type)
+        name = by_name.get(f.name) or (lower.get(f.name.lower(), [None])[0]
+                                       if len(lower.get(f.name.lower(), [])) == 1 else None)
+        if name is None:
+            if f.required:
+                raise SchemaMismatch(f"required column {f.name!r} is missing")
+            col = F.lit(None).cast(target)
+        else:
+            used.add(name)
+            if not _widens(types[name], target):
+                raise SchemaMismatch(f"column {f.name!r}: {types[name].simpleString()} does not fit "
+                                     f"{target.simpleString()} ({f.type})")
+            col = F.col(f"`{name.replace('`', '``')}`").cast(target)
+            if f.required:
+                col = F.when(col.isNull(), F.raise_error(F.lit(f"required column {f.name!r} has a null"))) \
+                    .otherwise(col)
+        columns.append(col.alias(f.name, metadata={FIELD_ID: f.field_id}))
+    extra = sorted(set(df.columns) - used)
+    if extra:
+        raise SchemaMismatch(f"columns {extra} are not in the table's schema")
+    return df.select(*columns)
+
+
+def fallback_reason(table, schema: T.Schema) -> str | None:
+    """Why this table is written through the Python data source, or None."""
+    if scheme_of(table.location) != "file":
+        return (f"Spark's Parquet writer has no file system for {scheme_of(table.location)}:// here "
+                "(hadoop-aws is not shipped with PySpark)")
+    try:
+        for f in schema.fields:
+            spark_type(f.type)
+    except NotNative as e:
+        return str(e)
+    return None
+
+
+@contextlib.contextmanager
+def session_conf(spark, conf: dict):
+    """Set SQL settings for one job and restore them (the Parquet writer reads them from
+    the session, not from write options)."""
+    before = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+
+
+def _written(job: JobFiles) -> list[str]:
+    marker_dir = f"{job.prefix}_job/"
+    return sorted(p for p in job.data_files()
+                  if p.endswith(".parquet") and "/_temporary/" not in p and not p.startswith(marker_dir))
+
+
+def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, overwrite_filter: str | None = None,
+          isolation_level: str | None = None, branch: str | None = None,
+          before_commit: Callable[[list], None] | None = None) -> JobResult | None:
+    """Write `df` to the table `path` names (options as for the data source, docs/spark.md)
+    and commit one snapshot. Returns the JobResult; raises CommitConflictError /
+    CommitStateUnknownError as the data source does. Tables the native path cannot write
+    (fallback_reason) go through the data source, and None is returned. `before_commit`
+    (injected scheduling, e.g. the demo pipeline's barriers) is called with the job's
+    DataFiles after they are written and before the commit begins."""
+    from icefloe.impl.spark.source import _load_or_create
+    opts = dict(options or {})
+    ref = table_ref(opts, path)
+    if mode not in (APPEND, OVERWRITE, DYNAMIC):
+        raise SparkOptionError(f"mode must be {APPEND!r}, {OVERWRITE!r} or {DYNAMIC!r}, not {mode!r}")
+    if ref.read_only:
+        raise SparkOptionError(f"{ref.metadata_file} is a metadata file: name a catalog table to write")
+    branch = branch or ref.get("branch", MAIN_BRANCH)
+    isolation = isolation_level or ref.get("isolation-level", SERIALIZABLE)
+    if isolation not in (SERIALIZABLE, SNAPSHOT):
+        raise SparkOptionError(f"isolation-level must be {SERIALIZABLE!r} or {SNAPSHOT!r}")
+    table = _load_or_create(ref, df.schema)
+    metadata = table.metadata
+    schema, spec = metadata.schema(), metadata.spec()
+    reason = fallback_reason(table, schema)
+    filter_text = (overwrite_filter or ref.get("overwrite-filter") or "true") if mode == OVERWRITE else None
+    if reason is not None:
+        if mode == DYNAMIC:
+            raise SparkOptionError(f"dynamic partition overwrite needs the native path: {reason}")
+        writer = df.write.format("icefloe").mode(mode).options(**opts)
+        if filter_text is not None:
+            writer = writer.option("overwrite-filter", filter_text)
+        writer.save(path)
+        return None
+    head = metadata.ref_head(branch) if branch in metadata.refs else None
+    starting_snapshot_id = None if head is None else head.snapshot_id
+    frame = conform(df, schema)
+    if filter_text is not None and filter_text.strip().lower() != "true":
+        bound = E.bind(parse_filter(filter_text), schema)
+        try:
+            check = SF.to_column(bound)
+        except SF.NotConvertible as e:
+            raise SparkOptionError(f"overwrite-filter {filter_text!r}: {e}") from None
+        from pyspark.sql import functions as F
+        message = f"rows do not match overwrite-filter {filter_text!r}"
+        frame = frame.filter(F.when(check, F.lit(True)).otherwise(F.raise_error(F.lit(message))))
+    frame, partition_columns = with_partition_columns(frame, schema, spec)
+    job = JobFiles(table.io, table.location, uuid.uuid4().hex)
+    spark = df.sparkSession
+    try:
+        with session_conf(spark, SESSION_CONF):
+            writer = frame.write.mode("append").options(**HADOOP_OPTIONS)
+            if partition_columns:
+                writer = writer.partitionBy(*partition_columns)
+            writer.parquet(job.prefix)
+        files = describe_files(spark, _written(job), schema, spec)
+        limit = data_files_max(metadata.properties)
+        if len(files) > limit:
+            raise TooManyFiles(len(files), limit)
+        if before_commit is not None:
+            before_commit(files)
+    except BaseException:
+        abort_job(job)  # nothing was committed: every file under the job prefix goes
+        raise
+    if mode == OVERWRITE:
+        operation, kind = OverwriteFiles(filter_text, files, job.job_id, starting_snapshot_id, branch, isolation), \
+            "overwrite"
+    elif mode == DYNAMIC:
+        operation, kind = ReplacePartitions(files, job.job_id, starting_snapshot_id, branch, isolation), "overwrite"
+    else:
+        operation, kind = AppendFiles(files, job.job_id, branch), "append"
+    result = commit_job(table, job, operation, kind, files, starting_snapshot_id=starting_snapshot_id,
+                        commit_log=ref.get("commit-log"))
+    if not (not files and isinstance(result.outcome, Committed)):
+        require_committed(result.outcome)  # Conflict / Unknown: distinct typed errors
+    return result
+
+
+__all__ = ["write", "conform", "spark_type", "fallback_reason", "APPEND", "OVERWRITE", "DYNAMIC", "DataFileError"]

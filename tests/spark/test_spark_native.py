@@ -1,0 +1,183 @@
+"""The native paths (impl/spark/native_write.py, native_read.py): Spark's own Parquet files
+under icefloe's commits; merge-on-read in Spark against icefloe's scan and pyiceberg's;
+dynamic partition overwrite; the Unknown rule; incremental reads; executor planning."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from icefloe.impl.format.manifest import ManifestContent
+from icefloe.impl.outcomes import CommitConflictError, CommitStateUnknownError, Committed
+from icefloe.impl.spark import plan, read, write
+from icefloe.impl.spark.job import JobFiles, abort_job
+from icefloe.impl.table.scan import IncrementalGap
+from spark_helpers import TABLE, data_files_on_disk, make_table, open_table, rows
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "impl" / "table"))
+from delete_writers import equality_delete_file, position_delete_file  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+
+def _ids(df) -> list[int]:
+    return sorted(r.id for r in df.select("id").collect())
+
+
+def _frame(spark, ids, cat=None):
+    ids = list(ids)
+    cat_sql = f"'{cat}'" if cat else "substr('abcd', cast(id % 4 as int) + 1, 1)"
+    return spark.range(min(ids), max(ids) + 1, numPartitions=2).selectExpr(
+        "id", f"{cat_sql} as cat", "cast(id as double) * 0.5 as v")
+
+
+def test_native_files_are_iceberg_files(spark, opts):
+    """Goal: a native write's files carry the table's field ids, hold one partition each, and
+    their entries' metrics match the data. Method: write partitioned by cat and bucket(3, id);
+    read each file's footer with pyarrow; compare entries with the rows of each file."""
+    make_table(opts, "cat, bucket(3, id)")
+    result = write(_frame(spark, range(300)), TABLE, opts)
+    assert isinstance(result.outcome, Committed) and result.records == 300
+    table = open_table(opts)
+    from icefloe.impl.format.transforms import BucketTransform
+    for _, e in table.tree.live_entries(table.current_snapshot(), ManifestContent.DATA):
+        f = e.data_file
+        assert "/data/spark-" in f.file_path and "/cat_identity=" in f.file_path and "/id_bucket=" in f.file_path
+        pf = pq.ParquetFile(f.file_path.removeprefix("file://"))
+        ids = [int(pf.schema_arrow.field(n).metadata[b"PARQUET:field_id"]) for n in ("id", "cat", "v")]
+        assert ids == [1, 2, 3]
+        data = pf.read()
+        assert {(c, BucketTransform(3).apply(i)) for i, c in zip(data["id"].to_pylist(), data["cat"].to_pylist())} \
+            == {f.partition}
+        assert f.record_count == data.num_rows and f.value_counts[1] == data.num_rows
+        from icefloe.impl.format import conversions
+        from icefloe.impl.format import types as T
+        assert conversions.from_bytes(T.LONG, f.lower_bounds[1]) == min(data["id"].to_pylist())
+        assert conversions.from_bytes(T.LONG, f.upper_bounds[1]) == max(data["id"].to_pylist())
+    assert sorted(table.scan().column("id").to_pylist()) == list(range(300))
+
+
+def test_merge_on_read_in_spark_equals_icefloe_and_pyiceberg(spark, opts, tmp_path):
+    """Goal: position and equality deletes applied in Spark give exactly icefloe's scan, and
+    pyiceberg's where it reads them (position deletes; pyiceberg 0.12 refuses equality deletes).
+    Method: native appends; a position delete file over two data files; then an equality delete
+    in one partition, and a later append of a deleted key (sequence numbers decide); compare
+    native reads (local and executor planning) with both peers at every snapshot."""
+    from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
+    make_table(opts, "cat")
+    write(_frame(spark, range(200)), TABLE, opts)
+    table = open_table(opts)
+    files = sorted(table.tree.live_data_paths(table.current_snapshot()))
+    deleted = [(files[0], 0), (files[0], 2), (files[1], 1)]
+    partition = next(e.data_file.partition for _, e in table.tree.live_entries(table.current_snapshot())
+                     if e.data_file.file_path == files[0])
+    assert isinstance(table.add_delete_files([position_delete_file(table, deleted[:2], partition)], [files[0]]),
+                      Committed)
+    table.refresh()
+    other = next(e.data_file.partition for _, e in table.tree.live_entries(table.current_snapshot())
+                 if e.data_file.file_path == files[1])
+    table.add_delete_files([position_delete_file(table, deleted[2:], other)], [files[1]])
+    table.refresh()
+    theirs = PyIcebergSqlCatalog("icefloe", uri=opts["catalog-uri"], warehouse=f"file://{tmp_path}/warehouse")
+    position_only = table.current_snapshot().snapshot_id
+    pyiceberg_ids = sorted(theirs.load_table("db.t").scan().to_arrow().column("id").to_pylist())
+    assert _ids(read(spark, TABLE, opts)) == pyiceberg_ids == sorted(table.scan().column("id").to_pylist())
+    assert len(pyiceberg_ids) == 197
+
+    table.add_delete_files([equality_delete_file(table, "id", [4, 8, 12, 5], ("a",))])  # 5 is not in 'a'
+    table.refresh()
+    write(_frame(spark, [8], cat="a"), TABLE, opts)  # a deleted key appended again: visible
+    table.refresh()
+    for snapshot in table.metadata.snapshots:
+        want = sorted(table.scan(snapshot_id=snapshot.snapshot_id).column("id").to_pylist())
+        for planning in ("local", "distributed"):
+            got = _ids(read(spark, TABLE, opts, snapshot_id=snapshot.snapshot_id, planning=planning))
+            assert got == want, (snapshot.summary, planning)
+    final = _ids(read(spark, TABLE, opts))
+    assert 4 not in final and 12 not in final and 5 in final and final.count(8) == 1
+    filtered = _ids(read(spark, TABLE, opts, row_filter="cat = 'a' and id < 40"))
+    assert filtered == sorted(table.scan(row_filter="cat = 'a' and id < 40").column("id").to_pylist())
+    assert _ids(read(spark, TABLE, opts, snapshot_id=position_only)) == pyiceberg_ids
+
+
+def test_dynamic_partition_overwrite(spark, opts):
+    """Goal: mode='dynamic' replaces exactly the partitions the job wrote, and conflicts under
+    serializable isolation when another writer added to one of them meanwhile. Method: write
+    four partitions, dynamically overwrite two; then start a dynamic overwrite, let an append to
+    one of its partitions commit first, and expect CommitConflictError and no file left."""
+    make_table(opts, "cat")
+    write(_frame(spark, range(100)), TABLE, opts)
+    result = write(_frame(spark, range(1000, 1010), cat="b").union(_frame(spark, range(2000, 2004), cat="c")),
+                   TABLE, opts, mode="dynamic")
+    assert isinstance(result.outcome, Committed) and open_table(opts).current_snapshot().operation == "overwrite"
+    got = read(spark, TABLE, opts)
+    assert got.filter("cat = 'b'").count() == 10 and got.filter("cat = 'c'").count() == 4
+    assert got.filter("cat = 'a'").count() == 25 and got.filter("cat = 'd'").count() == 25
+
+    import icefloe.impl.spark.native_write as NW
+    real = NW.describe_files
+
+    def append_meanwhile(*args, **kwargs):  # runs between Spark's write and the commit
+        open_table(opts).append(rows([3000], cats=("b",)))
+        return real(*args, **kwargs)
+
+    NW.describe_files = append_meanwhile
+    try:
+        with pytest.raises(CommitConflictError, match="NoNewDataInPartitions"):
+            write(_frame(spark, range(4000, 4003), cat="b"), TABLE, opts, mode="dynamic")
+    finally:
+        NW.describe_files = real
+    assert not any("4000" in p for p in data_files_on_disk(opts))
+    assert _ids(read(spark, TABLE, opts, row_filter="cat = 'b'")) == list(range(1000, 1010)) + [3000]
+
+
+def test_unknown_outcome_keeps_every_file(spark, opts, monkeypatch):
+    """Goal: when the native commit's outcome is unknown, no file of the job is deleted (by the
+    commit or by a later abort), and the parked swap can still land. Method: the table's catalog
+    parks the swap (FaultInjectingCatalog), no retries; write; abort; deliver; read."""
+    from icefloe.conformance.testing.faulty_catalog import FaultInjectingCatalog
+    from icefloe.impl.catalog.sql import SqlCatalog
+    from icefloe.impl.io.local import LocalStore
+    from icefloe.impl.table.commit import RetryPolicy
+    from icefloe.impl.table.table import Table
+    import icefloe.impl.spark.source as source
+    make_table(opts)
+    catalog = FaultInjectingCatalog(SqlCatalog(opts["catalog-uri"], name="icefloe"))
+    monkeypatch.setattr(source, "open_table",
+                        lambda ref: Table(catalog, "db.t", LocalStore(), retry=RetryPolicy(num_retries=0)))
+    catalog.delay_swaps(1)
+    with pytest.raises(CommitStateUnknownError):
+        write(_frame(spark, range(50)), TABLE, opts)
+    job_dirs = {p.split("/data/")[1].split("/")[0] for p in data_files_on_disk(opts)}
+    assert len(job_dirs) == 1
+    job = JobFiles(LocalStore(), open_table(opts).location, job_dirs.pop().removeprefix("spark-"))
+    files = job.data_files()
+    assert files and abort_job(job) == [] and job.data_files() == files
+    catalog.deliver(catalog.pending[0])
+    assert _ids(read(spark, TABLE, opts)) == list(range(50))
+
+
+def test_incremental_read_and_executor_planning(spark, opts):
+    """Goal: the incremental read returns the rows of the appends between two snapshots along
+    main's ancestry (not an overwrite's), and fails on a start that is not an ancestor; the
+    executor planner plans the same files as the local one and says so in its stats. Method:
+    three appends and an overwrite; incremental reads between them; plan both ways."""
+    make_table(opts)
+    for k in range(3):
+        write(_frame(spark, range(k * 10, k * 10 + 10)), TABLE, opts)
+    write(_frame(spark, range(500, 505), cat="a"), TABLE, opts, mode="overwrite", overwrite_filter="cat = 'a'")
+    write(_frame(spark, range(600, 602)), TABLE, opts)
+    s = [x.snapshot_id for x in open_table(opts).history()]
+    assert _ids(read(spark, TABLE, opts, start_snapshot_id=s[0], end_snapshot_id=s[2])) == list(range(10, 30))
+    assert _ids(read(spark, TABLE, opts, start_snapshot_id=s[1])) == list(range(20, 30)) + [600, 601]
+    table = open_table(opts)
+    table.rollback_to(s[1])
+    write(_frame(spark, range(700, 702)), TABLE, opts)
+    with pytest.raises(IncrementalGap):
+        read(spark, TABLE, opts, start_snapshot_id=s[2])
+    local, distributed = plan(spark, TABLE, opts, planning="local"), plan(spark, TABLE, opts, planning="distributed")
+    assert local.stats.mode == "local" and distributed.stats.mode == "distributed" and distributed.stats.tasks >= 1
+    assert sorted(local.plan.column("file_path").to_pylist()) == sorted(distributed.plan.column("file_path").to_pylist())
+    assert plan(spark, TABLE, {**opts}).stats.mode == "local"  # a small table plans on the driver
