@@ -107,7 +107,7 @@ def bootstrap_metas(b: Bounds) -> tuple:
     m2 = Meta((0, 1, 1), (0, 2), frozenset({s1, s2}),
               OpInfo(APPEND, (0, 1), frozenset(), NO_SNAP, p2, MAIN, NO_ROW), 2,
               ((BRANCH, (0, 2)),) if b.refs else ())
-    return (((0, 1, 1), m1), ((0, 2, 1), m2))
+    return frozenset({((0, 1, 1), m1), ((0, 2, 1), m2)})
 
 
 def idle_writer(k: int, ops: int) -> Writer:
@@ -123,10 +123,10 @@ def initial_state(b: Bounds) -> State:
     store = frozenset({
         ("d", 0, 1, 0), ("d", 0, 2, 0), ("m", 0, 1, 0), ("m", 0, 2, 0),
         ("l", 0, 1, 1), ("l", 0, 2, 1), ("j", 0, 1, 1), ("j", 0, 2, 1)})
-    content = (((0, 1), frozenset({(0, 1)})), ((0, 2), frozenset({(0, 2)})))
-    parts = (((0, 1), 1), ((0, 2), b.partitions))
+    content = frozenset({((0, 1), frozenset({(0, 1)})), ((0, 2), frozenset({(0, 2)}))})
+    parts = frozenset({((0, 1), 1), ((0, 2), b.partitions)})
     return State(
-        cat=(0, 2, 1), metas=metas, store=store, content=content, parts=parts, dels=(),
+        cat=(0, 2, 1), metas=metas, store=store, content=content, parts=parts, dels=frozenset(),
         inflight=frozenset(),
         writers=tuple(idle_writer(1, b.ops) for _ in range(b.writers)),
         faults_on=bool(b.faults) and b.fault_budget > 0, faults_used=0, orphan_runs=0,

@@ -63,10 +63,11 @@ def live_rows(s: State, snap: Snap | None, files=None) -> tuple:
     if snap is None:
         return ()
     out = []
+    content = dict(s.content)
     for f in snap.files if files is None else files:
         if f not in snap.files:
             continue
-        rows = mget(s.content, f)
+        rows = content[f]
         if snap.deletes:
             gone = deleted_rows(s, snap, f)
             rows = [r for r in rows if r not in gone]

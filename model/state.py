@@ -148,11 +148,11 @@ class Outcome(NamedTuple):
 class State(NamedTuple):
     # -- protocol variables --
     cat: MetaId                 # the catalog's pointer
-    metas: tuple                # sorted ((MetaId, Meta), ...): metadata files ever written
+    metas: frozenset            # {(MetaId, Meta), ...}: metadata files ever written
     store: frozenset            # ObjIds present in storage
-    content: tuple              # sorted ((FileId, frozenset of row ids), ...): data files
-    parts: tuple                # sorted ((FileId, partition), ...): data files' partitions
-    dels: tuple                 # sorted ((FileId, DelFile), ...): delete files' contents
+    content: frozenset          # {(FileId, frozenset of row ids), ...}: data files
+    parts: frozenset            # {(FileId, partition), ...}: data files' partitions
+    dels: frozenset             # {(FileId, DelFile), ...}: delete files' contents
     inflight: frozenset         # delayed swap requests (writer, expected MetaId, new MetaId)
     writers: tuple              # Writer per writer 1..W
     faults_on: bool
@@ -197,7 +197,13 @@ def mget(pairs: tuple, key):
     raise KeyError(key)
 
 
-def mput(pairs: tuple, key, value) -> tuple:
+def mput(pairs, key, value):
+    """`pairs` (a function as key/value pairs) with key set to value. The state's growing
+    maps (metas, content, parts, dels) are frozensets, whose hash Python caches: most
+    transitions leave them alone, and a successor state then re-hashes none of it. The
+    small maps inside records (Meta.refs, Snap.dseq) are sorted tuples."""
+    if isinstance(pairs, frozenset):
+        return frozenset([p for p in pairs if p[0] != key] + [(key, value)])
     out = [(k, v) for k, v in pairs if k != key]
     out.append((key, value))
     out.sort()

@@ -107,11 +107,11 @@ def check_readers_see_committed(b: Bounds, s: State) -> str | None:
     none by one that ended in conflict."""
     committed_ops = {(m[0], m[1]) for m in s.hist}
     meta = current(s)
-    for ref in REFS:
+    for ref in (MAIN,) + tuple(name for name, _ in meta.refs):
         snap = _ref_snap(meta, ref)
         if snap is None:
             continue
-        for f in sorted(snap.files | snap.deletes):
+        for f in sorted(snap.files | snap.deletes if snap.deletes else snap.files):
             if f not in committed_ops:
                 return f"readers of {ref} see file {f}, whose operation never committed"
             w, k = f
