@@ -33,13 +33,20 @@ they allow:
                ("serializable" or "snapshot"); the model and checker judge at it;
   stores       where its tables can live: "memory" (a memory:// warehouse, stepping
                engines only) and/or "s3" (moto S3 on 127.0.0.1 behind the suite's
-               FaultProxy);
-  transport    a subset of TRANSPORTS, the transport-level faults a stepping engine can
-               meet (conformance.transport): "s3" (it sends its S3 requests to
-               `ctx.s3_endpoint`, signed with each writer's own key, so the proxy can lose
-               a request or its response), "sql" (its SQL catalog's connections ask
-               `hooks.on_commit(writer)` at every COMMIT and fail as it says: see
-               conformance.testing.faulty_sql).
+               FaultProxy) and/or "rest" (behind `icefloe serve` on 127.0.0.1, its
+               warehouse a local directory, `ctx.warehouse` file://...; a fresh table
+               name per program, `ctx.identifier`);
+  transport    a subset of TRANSPORTS, the transport-level faults an engine can meet:
+               for a stepping engine (conformance.transport) "s3" (it sends its S3
+               requests to `ctx.s3_endpoint`, signed with each writer's own key, so the
+               proxy can lose a request or its response), "sql" (its SQL catalog's
+               connections ask `hooks.on_commit(writer)` at every COMMIT and fail as it
+               says: see conformance.testing.faulty_sql); for a black-box engine "rest"
+               (its swap is an Iceberg REST catalog commit, `POST .../tables/{t}`, to the
+               `icefloe serve` at `ctx.catalog_uri`, http://127.0.0.1:PORT, every request
+               of writer w carrying the header `X-Icefloe-Writer: w` or `ctx.access_key(w)`;
+               the suite holds each commit request at the server and faults it there:
+               conformance.blackbox). A "rest" engine runs on the "rest" store.
 
 The table. Every run uses one unpartitioned table `TableContext.identifier` with one
 required string column `id` (`COLUMN`); each row is a distinct string such as "1.2".
@@ -129,8 +136,11 @@ FAULT_KINDS = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH)
 READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE = "current", "at-snapshot", "incremental", "handle"
 READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE)
 
-TRANSPORT_S3, TRANSPORT_SQL = "s3", "sql"
-TRANSPORTS = (TRANSPORT_S3, TRANSPORT_SQL)
+TRANSPORT_S3, TRANSPORT_SQL, TRANSPORT_REST = "s3", "sql", "rest"
+TRANSPORTS = (TRANSPORT_S3, TRANSPORT_SQL)          # a stepping engine's
+BLACK_BOX_TRANSPORTS = (TRANSPORT_REST,)            # a black-box engine's
+STORES = ("memory", "s3", "rest")
+WRITER_HEADER = "X-Icefloe-Writer"                  # a REST engine's writer, per request
 
 from icefloe.impl.outcomes import (  # noqa: E402 - one set of outcome types, impl's
     SERIALIZABLE, SNAPSHOT, Committed, Conflict, Outcome, Unknown,
@@ -199,17 +209,28 @@ class Capabilities:
             raise EngineSpecError(f"reads must include current and be among {READS}: {sorted(self.reads)}")
         if self.isolation not in (SERIALIZABLE, SNAPSHOT):
             raise EngineSpecError(f"isolation must be {SERIALIZABLE!r} or {SNAPSHOT!r}")
-        if not self.stores or not set(self.stores) <= {"memory", "s3"}:
-            raise EngineSpecError(f"stores must be a non-empty subset of memory, s3: {sorted(self.stores)}")
-        if not set(self.transport) <= set(TRANSPORTS) or (self.transport and self.mode != STEPPING):
-            raise EngineSpecError(f"transport must be among {TRANSPORTS}, for stepping engines: "
+        if not self.stores or not set(self.stores) <= set(STORES):
+            raise EngineSpecError(f"stores must be a non-empty subset of {', '.join(STORES)}: {sorted(self.stores)}")
+        allowed = TRANSPORTS if self.mode == STEPPING else BLACK_BOX_TRANSPORTS
+        if not set(self.transport) <= set(allowed):
+            raise EngineSpecError(f"transport must be among {allowed} for a {self.mode} engine: "
                                   f"{sorted(self.transport)}")
+        if (TRANSPORT_REST in self.transport) != ("rest" in self.stores):
+            raise EngineSpecError("a black-box engine whose swap is a REST commit (transport 'rest') runs on the "
+                                  "'rest' store, and only such an engine does")
+
+    @property
+    def rest(self) -> bool:
+        """Whether the engine's swap is a REST catalog commit the suite can hold and fault."""
+        return TRANSPORT_REST in self.transport
 
     @property
     def interleaving(self) -> str:
         """How finely the suite can interleave this engine's writers (for the verdict)."""
         if self.mode == STEPPING:
             return "phase by phase"
+        if self.rest:
+            return "at the REST commit endpoint: each commit request held, faulted and released there"
         return "at S3 requests, swap included" if self.swap_over_s3 else \
             "at S3 requests; the swap does not travel over S3, so interleavings are coarser"
 

@@ -91,3 +91,4 @@ class BlackBoxDriver:
                 rec.gate.release()
             if rec.thread is not None:
                 rec.thread.join(BLACK_BOX_WAIT_S)
+

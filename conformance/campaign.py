@@ -39,7 +39,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from icefloe.conformance.campaign_evidence import gather_evidence, resolve_unknowns
-from icefloe.conformance.campaign_faults import PLANS, READ_TIMEOUT_S, STANDARD, FaultPlan, fault_plan
+from icefloe.conformance.campaign_faults import PLANS, STANDARD, FaultPlan, fault_plan
 from icefloe.conformance.campaign_judge import (
     APPEND, COMMITTED, CONFLICT, KINDS, OVERWRITE, REWRITE, ROLLBACK, UNKNOWN, Evidence, Judgement, judge,
 )
@@ -191,7 +191,7 @@ def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults
         if schedule is not None:
             proxy.add_schedule(schedule)
         jobs = [dict(process=p, seed=seed * 1000 + p, commits=commits, mix=mix, endpoint=proxy.endpoint_url,
-                     client=f"writer-{p}", read_timeout_s=READ_TIMEOUT_S, warehouse=warehouse,
+                     client=f"writer-{p}", read_timeout_s=faults_plan.read_timeout_s, warehouse=warehouse,
                      catalog_uri=catalog_uri, catalog_name=catalog_name, isolation=isolation,
                      store_attempts_max=faults_plan.store_attempts_max, commit_faults=faults_plan.commits)
                 for p in range(processes)]

@@ -28,12 +28,17 @@ STANDARD, DEEP = "standard", "deep"
 PLANS = (STANDARD, DEEP)
 READ_TIMEOUT_S = 1.0          # a swap delayed past this is given up on, then lands late
 LATE_DELAY_S = 1.5
+# The deep plan's writers wait longer: on a shared 2-core machine at load 30 an honest GET of
+# a manifest through the proxy can take more than a second, and a timeout is an ambiguous
+# failure the plan did not inject. Its late swaps and stalls are held past this instead.
+DEEP_READ_TIMEOUT_S = 5.0
+DEEP_LATE_DELAY_S = DEEP_READ_TIMEOUT_S + 0.5
 STORE_ATTEMPTS_MAX = 4        # S3Store's default
 DEEP_STORE_ATTEMPTS_MAX = 8
 # Per swap (lost ack: per swap S3 applied). Tuned so that 16 x 100 operations leave well over
 # 100 outcomes unresolved each way (docs/campaigns.md).
 DEEP_UNRESOLVED_SWAPS = {"lost_ack": 0.15, "lost_request": 0.02, "stall": 0.02}
-DEEP_STALL_S = (1.2, 2.5)
+DEEP_STALL_S = (DEEP_READ_TIMEOUT_S + 0.5, DEEP_READ_TIMEOUT_S + 2.5)
 # Per COMMIT (a SQL catalog's swap reaches COMMIT only when its UPDATE matched).
 DEEP_UNRESOLVED_COMMITS = dict(probability=0.25, weights={"after": 1.0, "before": 1.5, "stall": 1.0},
                                stall_s=(0.2, 1.5), stall_commit_share=0.4)
@@ -43,13 +48,15 @@ DEEP_UNRESOLVED_COMMITS = dict(probability=0.25, weights={"after": 1.0, "before"
 class FaultPlan:
     """What a campaign injects. `rules` go to the proxy; `swaps` (kind -> rate) configure an
     UnresolvedSwaps schedule on it (S3 catalog only); `commits` configure each writer's
-    UnresolvedCommits (SQL catalogs only); `store_attempts_max` is the writers' S3Store's."""
+    UnresolvedCommits (SQL catalogs only); `store_attempts_max` and `read_timeout_s` are the
+    writers' S3Store's."""
     name: str
     rules: list = field(default_factory=list)
     swaps: dict = field(default_factory=dict)
     stall_s: tuple = DEEP_STALL_S
     commits: dict = field(default_factory=dict)
     store_attempts_max: int = STORE_ATTEMPTS_MAX
+    read_timeout_s: float = READ_TIMEOUT_S
 
     def schedule(self, catalog: str):
         """The proxy's unresolved-swap schedule for this plan, or None."""
@@ -70,7 +77,7 @@ def fault_plan(seed: int, rate: float = 1.0, name: str = STANDARD) -> FaultPlan:
     return FaultPlan(DEEP, _deep_rules(seed, rate),
                      swaps={k: min(1.0, rate * p) for k, p in DEEP_UNRESOLVED_SWAPS.items()},
                      commits=dict(DEEP_UNRESOLVED_COMMITS, probability=min(1.0, rate * DEEP_UNRESOLVED_COMMITS["probability"])),
-                     store_attempts_max=DEEP_STORE_ATTEMPTS_MAX)
+                     store_attempts_max=DEEP_STORE_ATTEMPTS_MAX, read_timeout_s=DEEP_READ_TIMEOUT_S)
 
 
 def _standard_rules(seed: int, rate: float) -> list:
@@ -109,7 +116,7 @@ def _deep_rules(seed: int, rate: float) -> list:
     return [
         Rule(LoseResponse("reset"), conditional, probability=p(0.04, 0.06)),
         Rule(LoseResponse("500"), conditional, probability=p(0.02, 0.04)),
-        Rule(Delay(LATE_DELAY_S), Match(operation="ConditionalPutObject", key="*pointer.json"),
+        Rule(Delay(DEEP_LATE_DELAY_S), Match(operation="ConditionalPutObject", key="*pointer.json"),
              probability=p(0.01, 0.02)),
         Rule(Reject(503), probability=p(0.22, 0.26)),
         Rule(Reject(500), writes, probability=p(0.04, 0.06)),

@@ -27,6 +27,8 @@ READ_PROBABILITY = 0.3
 START_TIMEOUT_S = 120.0       # spawning imports pyarrow and boto3 in every writer
 ROLLBACK_DEPTH_MAX = 3        # how far back a rollback may go
 STALLS_JOIN_S = 30.0          # a writer's stalled COMMITs are all sent before it reports
+FILES_READ_ATTEMPTS_MAX = 5   # a rollback's files, read after its commit through the faulty proxy
+FILES_READ_WAIT_S = 0.5
 
 
 def rows(ids, cat):
@@ -95,6 +97,22 @@ def _files_of(commit, kind: str, operation, table, target) -> dict:
     return dict(removed_files=frozenset(head - back), added_files=frozenset(back - head))
 
 
+def _files_read(commit, kind: str, operation, table, target, errors: Counter) -> dict:
+    """What the operation read, added and removed. A rollback's comes from reading manifests
+    after the commit, through the faulty proxy: retried, and if it still fails, recorded as
+    unknown (empty sets: the checker then has fewer edges for it, never a false one)."""
+    from icefloe.impl.outcomes import IcefloeError
+    for attempt in range(1, FILES_READ_ATTEMPTS_MAX + 1):
+        try:
+            return _files_of(commit, kind, operation, table, target)
+        except IcefloeError:
+            if attempt == FILES_READ_ATTEMPTS_MAX:
+                errors["files of a rollback unread"] += 1
+                return {}
+            time.sleep(FILES_READ_WAIT_S)
+    raise AssertionError("unreachable")
+
+
 def _sql_faults(job: dict):
     if job["catalog_uri"] is None or not job.get("commit_faults"):
         return None
@@ -139,7 +157,7 @@ def run_writer(job: dict, ready=None) -> dict:
                                 reason=f"{type(e).__name__}: {e}", started_s=started, ended_s=time.time(),
                                 **{k2: v for k2, v in known.items() if k2 != "rows"}))
             continue
-        files = _files_of(commit, kind, operation, table, known.get("rollback_to"))
+        files = _files_read(commit, kind, operation, table, known.get("rollback_to"), errors)
         if isinstance(outcome, Committed):
             name = NOOP if outcome.attempts == 0 else COMMITTED
             rec = dict(outcome=name, snapshot_id=outcome.snapshot_id,

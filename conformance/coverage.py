@@ -30,6 +30,7 @@ Families (a class is a tuple; every writer phase, fault, outcome is the model's 
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -288,8 +289,7 @@ class Tracker:
 
     def __init__(self, families=FAMILIES):
         self.families = families
-        self.covered: dict = {f.name: set() for f in families}
-        self.covered[TRANSPORT] = set()
+        self.covered: dict = defaultdict(set)     # a family (the transport, rest ones too) -> classes
 
     def watch(self, bounds: iceberg.Bounds) -> "Watch":
         return Watch(self, bounds)

@@ -199,8 +199,8 @@ def _ids_by_file(table: Table) -> dict[str, int]:
 def _read_ids(table: Table, snapshot_id: int, spark, opts: dict) -> list[int]:
     if spark is None:
         return table.scan(snapshot_id=snapshot_id).column("id").to_pylist()
-    df = spark.read.format("icefloe").options(**opts).option("snapshot-id", str(snapshot_id)).load(TABLE)
-    return [r.id for r in df.select("id").collect()]
+    from icefloe.impl.spark import read  # the native read: Spark's Parquet reader, icefloe's plan
+    return [r.id for r in read(spark, TABLE, opts, snapshot_id=snapshot_id).select("id").collect()]
 
 
 def _attach_append_params(records: list[dict], rows: int, io) -> None:

@@ -5,8 +5,12 @@ Two Spark applications (separate processes) append to one table with Spark's own
 writer (icefloe.impl.spark.write) while a third compacts it; each records every job's
 outcome in a shared commit log. The schedule makes them contend: batch k of both
 appenders and, for k = 1 .. compactions, a compaction planned after batch k-1 wait at a
-commit barrier once their files are written, so their commits begin together; the ones
-that lose the swap retry (validation on retry, spec/PROTOCOL.md 7). Afterwards the judge
+commit barrier when their commit's first attempt has written its metadata and is about to
+swap. Then the appenders' swaps race (of two attempts on the same base one wins, the
+other is rejected and retries: validation on retry, spec/PROTOCOL.md 7), and in a
+compaction's batch the compaction swaps first, so both appenders' attempts are rejected
+and retried on top of it: every batch shows contention, every compaction lands among
+the appends. Afterwards the judge
 (demo_judge.py) runs the history checker (`icefloe.model.checks.history`) on the table's
 metadata chain and the recorded operations and checks the rows: linear history, no lost
 or duplicated commit or row, time travel to every snapshot; it reports commit retries,
@@ -67,13 +71,25 @@ def arrive(workdir: Path, batch: int, party: str) -> None:
 
 
 def barrier(workdir: Path, batch: int, party: str) -> None:
-    """Arrive at the commit barrier of `batch` and wait for the other parties of that batch
-    (or for their exit, or BARRIER_WAIT_S), so their commits begin together and contend."""
+    """Arrive at the commit barrier of `batch` (each party's first attempt has written its
+    metadata and is about to swap) and wait for the other parties of that batch (or for
+    their exit, or BARRIER_WAIT_S). Then the swaps race; in a compaction's batch the
+    compaction swaps first and the appenders after it has finished, so their attempts, made
+    on the base before it, are rejected and retried on top of it: the compaction lands
+    among the appends every time."""
     arrive(workdir, batch, party)
-    parties = list(APPENDERS) + (["C"] if batch in _schedule(workdir)["compaction_batches"] else [])
-    deadline = time.monotonic() + BARRIER_WAIT_S
+    compacting = batch in _schedule(workdir)["compaction_batches"]
+    parties = list(APPENDERS) + (["C"] if compacting else [])
+    _wait_for_all([(workdir / f"arrive-{batch}-{p}", workdir / f"gone-{p}") for p in parties], BARRIER_WAIT_S)
+    if compacting and party != "C":
+        _wait_for_all([(workdir / f"swapped-{batch}-C", workdir / "gone-C")], BARRIER_WAIT_S)
+
+
+def _wait_for_all(alternatives: list[tuple], timeout_s: float) -> None:
+    """Until one path of every tuple exists (or `timeout_s`)."""
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if all((workdir / f"arrive-{batch}-{p}").exists() or (workdir / f"gone-{p}").exists() for p in parties):
+        if all(any(p.exists() for p in paths) for paths in alternatives):
             return
         time.sleep(POLL_S / 4)
 
@@ -91,8 +107,8 @@ def run_appender(workdir: Path, app: str, appends: int, rows: int, spark=None) -
             df = spark.range(rows, numPartitions=2).selectExpr(
                 f"id + {row_id(app, batch, 0)} as id", f"'{app}' as app", f"cast({batch} as int) as batch",
                 "cast(id % 4 as string) as cat")
-            try:  # Spark's own Parquet writer; the commit waits at the batch's barrier
-                write(df, TABLE, opts, before_commit=lambda _files, b=batch: barrier(workdir, b, app))
+            try:  # Spark's own Parquet writer; the commit's first swap waits at the batch's barrier
+                write(df, TABLE, opts, before_swap=lambda b=batch: barrier(workdir, b, app))
             except Exception as e:  # noqa: BLE001 - the commit log holds the outcome; keep appending
                 print(f"appender {app} batch {batch}: {type(e).__name__}: {str(e).splitlines()[0][:200]}",
                       file=sys.stderr)
@@ -121,10 +137,11 @@ def run_compactor(workdir: Path, compactions: int, spark=None) -> int:
                 _wait_for_any([workdir / f"committed-{batch - 1}-{app}", workdir / f"gone-{app}"], BARRIER_WAIT_S)
             try:
                 result = compact(spark, TABLE, opts, commit_log=opts["commit-log"],
-                                 before_commit=lambda _files, b=batch: barrier(workdir, b, "C"))
+                                 before_swap=lambda b=batch: barrier(workdir, b, "C"))
                 committed += _landed(result)
             finally:
                 arrive(workdir, batch, "C")  # nothing to compact: release the appenders
+                (workdir / f"swapped-{batch}-C").touch()
         rounds = 0
         while committed < compactions and rounds < COMPACTION_ROUNDS_MAX:
             if all((workdir / f"gone-{a}").exists() for a in APPENDERS):

@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance import coverage as C, graph_cache
-from icefloe.conformance.profiles import MEMORY, S3, Profile, bounds_for, model_bounds
+from icefloe.conformance import coverage as C, graph_cache, rest_coverage
+from icefloe.conformance.profiles import MEMORY, REST_FAULTS, S3, Profile, bounds_for, model_bounds
 from icefloe.conformance.runs import Failure, replay, shrink
 from icefloe.conformance.stats import Stats
+from icefloe.conformance.view import view_of
 from icefloe.conformance.violation import Violation
 
 
@@ -69,9 +70,12 @@ def _why(cls, caps: A.Capabilities) -> str:
     for op in A.COMMIT_OPERATIONS:
         if op in words and op not in caps.operations:
             return f"operation {op} not supported"
+    injectable = caps.faults | (set(REST_FAULTS) if caps.rest else set())
     for fault in A.FAULT_KINDS:
-        if fault in words and fault not in caps.faults:
-            return f"fault {fault} not injectable"
+        if fault in words and fault not in injectable:
+            return f"fault {fault} not injectable" + (" at a REST commit" if caps.rest else "")
+    if caps.rest and words & {A.ACK_LOST, A.SWAP_DELAYED}:
+        return "the engine ends an unknown commit Unknown without resolving it (its caller resolves, 9.6)"
     if caps.mode == A.BLACK_BOX:
         return "a black-box commit cannot be interleaved phase by phase"
     return "not reachable with this engine's capabilities"
@@ -79,7 +83,7 @@ def _why(cls, caps: A.Capabilities) -> str:
 
 def plan(engine, profile: Profile) -> Plan:
     caps = engine.capabilities
-    black_box = caps.mode == A.BLACK_BOX
+    black_box = view_of(caps)
     full, mine = model_bounds(engine, profile), bounds_for(engine, profile)
     families = []
     for family in C.FAMILIES:
@@ -91,6 +95,8 @@ def plan(engine, profile: Profile) -> Plan:
         families.append(FamilyPlan(family, model.classes, reachable, programs, why_not))
         if family.name == "faults":
             families.append(_transport_plan(engine, caps, family, full, mine, model, engine_view))
+            if caps.rest:
+                families.append(_rest_plan(engine_view))
     return Plan(families)
 
 
@@ -110,6 +116,16 @@ def _transport_plan(engine, caps, family, full, mine, model_faults, engine_fault
                for c in total - reachable}
     return FamilyPlan(C.Family(C.TRANSPORT, C.TRANSPORT_DESCRIPTION), total, reachable,
                       [programs[c] for c in sorted(reachable, key=repr)], why_not)
+
+
+def _rest_plan(engine_faults) -> FamilyPlan:
+    """The rest family (conformance.rest_coverage): each commit fault kind and status at the
+    REST commit endpoint, for an engine whose swap is a REST commit."""
+    total = frozenset(rest_coverage.classes())
+    programs = rest_coverage.programs(engine_faults)
+    return FamilyPlan(rest_coverage.FAMILY, total, frozenset(programs) & total,
+                      [programs[c] for c in sorted(programs, key=repr)],
+                      {c: "no append reaches its commit here" for c in total - set(programs)})
 
 
 def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, sink) -> Failure | None:

@@ -40,11 +40,12 @@ def record(lock) -> H.History:
         out = rec.outcome
         if rec.result is None:
             # Not ended for the model; if the engine ended it (a divergence), judge what
-            # the engine claims, so the checker can name what it breaks.
+            # the engine claims, so the checker can name what it breaks (a black-box
+            # engine's outcome is in the record once its commit ended).
             commit = rec.commit
-            if commit is None or not hasattr(commit, "step") or not commit.done:
+            if out is None and (commit is None or not hasattr(commit, "step") or not commit.done):
                 continue
-            out = commit.outcome
+            out = out if out is not None else commit.outcome
             if out is not None and out.snapshot_id is not None:
                 lock.snapshot_id.setdefault((w, k), out.snapshot_id)
         if rec.result == NOOP or out is None and rec.result != CRASHED:

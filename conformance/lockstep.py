@@ -15,7 +15,8 @@ the model). `converge` heals the faults and drives every writer to its end (live
 (conformance.histories).
 
 Stepping engines are stepped phase by phase here; black-box engines are driven by
-conformance.blackbox. Faults reach a stepping engine through the context's FaultHooks;
+conformance.blackbox (at the S3 proxy) or conformance.rest_driver (a REST commit, held and
+faulted at `icefloe serve`). Faults reach a stepping engine through the context's FaultHooks;
 a delayed swap waits in `FaultHooks.parked` under the model's name for the request,
 `(writer, operation, attempt)`, until a `Deliver` or `Drop` names it.
 """
@@ -25,13 +26,14 @@ from dataclasses import replace
 
 from icefloe.conformance import adapter as A, histories
 from icefloe.conformance.blackbox import BlackBoxDriver
+from icefloe.conformance.rest_driver import COMMIT_FAULT, RestDriver
 from icefloe.conformance.divergence import check_retained, check_snapshot_ids, engine_failure
-from icefloe.conformance.operations import OpRecord, op_spec
+from icefloe.conformance.operations import OpRecord, op_spec, run_whole
 from icefloe.conformance.readers import READ_LABELS, Readers, row_id
 from icefloe.conformance.stats import WRITE_ACTIONS, Stats, rule_of
 from icefloe.conformance.transport import TRANSPORT_LABELS, Transport
 from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
-from icefloe.conformance.view import FAULT_OF_ACTION, converge_choice, solo, visible
+from icefloe.conformance.view import FAULT_OF_ACTION, REST, converge_choice, solo, view_of, visible
 from icefloe.model import checks, iceberg
 from icefloe.model.state import APPEND, COMMITTED, CONFLICT, CRASHED, DONE, NOOP, PLAN, SWAP_DELAYED, WRITE_FAIL
 
@@ -42,15 +44,14 @@ STEP_TO_PHASES_MAX = 8
 # reduction assumes): no re-read after them; a bug that breaks that shows at the next read.
 PRIVATE_ACTIONS = WRITE_ACTIONS | {"Begin"}
 LIVENESS_STEPS_MAX = 200
-BOOTSTRAP_PHASES_MAX = 64
 
 
 class Lockstep:
     def __init__(self, engine, ctx: A.TableContext, bounds: iceberg.Bounds, stats: Stats | None = None,
-                 proxy=None):
+                 proxy=None, rest=None):
         self.engine, self.ctx, self.bounds = engine, ctx, bounds
         self.caps: A.Capabilities = engine.capabilities
-        self.black_box = self.caps.mode == A.BLACK_BOX
+        self.black_box = view_of(self.caps)           # False, True (S3 proxy) or REST
         self.stats = stats or Stats()
         self.hooks: A.FaultHooks | None = ctx.faults
         self.proxy = proxy
@@ -65,11 +66,12 @@ class Lockstep:
         self.observers: list = []            # callables (state, label, next state)
         self._enabled_key, self._enabled = None, {}
         self.handles_to_read: list = []      # writers whose operation just ended
-        self.driver = BlackBoxDriver(self) if self.black_box else None
+        self.driver = RestDriver(self, rest) if self.black_box == REST else (BlackBoxDriver(self) if self.black_box
+                                                                             else None)
         self.last_history = self.last_history_verdict = None
         self.table = engine.create_table(ctx)
         for k in (1, 2):
-            out = self._run_whole(0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))
+            out = run_whole(self.table, 0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))
             if not isinstance(out, A.Committed) or out.snapshot_id is None:
                 raise Violation(AGREEMENT, f"the bootstrap append 0.{k} did not commit: {out}")
             self.snapshot_id[(0, k)] = out.snapshot_id
@@ -88,8 +90,8 @@ class Lockstep:
             self._enabled_key = key
         return self._enabled
 
-    def transport_labels(self) -> list:
-        return self.transport.labels(self.enabled())
+    def transport_labels(self) -> list:      # transport faults, or a REST engine's commit faults
+        return (self.driver.labels if self.black_box == REST else self.transport.labels)(self.enabled())
 
     def advance(self, label, nxt) -> None:
         """The model takes one transition (every model change goes through here, so the
@@ -107,8 +109,8 @@ class Lockstep:
             if label not in self.readers.labels():
                 raise InvalidProgram(label, "is not a read this engine can make here")
             nxt = None
-        elif label[0] in TRANSPORT_LABELS:
-            if label not in self.transport.labels(self.enabled()):
+        elif label[0] in TRANSPORT_LABELS or label[0] == COMMIT_FAULT:
+            if label not in self.transport_labels():
                 raise InvalidProgram(label, "is not a transport fault this engine can meet here")
             nxt = TRANSPORT_LABELS
         else:
@@ -123,7 +125,7 @@ class Lockstep:
             if nxt is None:
                 self.readers.read(label)
             elif nxt is TRANSPORT_LABELS:
-                self.transport.step(label)
+                (self.driver if label[0] == COMMIT_FAULT else self.transport).step(label)
             else:
                 self._step(label, nxt)
             self.check(reads=label[0] not in PRIVATE_ACTIONS)
@@ -161,6 +163,8 @@ class Lockstep:
             self.stats.faults[fault] += 1
         if name == "Begin":
             self._begin(w, label[2], before)
+        elif self.black_box == REST and name in RestDriver.RELEASES + ("Deliver", "Drop"):
+            self.driver.mirror(label, before)
         elif self.black_box and name == "WriteMetadata":
             self.driver.finish(w)
         elif name in WRITE_ACTIONS or name in ("Retry", "Resolve", "Swap"):
@@ -311,16 +315,6 @@ class Lockstep:
                 self.stats.retries += 1
         elif res == CONFLICT:
             self.stats.conflicts += 1
-
-    def _run_whole(self, w: int, spec: A.OpSpec):
-        commit = self.table.begin(w, spec)
-        if isinstance(commit, A.SteppingCommit) and not hasattr(commit, "run"):
-            for _ in range(BOOTSTRAP_PHASES_MAX):
-                if commit.done:
-                    return commit.outcome
-                commit.step()
-            raise Violation("L2 OperationsTerminate", f"op {spec.op_id} did not end in {BOOTSTRAP_PHASES_MAX} phases")
-        return commit.run()
 
     # -- after every step --------------------------------------------------------------------
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance.readers import row_id
+from icefloe.conformance.violation import Violation
 from icefloe.model import iceberg
 from icefloe.model.state import APPEND, DELETE, EXPIRE, OVERWRITE, REWRITE, ROLLBACK
 
@@ -51,3 +52,18 @@ def op_spec(model, snapshot_id: dict, w: int, kind: str, before) -> A.OpSpec:
         return A.OpSpec(A.ROLLBACK, op_id, target_snapshot_id=snapshot_id[target])
     assert kind == EXPIRE, kind
     return A.OpSpec(A.EXPIRE, op_id, retain_last=1)
+
+
+BOOTSTRAP_PHASES_MAX = 64
+
+
+def run_whole(table, w: int, spec: A.OpSpec):
+    """Run an operation to its outcome outside the lockstep (the bootstrap appends)."""
+    commit = table.begin(w, spec)
+    if isinstance(commit, A.SteppingCommit) and not hasattr(commit, "run"):
+        for _ in range(BOOTSTRAP_PHASES_MAX):
+            if commit.done:
+                return commit.outcome
+            commit.step()
+        raise Violation("L2 OperationsTerminate", f"op {spec.op_id} did not end in {BOOTSTRAP_PHASES_MAX} phases")
+    return commit.run()

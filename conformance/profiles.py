@@ -14,7 +14,10 @@ from icefloe.conformance.view import FAULT_OF_ACTION
 from icefloe.model import iceberg
 from icefloe.model.state import CLASSIC_KINDS, FAULT_KINDS
 
-MEMORY, S3 = "memory", "s3"
+MEMORY, S3, REST = "memory", "s3", "rest"
+# The swap faults `icefloe serve`'s commit fault layer injects for a REST engine (its
+# mirrors: conformance.blackbox); data and metadata files are the engine's own business.
+REST_FAULTS = (A.SWAP_FAIL, A.ACK_LOST, A.SWAP_DELAYED)
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ def bounds_for(engine, profile: Profile) -> iceberg.Bounds:
     kinds = tuple(k for k in CLASSIC_KINDS if k in caps.operations)
     faults = tuple(f for f in FAULT_KINDS if f in caps.faults)
     if caps.mode == A.BLACK_BOX:
-        faults = ()
+        faults = REST_FAULTS if caps.rest else ()
     return iceberg.Bounds(writers=profile.writers, ops=profile.ops, kinds=kinds, faults=faults,
                           fault_budget=profile.fault_budget if faults else 0,
                           attempts_max=profile.attempts_max, isolation=caps.isolation,
@@ -73,6 +76,9 @@ def expected_rules(engine, profile: Profile) -> tuple:
     caps = engine.capabilities
     b = bounds_for(engine, profile)
     out = ["Begin", "write", "ReadCurrent"]
+    if caps.mode == A.BLACK_BOX and caps.rest:
+        out = ["Begin", "Swap", "ReadCurrent"] + [name for name, kind in FAULT_OF_ACTION.items() if kind in b.faults]
+        out += ["Deliver", "Drop"] if A.SWAP_DELAYED in b.faults else []
     if caps.mode == A.STEPPING:
         out += ["Swap", "Retry"]
         if A.ACK_LOST in b.faults or A.SWAP_DELAYED in b.faults:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from icefloe.conformance import adapter as A
 from icefloe.conformance.backends import Backends
 from icefloe.conformance.lockstep import Lockstep
-from icefloe.conformance.profiles import MEMORY, S3
+from icefloe.conformance.profiles import MEMORY, REST, S3
 from icefloe.conformance.readers import READ_LABELS
 from icefloe.conformance.stats import Stats
 from icefloe.conformance.violation import InvalidProgram, Violation
@@ -56,7 +56,8 @@ def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds,
     proxy = backends.proxy if store == S3 else None
     if proxy is not None:
         proxy.clear()
-    return Lockstep(engine, ctx, bounds, stats, proxy)
+    rest = backends.rest().faults if store == REST else None
+    return Lockstep(engine, ctx, bounds, stats, proxy, rest)
 
 
 def replay(engine, program, *, bounds: iceberg.Bounds | None = None, store: str = MEMORY, seed: int = 0,

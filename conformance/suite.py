@@ -13,7 +13,7 @@ import time
 from icefloe.conformance import adapter as A, coverage as C, directed, machine
 from icefloe.conformance.backends import Backends
 from icefloe.conformance.histories import ANOMALY_PROPERTY
-from icefloe.conformance.profiles import MEMORY, S3, Profile, bounds_for, expected_rules
+from icefloe.conformance.profiles import MEMORY, REST, S3, Profile, bounds_for, expected_rules
 from icefloe.conformance.runs import Failure, Sink, new_lockstep
 from icefloe.conformance.stats import Stats
 from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
@@ -26,14 +26,18 @@ def search_plan(engine, profile: Profile, stores=None) -> list:
     out = []
     if caps.mode == A.STEPPING and MEMORY in caps.stores:
         out.append((MEMORY, profile.examples_memory))
-    if S3 in caps.stores:
+    if S3 in caps.stores and not caps.rest:
         out.append((S3, profile.examples_s3 if caps.mode == A.STEPPING
                     else profile.examples_s3 + profile.examples_memory // 10))
+    if REST in caps.stores:
+        out.append((REST, profile.examples_s3 + profile.examples_memory // 10))
     return [(s, n) for s, n in out if n > 0 and (stores is None or s in stores)]
 
 
 def directed_store(engine) -> str:
     caps = engine.capabilities
+    if caps.rest:
+        return REST
     return MEMORY if caps.mode == A.STEPPING and MEMORY in caps.stores else S3
 
 

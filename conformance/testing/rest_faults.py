@@ -18,7 +18,9 @@ Fault kinds, taken by the writer's next matching request (a commit: POST to a ta
                once; the request is parked and applied later, when the harness calls
                `deliver(request_id)` (or never: `drop(request_id)`);
   duplicate    forwarded twice (a retransmission); the client gets the first answer;
-  gate         (`add_gate`) held before forwarding until `Gate.release()`.
+  gate         (`add_gate`) held before forwarding until `Gate.release()`; the harness may
+               decide the held request's fault only then, `Gate.release(fault)` (a
+               lockstep holds a writer's commit, then chooses what happens to it).
 Every request is recorded in `history()` as an Exchange: who, what, which fault, what the
 client got and whether the upstream saw it.
 """
@@ -101,11 +103,17 @@ class Gate:
         self.match = match
         self.arrived = threading.Event()
         self.released = threading.Event()
+        self.fault: Fault | None = None          # chosen at release, taken over any rule's
+        self.exchange: Exchange | None = None    # the request it holds, once arrived
+        self.body: bytes | None = None           # and that request's body
 
     def wait_arrived(self, timeout: float | None = None) -> bool:
         return self.arrived.wait(timeout)
 
-    def release(self) -> None:
+    def release(self, fault: Fault | None = None) -> None:
+        """Let the held request go on; with `fault`, it meets that fault."""
+        if fault is not None:
+            self.fault = fault
         self.released.set()
 
 
@@ -161,6 +169,12 @@ class RestFaults:
         with self._lock:
             self._gates.append(gate)
         return gate
+
+    def remove_gate(self, gate: Gate) -> None:
+        """Take a gate away (a request already held by it stays held until released)."""
+        with self._lock:
+            if gate in self._gates:
+                self._gates.remove(gate)
 
     def history(self) -> list[Exchange]:
         with self._lock:
@@ -219,8 +233,11 @@ class RestFaults:
                          key=headers.get("idempotency-key"))
             self._history.append(x)
         if gate is not None:
+            gate.exchange, gate.body = x, body
             gate.arrived.set()
             await asyncio.to_thread(gate.released.wait, GATE_HOLD_S_MAX)
+            if gate.fault is not None:
+                rule, x.fault = Rule(gate.fault), gate.fault.kind
         fault = rule.fault if rule else None
         kind = fault.kind if fault else None
         if kind == REJECT:

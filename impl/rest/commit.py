@@ -123,8 +123,10 @@ class Committer:
             try:
                 for ident, requirements, updates in changes:
                     planned.append(self.plan(ident, requirements, updates))
-            except E.RestError:
+            except E.RestError as e:
                 self._discard(planned)
+                if key is not None and e.status == E.CONFLICT and s.store.lookup_key(key.key) is not None:
+                    raise _Replay(key.key) from None   # a twin with this key landed while we read
                 raise
             moves = [p for p in planned if p.new_location is not None]
             if not moves:                                  # every table already as asked

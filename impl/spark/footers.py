@@ -7,11 +7,14 @@ null counts, lower and upper bounds with the spec's truncation; NaN counts are o
 and left out, as the footer has none), and the partition tuple from the data: the
 partition source columns of the file's first row, through impl/format/transforms.py
 (Spark laid the files out by the same transforms, so every row of a file shares it).
+A write of at most DRIVER_FILES_MAX files reads its few footers on the driver instead:
+scheduling a Spark job costs more than that (docs/benchmarks.md, spark section).
 The columns' field ids are checked against the table schema.
 """
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,6 +27,8 @@ from icefloe.impl.format.transforms import PartitionSpec, partition_spec_from_js
 from icefloe.impl.io.locations import local_path
 
 FILES_PER_TASK_MAX = 64
+DRIVER_FILES_MAX = 16   # up to this many files, footers are read on the driver (no Spark job)
+DRIVER_THREADS = 4
 
 
 def _check_field_ids(arrow_schema: pa.Schema, schema: T.Schema, location: str) -> None:
@@ -67,10 +72,16 @@ def _within(t: T.StructType, field_id: int) -> bool:
                for f in t.fields)
 
 
-def describe_files(spark, locations: list[str], schema: T.Schema, spec: PartitionSpec) -> list[DataFile]:
-    """describe_file for every location, in a Spark job on the executors."""
+def describe_files(spark, locations: list[str], schema: T.Schema, spec: PartitionSpec,
+                   driver_files_max: int = DRIVER_FILES_MAX) -> list[DataFile]:
+    """describe_file for every location: in a Spark job on the executors, or for a job of at
+    most `driver_files_max` files on the driver (a Spark job costs more than a few footers)."""
     if not locations:
         return []
+    if len(locations) <= driver_files_max:
+        with ThreadPoolExecutor(DRIVER_THREADS) as pool:
+            found = pool.map(lambda loc: describe_file(loc, schema, spec), locations)
+            return [d for d in found if d is not None]
     schema_json, spec_json = T.schema_to_json(schema), partition_spec_to_json(spec)
 
     def run(group):

@@ -10,8 +10,15 @@ duplicate attempts are never in a commit message, and are found by listing that 
 Spark runs `commit()` and `abort()` in a Python worker of their own, so what the commit
 learned is written down under the prefix for `abort()` to read:
 
+    _job/closed.json    put first by commit and by abort: the job takes no more files
     _job/started.json   put before the first swap: from here on, a file may be committed
     _job/outcome.json   {"outcome": committed | conflict | unknown, ...}
+
+Spark reports a failed job (and calls abort) while the job's other tasks may still be
+running: it kills them asynchronously. So a task attempt checks `closed` after each file
+it puts, and if the job is closed it deletes its own files and fails (`JobClosed`). On a
+linearizable store no file escapes: a put the cleanup's listing missed came after
+`closed` was put, so the task's check sees it.
 
 Cleanup rules (apache/iceberg #2317, #4666): after Committed, delete the job's files the
 snapshot does not reference; after Conflict, delete all of them; after Unknown, or when
@@ -24,22 +31,29 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from icefloe.impl.format.manifest import DataFile
 from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.io.base import AlreadyExists, NotFound, ObjectStore, StoreError
-from icefloe.impl.io.locations import canonical_location
+from icefloe.impl.io.local import LocalStore
+from icefloe.impl.io.locations import canonical_location, local_path
 from icefloe.impl.outcomes import STORE, Committed, CommitOutcome, Conflict, IcefloeError, Unknown, require
-from icefloe.impl.table.commit import PLAN, PendingCommit
+from icefloe.impl.table.commit import PLAN, SWAP, PendingCommit
 from icefloe.impl.table.requirements import check_all
 
 JOB_DIR = "_job"
 JOB_PREFIX = "spark-"
 CLEANUP_DELETES_MAX = 1_000_000  # a bound on one job's cleanup
+PHASES_BEFORE_SWAP_MAX = 8  # plan, data, manifests, list, metadata: the first attempt's phases
 
 
 class StartingSnapshotGone(IcefloeError):
     """The snapshot a job planned at is no longer retained (expired while it ran)."""
+
+
+class JobClosed(IcefloeError):
+    """A task attempt wrote after its job was committed or aborted (a zombie attempt)."""
 
 
 class ValidationFailed(IcefloeError):
@@ -76,11 +90,34 @@ class JobFiles:
         except NotFound:
             return None
 
+    def close(self) -> None:
+        """The fence: from now on no task attempt of this job may leave a file (idempotent)."""
+        try:
+            self.io.put_if_absent(self._marker("closed"), json.dumps({"job-id": self.job_id}).encode())
+        except AlreadyExists:
+            pass
+
+    def is_closed(self) -> bool:
+        return self.read_marker("closed") is not None
+
+    def fence(self, written: list[str]) -> None:
+        """A task attempt's check after each file it put: if the job is closed, delete the
+        attempt's files and raise JobClosed (its commit message would never be used)."""
+        if not self.is_closed():
+            return
+        for location in written:
+            try:
+                self.io.delete(location)
+            except StoreError:
+                pass  # left to orphan removal (12)
+        raise JobClosed(f"job {self.job_id} ended while this task attempt was writing; "
+                        f"its {len(written)} file(s) are removed")
+
     def data_files(self) -> list[str]:
         """Every data file any attempt of this job wrote (markers excluded)."""
-        marker_dir = f"{self.prefix}{JOB_DIR}/"
-        return [o.location for o in self.io.list(self.prefix)
-                if not canonical_location(o.location).startswith(canonical_location(marker_dir))]
+        marker_dir = canonical_location(f"{self.prefix}{JOB_DIR}/")
+        return [location for location in list_locations(self.io, self.prefix)
+                if not canonical_location(location).startswith(marker_dir)]
 
     def delete_except(self, keep: set[str]) -> list[str]:
         keep = {canonical_location(p) for p in keep}
@@ -94,6 +131,25 @@ class JobFiles:
             except StoreError:
                 pass  # left to orphan removal (12)
         return deleted
+
+
+def list_locations(io: ObjectStore, prefix: str) -> list[str]:
+    """The locations under `prefix`, sorted. A local store's `list` reads every file for
+    its etag; cleanup needs only names, so local prefixes are walked by name (the store's
+    own temporary and lock files, dot-named, are left out as its `list` leaves them)."""
+    if not isinstance(io, LocalStore):
+        return [o.location for o in io.list(prefix)]
+    io._count("list")
+    root = local_path(prefix)
+    found = []
+    for directory, subdirs, names in os.walk(root if root.endswith("/") else os.path.dirname(root)):
+        subdirs.sort()
+        for name in names:
+            path = os.path.join(directory, name)
+            if not (name.startswith(".") and name.endswith((".icefloe-tmp", ".icefloe-lock"))) \
+                    and path.startswith(root):
+                found.append(prefix + path[len(root):])
+    return sorted(found)
 
 
 def set_starting_snapshot(c: PendingCommit, snapshot_id: int | None) -> None:
@@ -142,13 +198,23 @@ class JobResult:
 
 def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile],
                removed: list[str] = (), starting_snapshot_id: int | None = None,
-               commit_log: str | None = None) -> JobResult:
+               commit_log: str | None = None, before_swap: Callable[[], None] | None = None) -> JobResult:
     """Run `operation` through the commit loop, record the outcome, clean up by the rules
-    above. Errors before any swap (validation, a gone starting snapshot) are a Conflict."""
+    above. Errors before any swap (validation, a gone starting snapshot) are a Conflict.
+    `before_swap` (injected scheduling: the demo pipeline's barrier) is called once, when
+    the first attempt has written its metadata and is about to swap."""
     started = time.monotonic()
+    job.close()
     job.mark("started", {"job-id": job.job_id, "files": len(added)})
     pending = table.new_commit(operation)
     try:
+        if before_swap is not None:
+            for _ in range(PHASES_BEFORE_SWAP_MAX):
+                if pending.done or pending.phase == SWAP:
+                    break
+                pending.step()
+            if not pending.done:
+                before_swap()
         outcome = pending.run()
     except IcefloeError as e:
         # The loop re-raises only from planning, before anything was swapped: definite.
@@ -187,6 +253,7 @@ def _extra_added(operation) -> set[str]:
 
 def abort_job(job: JobFiles) -> list[str]:
     """Spark's abort: delete the job's files unless a commit may have landed."""
+    job.close()  # before listing: a task still running removes what it puts from now on
     outcome = job.read_marker("outcome")
     if outcome is None:
         if job.read_marker("started") is not None:
@@ -219,5 +286,5 @@ def read_commit_log(path: str) -> list[dict]:
 
 
 __all__ = ["JobFiles", "JobResult", "commit_job", "abort_job", "job_prefix", "set_starting_snapshot",
-           "check_now", "ValidationFailed", "StartingSnapshotGone", "append_commit_log",
+           "check_now", "ValidationFailed", "JobClosed", "StartingSnapshotGone", "append_commit_log",
            "read_commit_log", "MAIN_BRANCH"]

@@ -23,7 +23,8 @@ from icefloe.impl.table.deletes import DeleteReader
 from icefloe.impl.table.env import partition_path
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.spark import planning as PL
-from icefloe.impl.spark.job import JobFiles, JobResult, commit_job, job_prefix
+from icefloe.impl.spark.job import JobFiles, JobResult, abort_job, commit_job, job_prefix
+from icefloe.impl.spark.job_tasks import tagged, wait_for_tasks
 from icefloe.impl.spark.options import TableRef, io_of, open_table, table_ref
 from icefloe.impl.spark.producers import RewriteDataFiles
 from icefloe.impl.spark.writer import TARGET_FILE_SIZE_BYTES_DEFAULT
@@ -41,6 +42,7 @@ def _rewrite_group(ref: TableRef, table_location: str, job_id: str, schema_json:
     partition = tasks[0].data_file.partition
     middle = partition_path(names, partition)
     prefix = job_prefix(table_location, job_id) + (f"{middle}/" if middle else "")
+    job = JobFiles(io, table_location, job_id)
     out = []
     per_file = max(1, int(rows.num_rows * target_bytes / max(1, rows.nbytes)))
     for n, start in enumerate(range(0, max(rows.num_rows, 1), per_file)):
@@ -51,6 +53,7 @@ def _rewrite_group(ref: TableRef, table_location: str, job_id: str, schema_json:
         data, data_file = write_data_file(part, schema, location, partition)
         io.put_if_absent(location, data)
         out.append(data_file)
+        job.fence([f.file_path for f in out])  # the job ended without this attempt: remove its files
     return out
 
 
@@ -63,9 +66,9 @@ def _nothing_to_do(table, job_id: str, snapshot_id: int | None = None) -> JobRes
 def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MAIN_BRANCH,
             files_min: int = FILES_MIN_DEFAULT, planning: str = "auto",
             target_file_size_bytes: int = TARGET_FILE_SIZE_BYTES_DEFAULT,
-            commit_log: str | None = None, before_commit=None) -> JobResult:
+            commit_log: str | None = None, before_swap=None) -> JobResult:
     """Compact a table with a Spark job; returns the JobResult (outcome, files, cleanup).
-    `before_commit` (injected scheduling) is called with the new files before the commit."""
+    `before_swap` (injected scheduling) is called once, when the commit is about to swap."""
     ref = path_or_ref if isinstance(path_or_ref, TableRef) else table_ref(options or {}, path_or_ref)
     table = open_table(ref)
     metadata = table.metadata
@@ -99,9 +102,13 @@ def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MA
             index, ts = item
             return _rewrite_group(ref, location, job_id, schema_json, names, index, ts, target_file_size_bytes)
 
-        added = spark.sparkContext.parallelize(list(enumerate(chosen)), len(chosen)).flatMap(run).collect()
-    if before_commit is not None:
-        before_commit(added)
+        with tagged(spark) as tag:
+            try:
+                added = spark.sparkContext.parallelize(list(enumerate(chosen)), len(chosen)).flatMap(run).collect()
+            except BaseException:
+                wait_for_tasks(spark, tag)  # then nothing is committed and every new file goes
+                abort_job(job)
+                raise
     operation = RewriteDataFiles(removed, added, job_id, start.snapshot_id, branch)
     return commit_job(table, job, operation, "replace", added, [f.file_path for f in removed],
-                      starting_snapshot_id=start.snapshot_id, commit_log=commit_log)
+                      starting_snapshot_id=start.snapshot_id, commit_log=commit_log, before_swap=before_swap)

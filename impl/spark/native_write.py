@@ -41,6 +41,7 @@ from icefloe.impl.table.append_schema import SchemaMismatch
 from icefloe.impl.table.producer import SERIALIZABLE, SNAPSHOT
 from icefloe.impl.spark import sql_filters as SF
 from icefloe.impl.spark.footers import describe_files
+from icefloe.impl.spark.job_tasks import tagged, wait_for_tasks
 from icefloe.impl.spark.job import JobFiles, JobResult, abort_job, commit_job
 from icefloe.impl.spark.options import SparkOptionError, table_ref
 from icefloe.impl.spark.producers import AppendFiles, OverwriteFiles, ReplacePartitions
@@ -165,13 +166,13 @@ def _written(job: JobFiles) -> list[str]:
 
 def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, overwrite_filter: str | None = None,
           isolation_level: str | None = None, branch: str | None = None,
-          before_commit: Callable[[list], None] | None = None) -> JobResult | None:
+          before_swap: Callable[[], None] | None = None) -> JobResult | None:
     """Write `df` to the table `path` names (options as for the data source, docs/spark.md)
     and commit one snapshot. Returns the JobResult; raises CommitConflictError /
     CommitStateUnknownError as the data source does. Tables the native path cannot write
-    (fallback_reason) go through the data source, and None is returned. `before_commit`
-    (injected scheduling, e.g. the demo pipeline's barriers) is called with the job's
-    DataFiles after they are written and before the commit begins."""
+    (fallback_reason) go through the data source, and None is returned. `before_swap`
+    (injected scheduling, e.g. the demo pipeline's barriers) is called once, when the
+    commit's first attempt is about to swap (job.commit_job)."""
     from icefloe.impl.spark.source import _load_or_create
     opts = dict(options or {})
     ref = table_ref(opts, path)
@@ -211,21 +212,23 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
     frame, partition_columns = with_partition_columns(frame, schema, spec)
     job = JobFiles(table.io, table.location, uuid.uuid4().hex)
     spark = df.sparkSession
-    try:
-        with session_conf(spark, SESSION_CONF):
-            writer = frame.write.mode("append").options(**HADOOP_OPTIONS)
-            if partition_columns:
-                writer = writer.partitionBy(*partition_columns)
-            writer.parquet(job.prefix)
-        files = describe_files(spark, _written(job), schema, spec)
-        limit = data_files_max(metadata.properties)
-        if len(files) > limit:
-            raise TooManyFiles(len(files), limit)
-        if before_commit is not None:
-            before_commit(files)
-    except BaseException:
-        abort_job(job)  # nothing was committed: every file under the job prefix goes
-        raise
+    with tagged(spark) as tag:
+        try:
+            with session_conf(spark, SESSION_CONF):
+                writer = frame.write.mode("append").options(**HADOOP_OPTIONS)
+                if partition_columns:
+                    writer = writer.partitionBy(*partition_columns)
+                writer.parquet(job.prefix)
+            files = describe_files(spark, _written(job), schema, spec)
+            limit = data_files_max(metadata.properties)
+            if len(files) > limit:
+                raise TooManyFiles(len(files), limit)
+        except BaseException:
+            # Nothing was committed: every file under the job prefix goes, once the failed
+            # job's other tasks (killed asynchronously by Spark) have stopped writing.
+            wait_for_tasks(spark, tag)
+            abort_job(job)
+            raise
     if mode == OVERWRITE:
         operation, kind = OverwriteFiles(filter_text, files, job.job_id, starting_snapshot_id, branch, isolation), \
             "overwrite"
@@ -234,7 +237,7 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
     else:
         operation, kind = AppendFiles(files, job.job_id, branch), "append"
     result = commit_job(table, job, operation, kind, files, starting_snapshot_id=starting_snapshot_id,
-                        commit_log=ref.get("commit-log"))
+                        commit_log=ref.get("commit-log"), before_swap=before_swap)
     if not (not files and isinstance(result.outcome, Committed)):
         require_committed(result.outcome)  # Conflict / Unknown: distinct typed errors
     return result

@@ -93,6 +93,7 @@ class IcefloeWriter(DataSourceArrowWriter):
         mask = None if bound is None else E.to_arrow(bound)
         io = io_of(self.ref)
         prefix = job_prefix(self.table_location, self.job_id)
+        job = JobFiles(io, self.table_location, self.job_id)
         names = [pf.name for pf in spec.fields]
         files: list[DataFile] = []
         pending: list[pa.RecordBatch] = []
@@ -117,6 +118,7 @@ class IcefloeWriter(DataSourceArrowWriter):
                 data, data_file = write_data_file(part, schema, location, values)
                 io.put_if_absent(location, data)
                 files.append(data_file)
+                job.fence([f.file_path for f in files])  # a zombie attempt removes its files
 
         for batch in iterator:
             if batch.num_rows == 0:

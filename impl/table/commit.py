@@ -296,8 +296,10 @@ class PendingCommit:
             result = SwapUnknown(self.base_location, self.new_metadata_location, f"swap raised {e!r}")
         self.swap_results.append(result)
         if isinstance(result, Swapped):
-            assert result.new_location == self.new_metadata_location
-            self.outcome = Committed(self.snapshot_id, self.attempt, self.new_metadata_location)
+            # A catalog that writes its own version of each request (a REST catalog's server
+            # applies the attempt's changes) names that version; any other moves to ours.
+            assert result.new_location == self.new_metadata_location or writes_own_versions(self.catalog)
+            self.outcome = Committed(self.snapshot_id, self.attempt, result.new_location)
             self.phase = DONE
             try:
                 self.operation.after_acknowledged(self, self.base, self.new_metadata)
@@ -368,7 +370,8 @@ class PendingCommit:
         """The location of an attempt of ours in the chain of `location`, None if there is
         none, _UNDECIDED if the walk could not finish (9.7). The walk stops at the first
         attempt's base: every attempt was built on a pointer value at or after it."""
-        return walk_chain(self.io, location, metadata, self.attempted, self.first_base_location)
+        return own_attempt(self.catalog, self.identifier, self.io, location, metadata, self.attempted,
+                           self.first_base_location)
 
     def _finish_unknown(self, reason: str) -> None:
         self.outcome = Unknown(reason, self.attempt, self.snapshot_id, tuple(self.attempted))
@@ -415,6 +418,24 @@ class PendingCommit:
         self.snapshot_id = self.env.snapshot_id()
 
 
+def writes_own_versions(catalog) -> bool:
+    """Whether `catalog` writes its own version for each swap (a REST catalog): our attempts
+    then never appear in the chain, and the catalog itself says which landed (`landed`)."""
+    return bool(getattr(catalog, "writes_own_versions", False))
+
+
+def own_attempt(catalog: Catalog, identifier: TableIdentifier, io: ObjectStore, location: str,
+                metadata: TableMetadata, attempted, stop: str | None):
+    """The location where one of `attempted` landed, None, or _UNDECIDED: by walking the
+    chain (walk_chain), or, for a catalog that writes its own versions, by asking it."""
+    if writes_own_versions(catalog):
+        try:
+            return catalog.landed(identifier, tuple(attempted))
+        except CatalogError:
+            return _UNDECIDED
+    return walk_chain(io, location, metadata, attempted, stop)
+
+
 def walk_chain(io: ObjectStore, location: str, metadata: TableMetadata, targets, stop: str | None):
     """Walk the chain of `location` (1.7) newest first, by metadata-log entries, reading an
     older file only where a log was trimmed. Returns the first location found in `targets`,
@@ -457,11 +478,14 @@ def resolve_unknown(catalog: Catalog, identifier: TableIdentifier, io: ObjectSto
     objects may then be deleted, here by orphan removal); otherwise still Unknown."""
     location = catalog.load(identifier)
     metadata = read_metadata(io, location)
-    found = walk_chain(io, location, metadata, outcome.attempted_locations, None)
+    found = own_attempt(catalog, identifier, io, location, metadata, outcome.attempted_locations, None)
     if found is _UNDECIDED:
         return outcome
     if found is not None:
         return Committed(outcome.snapshot_id, outcome.attempts, found)
+    if writes_own_versions(catalog):      # the catalog recorded every attempt's refusal: none can land
+        return Conflict("resolved: the catalog refused every attempt", outcome.attempts, outcome.snapshot_id,
+                        ATTEMPTS)
     bases = set()
     for attempt in outcome.attempted_locations:
         log = read_metadata(io, attempt).metadata_log

@@ -85,6 +85,41 @@ def test_abort_deletes_this_jobs_files_only(opts):
     assert open_table(opts).scan().num_rows == 50
 
 
+def test_an_attempt_still_writing_after_the_job_ended_leaves_no_file(opts, monkeypatch):
+    """Goal: a task attempt that runs on after its job was aborted or committed (Spark fails a
+    job and kills its other tasks asynchronously, so abort() can list the job prefix while one
+    still writes) leaves no file. Method: drive write() as such a zombie: after abort; with
+    abort's listing between its put and its check (the put patched to run abort right after
+    it lands); after a commit; each time it raises JobClosed and only the table's files stay."""
+    from icefloe.impl.io.local import LocalStore
+    from icefloe.impl.spark.job import JobClosed
+    make_table(opts)
+    late = _writer(opts)
+    late.abort([None])
+    with pytest.raises(JobClosed):
+        late.write(iter(batches_of(rows(range(50)))))
+    assert data_files_on_disk(opts) == []
+    racing = _writer(opts)
+    real_put = LocalStore.put_if_absent
+
+    def put_then_abort(self, location, data):
+        info = real_put(self, location, data)
+        if location.endswith(".parquet") and "spark-" + racing.job_id in location:
+            racing.abort([None])  # the abort lists the prefix after this put, before the check
+        return info
+    monkeypatch.setattr(LocalStore, "put_if_absent", put_then_abort)
+    with pytest.raises(JobClosed):
+        racing.write(iter(batches_of(rows(range(50)))))
+    monkeypatch.setattr(LocalStore, "put_if_absent", real_put)
+    assert data_files_on_disk(opts) == []
+    done = _writer(opts)
+    done.commit([done.write(iter(batches_of(rows(range(20)))))])
+    with pytest.raises(JobClosed):  # a duplicate attempt finishing after the commit
+        done.write(iter(batches_of(rows(range(20)))))
+    assert {f"file://{p}" for p in data_files_on_disk(opts)} == live_paths(open_table(opts))
+    assert open_table(opts).scan().num_rows == 20
+
+
 def test_after_an_unknown_outcome_abort_deletes_nothing(opts):
     """Goal: when a commit may have landed (outcome unknown, or the commit worker died after it
     began), abort keeps every file. Method: write the job's markers as commit() does at
@@ -158,3 +193,41 @@ def test_a_commit_with_an_unknown_outcome_keeps_every_file_and_can_still_land(tm
     catalog.deliver(catalog.pending[0])  # the parked request lands after all
     landed = Table(catalog, "db.t", io)
     assert landed.scan().num_rows == 10 and landed.current_snapshot().snapshot_id == result.outcome.snapshot_id
+
+
+def test_cleanup_waits_until_the_tagged_jobs_tasks_have_ended(spark, tmp_path):
+    """Goal: the native path's cleanup after a failed job waits for the job's tasks to end
+    (Spark kills them asynchronously). Method: a tagged job whose tasks block until a file
+    appears: wait_for_tasks gives up (False) while they run; once released and finished, it
+    returns True, and the status store shows the job ended with no task running."""
+    import threading
+    from icefloe.impl.spark.job_tasks import _state, tagged, wait_for_tasks
+    release, tags, done = tmp_path / "release", [], threading.Event()
+
+    def blocked(x):
+        import os
+        import time
+        for _ in range(6000):  # bounded: at most 10 minutes
+            if os.path.exists(release):
+                return x
+            time.sleep(0.1)
+        raise TimeoutError("never released")
+
+    def run():
+        with tagged(spark) as tag:
+            tags.append(tag)
+            spark.sparkContext.parallelize(range(2), 2).map(blocked).collect()
+        done.set()
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    for _ in range(600):  # until the job and its tasks are known to the status store
+        if tags and _state(spark, tags[0])[2] > 0:
+            break
+        threading.Event().wait(0.1)
+    assert wait_for_tasks(spark, tags[0], timeout_s=0.5) is False
+    release.touch()
+    assert wait_for_tasks(spark, tags[0]) is True
+    jobs, ended, active = _state(spark, tags[0])
+    assert jobs == 1 and ended and active == 0
+    worker.join(60)
+    assert done.is_set()

@@ -36,7 +36,8 @@ def _frame(spark, ids, cat=None):
 def test_native_files_are_iceberg_files(spark, opts):
     """Goal: a native write's files carry the table's field ids, hold one partition each, and
     their entries' metrics match the data. Method: write partitioned by cat and bucket(3, id);
-    read each file's footer with pyarrow; compare entries with the rows of each file."""
+    read each file's footer with pyarrow; compare entries with the rows of each file; the
+    entries built on the executors equal those built on the driver."""
     make_table(opts, "cat, bucket(3, id)")
     result = write(_frame(spark, range(300)), TABLE, opts)
     assert isinstance(result.outcome, Committed) and result.records == 300
@@ -57,6 +58,10 @@ def test_native_files_are_iceberg_files(spark, opts):
         assert conversions.from_bytes(T.LONG, f.lower_bounds[1]) == min(data["id"].to_pylist())
         assert conversions.from_bytes(T.LONG, f.upper_bounds[1]) == max(data["id"].to_pylist())
     assert sorted(table.scan().column("id").to_pylist()) == list(range(300))
+    from icefloe.impl.spark.footers import describe_files  # executors and driver describe alike
+    paths = sorted(table.tree.live_data_paths(table.current_snapshot()))
+    args = (paths, table.metadata.schema(), table.metadata.spec())
+    assert describe_files(spark, *args, driver_files_max=0) == describe_files(spark, *args, driver_files_max=len(paths))
 
 
 def test_merge_on_read_in_spark_equals_icefloe_and_pyiceberg(spark, opts, tmp_path):
