@@ -97,7 +97,10 @@ predicate (filter) and the suite's op id. The history checker
 anti-dependencies are visible, not only file-level ones.
 
 Maintenance. `TableHandle.remove_orphans(older_than_ms)` deletes unreferenced files
-older than the threshold; the suite calls it only when no writer is active.
+older than the threshold; the suite calls it only when no writer is active. Run it as the
+engine's maintenance job does, through a long-lived handle (icefloe's is opened when the
+table is created), never one the suite's reads keep fresh: a job must not trust what its
+handle saw last.
 
 Faults for stepping adapters (`FaultHooks`). The suite arms at most one fault for a
 writer before stepping it; the adapter's wrappers take it at the matching request:

@@ -184,8 +184,8 @@ class Validations(Family):
 
 class Orphans(Family):
     def bounds(self, base):
-        return replace(base, writers=1, ops=1, fault_budget=min(base.fault_budget, 1) if base.faults else 0,
-                       orphan_runs=max(base.orphan_runs, 1))
+        # orphan_runs as the run's bounds say (0 for an engine without orphan removal)
+        return replace(base, writers=1, ops=1, fault_budget=min(base.fault_budget, 1) if base.faults else 0)
 
     def observe(self, b, tags, s, label, t):
         ended = tuple((kind, res) for _, _, kind, res in _ended(s, label, t))
@@ -358,11 +358,11 @@ def transport_classes(kinds: tuple, layers: tuple, faults: tuple) -> list:
     if "sql" in layers and swaps:
         out += [("sql", fault, "swap", kind) for fault in ("ResponseLost", "RequestLost") for kind in kinds]
     if "s3" in layers and writes:
-        out += [("s3", fault, phase, "append") for fault in ("ResponseLost", "RequestLost", "Blackout")
+        out += [("s3", fault, phase, "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "ServerError")
                 for phase in _S3_WRITES if "append" in kinds]
     if "s3" in layers and swaps:
-        out += [("s3", fault, "swap", "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "HoldAnswer",
-                                                              "HoldAnswer+rival") if "append" in kinds]
+        out += [("s3", fault, "swap", "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "ServerError",
+                                                              "HoldAnswer", "HoldAnswer+rival") if "append" in kinds]
     return out
 
 

@@ -69,6 +69,7 @@ class Lockstep:
         self.driver = RestDriver(self, rest) if self.black_box == REST else (BlackBoxDriver(self) if self.black_box
                                                                              else None)
         self.last_history = self.last_history_verdict = None
+        self.left = None                     # runs.replay(lenient): where the engine left the program
         self.table = engine.create_table(ctx)
         for k in (1, 2):
             out = run_whole(self.table, 0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))
@@ -256,8 +257,8 @@ class Lockstep:
         if want is not None and rec.commit.done and self._aborts_anyway(w, rec):
             return
         if not (want is None and rec.commit.done):
-            raise Violation(AGREEMENT, f"writer {w}: the model is in phase {wr.phase}, the engine in "
-                            f"{rec.commit.phase}", wr.phase, rec.commit.phase)
+            raise Violation(AGREEMENT, f"writer {w}: the model is in phase {wr.phase}, the engine in {rec.commit.phase}"
+                            + (f", ended {rec.commit.outcome}" if rec.commit.done else ""), wr.phase, rec.commit.phase)
 
     def _aborts_anyway(self, w: int, rec: OpRecord) -> bool:
         """The engine gave up (Conflict) before the model's writer ended. That is allowed
