@@ -184,8 +184,8 @@ class Validations(Family):
 
 class Orphans(Family):
     def bounds(self, base):
-        return replace(base, writers=1, ops=1, fault_budget=min(base.fault_budget, 1) if base.faults else 0,
-                       orphan_runs=max(base.orphan_runs, 1))
+        # orphan_runs as the run's bounds say (0 for an engine without orphan removal)
+        return replace(base, writers=1, ops=1, fault_budget=min(base.fault_budget, 1) if base.faults else 0)
 
     def observe(self, b, tags, s, label, t):
         ended = tuple((kind, res) for _, _, kind, res in _ended(s, label, t))

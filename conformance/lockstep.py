@@ -69,6 +69,7 @@ class Lockstep:
         self.driver = RestDriver(self, rest) if self.black_box == REST else (BlackBoxDriver(self) if self.black_box
                                                                              else None)
         self.last_history = self.last_history_verdict = None
+        self.left = None                     # runs.replay(lenient): where the engine left the program
         self.table = engine.create_table(ctx)
         for k in (1, 2):
             out = run_whole(self.table, 0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))

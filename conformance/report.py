@@ -173,7 +173,8 @@ def count_rows(r: RunResult) -> list:
               ("commits", s.commits), ("conflicts", s.conflicts), ("retries after conflicts", s.retries),
               ("unknown outcomes resolved committed", s.unknown_resolved_committed),
               ("unknown outcomes resolved not committed", s.unknown_resolved_not_committed),
-              ("no-ops", s.noops), ("early aborts (the model aborts too)", s.early_aborts), ("reads", s.reads),
+              ("no-ops", s.noops), ("early aborts (the model aborts too)", s.early_aborts),
+              ("retries given up early (a conflict with attempts left)", s.gave_up), ("reads", s.reads),
               ("backends", ", ".join(f"{k} {n}" for k, n in sorted(s.backends.items())) or "-")]
     return counts + [(f"faults: {k}", n) for k, n in sorted(s.faults.items())]
 
