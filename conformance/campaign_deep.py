@@ -75,6 +75,7 @@ def totals(parts: list) -> dict:
         tally.update(p["tally"])
     return {"faults": dict(faults), "faults_injected": sum(faults.values()), "unknown_resolved": dict(resolved),
             "tally": dict(tally), "valid": all(p["valid"] is True for p in parts),
+            "read_errors": sum(p.get("read_errors", 0) for p in parts),
             "operations": sum(sum(p["outcomes"].values()) for p in parts)}
 
 
@@ -111,7 +112,9 @@ def render(parts: list) -> str:
               f"In all: {t['operations']:,} operations, **{t['faults_injected']:,} injected faults**, "
               f"**{r.get('committed', 0)} Unknown outcomes resolved landed and {r.get('conflict', 0)} resolved "
               f"not landed** ({r.get('unknown', 0)} still open after healing). Judged: "
-              + ", ".join(f"{v} {k}" for k, v in t["tally"].items()) + ".",
+              + ", ".join(f"{v} {k}" for k, v in t["tally"].items()) + ". Reads the writers gave up on after "
+              f"their retries (a read after an operation, or a rollback's file sets, recorded as unknown): "
+              f"{t['read_errors']}.",
               "",
               "Faults by kind (both parts; `unresolved:*` and `sql:*` are the schedules that keep an outcome "
               "unknown, `blackout:503` and `sql:blackout` the read-backs they fail):",

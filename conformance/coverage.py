@@ -358,11 +358,11 @@ def transport_classes(kinds: tuple, layers: tuple, faults: tuple) -> list:
     if "sql" in layers and swaps:
         out += [("sql", fault, "swap", kind) for fault in ("ResponseLost", "RequestLost") for kind in kinds]
     if "s3" in layers and writes:
-        out += [("s3", fault, phase, "append") for fault in ("ResponseLost", "RequestLost", "Blackout")
+        out += [("s3", fault, phase, "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "ServerError")
                 for phase in _S3_WRITES if "append" in kinds]
     if "s3" in layers and swaps:
-        out += [("s3", fault, "swap", "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "HoldAnswer",
-                                                              "HoldAnswer+rival") if "append" in kinds]
+        out += [("s3", fault, "swap", "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "ServerError",
+                                                              "HoldAnswer", "HoldAnswer+rival") if "append" in kinds]
     return out
 
 

@@ -257,8 +257,8 @@ class Lockstep:
         if want is not None and rec.commit.done and self._aborts_anyway(w, rec):
             return
         if not (want is None and rec.commit.done):
-            raise Violation(AGREEMENT, f"writer {w}: the model is in phase {wr.phase}, the engine in "
-                            f"{rec.commit.phase}", wr.phase, rec.commit.phase)
+            raise Violation(AGREEMENT, f"writer {w}: the model is in phase {wr.phase}, the engine in {rec.commit.phase}"
+                            + (f", ended {rec.commit.outcome}" if rec.commit.done else ""), wr.phase, rec.commit.phase)
 
     def _aborts_anyway(self, w: int, rec: OpRecord) -> bool:
         """The engine gave up (Conflict) before the model's writer ended. That is allowed

@@ -10,8 +10,12 @@ model action:
 
   ("ResponseLost", w)  the request reaches the server, the answer is lost;
   ("RequestLost", w)   the request is lost before it reaches the server;
-  ("Blackout", w)      S3: the answer is lost and every later request of the writer in this
-                       step fails too (its read-backs included);
+  ("Blackout", w)      S3: the answer is lost and the writer's next request fails too (its
+                       SDK retry or its read-back);
+  ("ServerError", w)   S3: the server answers 500 without applying the write (whether it did
+                       is the client's guess), and the writer's later writes in this step are
+                       lost (its SDK retries); its reads get through, so a read-back sees what
+                       is really there (the object as it was);
   ("HoldAnswer", w)    S3 swap: the pointer write is applied and its answer held; the
                        writer stays in its swap call while the program goes on;
   ("LoseAnswer", w)    the held answer is lost (the connection is reset).
@@ -30,9 +34,9 @@ from icefloe.conformance import adapter as A
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model.state import DATA, DONE, LIST, MANIFESTS, METADATA, PHASE_ACTIONS, RETRY, SWAP, UNKNOWN
 
-RESPONSE_LOST, REQUEST_LOST, BLACKOUT, HOLD, RELEASE = (
-    "ResponseLost", "RequestLost", "Blackout", "HoldAnswer", "LoseAnswer")
-TRANSPORT_LABELS = (RESPONSE_LOST, REQUEST_LOST, BLACKOUT, HOLD, RELEASE)
+RESPONSE_LOST, REQUEST_LOST, BLACKOUT, SERVER_ERROR, HOLD, RELEASE = (
+    "ResponseLost", "RequestLost", "Blackout", "ServerError", "HoldAnswer", "LoseAnswer")
+TRANSPORT_LABELS = (RESPONSE_LOST, REQUEST_LOST, BLACKOUT, SERVER_ERROR, HOLD, RELEASE)
 # The object each phase writes, by key (impl/table/env.py names; the S3 catalog's pointer).
 KEYS = {DATA: "*/data/*", MANIFESTS: "*/metadata/*-m[0-9]*.avro", LIST: "*/metadata/snap-*.avro",
         METADATA: "*.metadata.json", SWAP: "*/metadata/pointer.json"}
@@ -82,11 +86,11 @@ class Transport:
                     continue
                 out += [(RESPONSE_LOST, w), (REQUEST_LOST, w)]
                 if layer == A.TRANSPORT_S3:
-                    out += [(BLACKOUT, w), (HOLD, w)]
+                    out += [(BLACKOUT, w), (SERVER_ERROR, w), (HOLD, w)]
             elif ("WriteFails", w) in enabled:
                 out += [(RESPONSE_LOST, w), (REQUEST_LOST, w)]
                 if layer == A.TRANSPORT_S3:
-                    out.append((BLACKOUT, w))
+                    out += [(BLACKOUT, w), (SERVER_ERROR, w)]
         return out
 
     def busy(self, w: int) -> bool:
@@ -147,15 +151,17 @@ class Transport:
                 raise Violation(AGREEMENT, f"writer {w}: no COMMIT in phase {wr.phase} for the {name} fault",
                                 "a COMMIT", "none")
             return mirror(wr.phase, name == RESPONSE_LOST, rec.commit, w)
-        from icefloe.conformance.testing.proxy import LoseResponse, Match, Reset, Rule
+        from icefloe.conformance.testing.proxy import LoseResponse, Match, Reject, Reset, Rule
         proxy, client = lock.proxy, lock.ctx.access_key(w)
         target = Match(operation=PUTS, key=KEYS[wr.phase], client=client)
         if name == HOLD:
             return self._hold(w, wr, rec, target)
-        fault = Reset() if name == REQUEST_LOST else LoseResponse("reset")
+        fault = Reset() if name == REQUEST_LOST else Reject(500) if name == SERVER_ERROR else LoseResponse("reset")
         rules = [proxy.add_rule(Rule(fault, target, nth=1, times=1))]
         if name == BLACKOUT:
             rules.append(proxy.add_rule(Rule(Reset(), Match(client=client), nth=2)))
+        elif name == SERVER_ERROR:       # every later write (the first rule takes the first)
+            rules.append(proxy.add_rule(Rule(Reset(), Match(operation=PUTS, client=client))))
         seen = len(proxy.history())
         try:
             lock._engine(w, rec.commit.step)

@@ -166,10 +166,19 @@ class RetryingCatalog(RestCatalog):
         return result
 
 
-def flawed(commit_class=R.UnresolvingCommit, catalog=None):
+class KeylessRetryCatalog(RestCatalog):
+    """Sends the commit again after a 5xx, as an HTTP layer retries, without an
+    Idempotency-Key: the copy meets 409 although the first landed, and the commit loop,
+    told "rejected", builds its next attempt (apache/iceberg #12818, #13867)."""
+
+    def _request(self, method, path, body=None, key=None):
+        return super()._request(method, path, body, None)
+
+
+def flawed(commit_class=R.UnresolvingCommit, catalog=None, replays_max=0):
     def catalog_for(self, writer, store):
         return (catalog or RestCatalog)(self.ctx.catalog_uri, store, headers={A.WRITER_HEADER: str(writer)},
-                                        replays_max=0)
+                                        replays_max=replays_max)
     table = type("Table", (R.UnresolvingTable,), {"commit_class": commit_class, "catalog_for": catalog_for})
     return type("Flawed", (R.IcefloeRestEngine,), {"name": "flawed", "table_class": table})()
 
@@ -179,8 +188,10 @@ def flawed(commit_class=R.UnresolvingCommit, catalog=None):
     (R.engine_cleanup_after_unknown(), ("CommitFault", 1, "lost", None), "P4 ReadersSeeCommitted"),
     (flawed(DeleteButReportUnknown), ("CommitFault", 1, "fail_after", 502), "P8 NoDanglingRefs"),
     (flawed(catalog=RetryingCatalog), ("CommitFault", 1, "fail_after", 500), "P3 NoDuplicateCommit"),
+    (flawed(catalog=KeylessRetryCatalog, replays_max=1), ("CommitFault", 1, "fail_after", 502),
+     "P3 NoDuplicateCommit"),
 ], ids=["cleanup-after-unknown, 500", "cleanup-after-unknown, lost", "delete-but-report-unknown",
-        "retry-after-unknown"])
+        "retry-after-unknown", "keyless-http-retry"])
 def test_engines_that_mishandle_an_unknown_commit_are_caught(backends, engine, fault, prop):
     """Goal: the bug classes of duckdb-iceberg #1120, apache/iceberg #12818 and iceberg-go
     #1603 are named by the property they break. Method: each flawed engine meets the fault
