@@ -181,8 +181,8 @@ def run_interop(icefloe: int = 2, pyiceberg: int = 2, java: int = 2, ops: int = 
                                      if label and label != "gate"))
         all_ops = tuple(o for r in results for o in r["ops"])
         resolutions = IE.resolve_icefloe(all_ops, engine_of, store, _harness_catalog(server.url, store), TABLE)
-        evidence = IE.gather(store, server.service.catalog, all_ops, resolutions, results, TABLE)
-        evidence, extra = IE.attribute(evidence, engine_of)
+        evidence, tags = IE.gather(store, server.service.catalog, all_ops, resolutions, results, TABLE)
+        evidence, extra = IE.attribute(evidence, engine_of, tags)
         judgement = judge(evidence)
         per_engine = IE.figures(evidence, judgement, engine_of, results,
                                 fault_counts(exchanges, engine_of), resolutions)

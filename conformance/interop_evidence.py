@@ -37,7 +37,8 @@ def resolve_icefloe(ops, engine_of: dict, store, catalog, table: str) -> dict:
     return resolve_unknowns([o for o in ops if engine_of[o.process] == ICEFLOE], store, catalog, table)
 
 
-def gather(store, catalog, ops, resolutions, results, table: str) -> Evidence:
+def gather(store, catalog, ops, resolutions, results, table: str) -> tuple[Evidence, dict]:
+    """The Evidence, and snapshot id -> the op id its summary carries (every metadata file)."""
     evidence = gather_evidence(store, catalog, ops, resolutions,
                                tuple(x for r in results for x in r["reads"]),
                                tuple(x for r in results for x in r["observed"]), table)
@@ -48,11 +49,10 @@ def gather(store, catalog, ops, resolutions, results, table: str) -> Evidence:
             op_id = (s.get("summary") or {}).get(OP_ID_PROPERTY)
             if op_id is not None:
                 tags.setdefault(s["snapshot-id"], op_id)
-    evidence.tags = tags
-    return evidence
+    return evidence, tags
 
 
-def attribute(ev: Evidence, engine_of: dict) -> tuple[Evidence, list]:
+def attribute(ev: Evidence, engine_of: dict, tags: dict) -> tuple[Evidence, list]:
     """The evidence with each black-box operation placed (module docstring), and the
     anomalies only this placement can see (duplicate commits of one op id)."""
     table, line = ev.table, lineage_of(ev.table)
@@ -64,7 +64,7 @@ def attribute(ev: Evidence, engine_of: dict) -> tuple[Evidence, list]:
             if sid not in old:
                 introduced.setdefault(sid, i)
     by_op: dict = {}
-    for sid, op_id in getattr(ev, "tags", {}).items():
+    for sid, op_id in tags.items():
         by_op.setdefault(op_id, []).append(sid)
     extra, out = [], []
 
@@ -108,7 +108,7 @@ def attribute(ev: Evidence, engine_of: dict) -> tuple[Evidence, list]:
     # procedure cannot tag), placed like a rollback, by kind, in the order operations started.
     claimed_sids = {o.snapshot_id for o in out if o.snapshot_id is not None}
     loose = sorted((i, sid) for sid, i in introduced.items()
-                   if sid not in claimed_sids and sid not in getattr(ev, "tags", {})
+                   if sid not in claimed_sids and sid not in tags
                    and table.snapshots[sid].operation == "replace" and by_loc[line[i]].main == sid)
     untagged = [o for o in out if engine_of[o.process] != ICEFLOE and o.kind == REWRITE
                 and o.snapshot_id is None and o.outcome != NOOP]

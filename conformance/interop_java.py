@@ -18,7 +18,8 @@ in its snapshot's summary (Iceberg's CommitMetadata commit properties):
              on a fresh worker with a REST catalog: CatalogNotFoundException for
              default_cache_iceberg, its file groups read in a session without it);
   rollback   CALL system.rollback_to_snapshot to one of the few snapshots before main's
-             head (read through the harness's own REST catalog client).
+             head that the writer saw as the head (main read through the harness's own REST
+             catalog client as each operation starts).
 Outcomes: Java's exception chain, as engines/java_engine.py maps it (CommitStateUnknown
 and an untyped transport failure: Unknown; CommitFailed / Validation: Conflict); an
 exception it does not map is recorded Unknown, with its reason (nothing says it did not
@@ -66,29 +67,30 @@ class JavaWriters:
     def create_namespace(self, writer: int) -> None:
         self.worker.sql(f"CREATE NAMESPACE IF NOT EXISTS {self.catalogs[writer]}.{NAMESPACE}")
 
-    def _ancestry(self, reader) -> list:
-        """main's ancestry, oldest first, read through the harness's client (`reader`)."""
-        return [s.snapshot_id for s in reader().history()]
 
     def run(self, job: dict, reader, go=None) -> dict:
         from icefloe.conformance.engines.java_engine import outcome_of_error
         w, rng = job["writer"], random.Random(job["seed"])
         catalog = self.catalogs[w]
         table = f"{catalog}.{TABLE}"
-        ops = []
+        ops, heads = [], set()
         if go is not None:
             go.wait()
         for k in range(job["ops"]):
             op_id, kind, started = f"w{w}.{k}", choose(rng, JAVA), time.time()
+            ancestry = []
+            try:                          # main's head as the writer starts (the harness's read)
+                current = reader()
+                ancestry = [s.snapshot_id for s in current.history()]
+                heads.update(ancestry[-1:])
+            except Exception:  # noqa: BLE001 - the harness could not read: no rollback this time
+                pass
             props = {OP_ID_PROPERTY: op_id}
             cat, ids = rng.choice(PARTITIONS), ids_of(w, k)
             values = ", ".join(f"({i}, {_sql_string(cat)}, {float(i)})" for i in ids)
             target = None
             if kind == ROLLBACK:
-                try:
-                    target = rollback_target(rng, self._ancestry(reader))
-                except Exception:  # noqa: BLE001 - the harness could not read: choose another op
-                    target = None
+                target = rollback_target(rng, ancestry, heads)
                 if target is None:
                     kind = APPEND
             known = {}

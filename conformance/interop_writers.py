@@ -55,11 +55,13 @@ def ids_of(writer: int, k: int) -> list:
     return [writer * 1_000_000 + k * 100 + j for j in range(ROWS_PER_OP)]
 
 
-def rollback_target(rng: random.Random, ancestry: list):
-    """A snapshot among the few before main's head (oldest first), or None."""
-    if len(ancestry) < 2:
-        return None
-    return rng.choice(ancestry[-1 - ROLLBACK_DEPTH_MAX:-1])
+def rollback_target(rng: random.Random, ancestry: list, heads: set):
+    """A snapshot among the few before main's head (`ancestry` oldest first) that this
+    writer saw as main's head, or None. Only a head: one commit may add several snapshots
+    (pyiceberg's overwrite: a delete, then an append), and the one in between was never a
+    state of the table, so the judge's row replay has nothing to compare a rollback to it with."""
+    choices = [s for s in ancestry[-1 - ROLLBACK_DEPTH_MAX:-1] if s in heads]
+    return rng.choice(choices) if choices else None
 
 
 def _record(op_id, writer, kind, outcome, started, **kw) -> OpRecord:
@@ -80,7 +82,7 @@ def run_icefloe(job: dict, ready=None) -> dict:
     io = StoreRouter(stores=_stores(job))
     catalog = RestCatalog(job["uri"], io, headers={WRITER_HEADER: str(w)}, timeout_s=job["timeout_s"])
     env = Env.seeded(job["seed"])
-    ops, reads, observed = [], [], []
+    ops, reads, observed, heads = [], [], [], set()
     if ready is not None:
         ready.wait(START_TIMEOUT_S)
     table = None
@@ -92,8 +94,19 @@ def run_icefloe(job: dict, ready=None) -> dict:
             ops.append(_record(op_id, w, kind, FAILED, started, reason=f"refresh: {e}"))
             continue
         observed.append(table.metadata_location)
-        operation, known = _build(kind, table, rng, ids_of(w, k))
-        kind = known.pop("kind", ROLLBACK if "rollback_to" in known else kind)
+        if table.current_snapshot() is not None:
+            heads.add(table.current_snapshot().snapshot_id)
+        target = None
+        if kind == ROLLBACK:
+            target = rollback_target(rng, [s.snapshot_id for s in table.history()], heads)
+            kind = ROLLBACK if target is not None else APPEND
+        if kind == ROLLBACK:
+            from icefloe.impl.format.metadata import MAIN_BRANCH
+            from icefloe.impl.table.operations import SetRef
+            operation, known = SetRef(MAIN_BRANCH, target, must_be_ancestor=True), dict(rollback_to=target)
+        else:
+            operation, known = _build(kind, table, rng, ids_of(w, k))
+            kind = known.pop("kind", kind)
         commit = table.new_commit(operation)
         try:
             outcome = commit.run()
@@ -157,7 +170,7 @@ def run_pyiceberg(job: dict, ready=None) -> dict:
     props = {f"header.{WRITER_HEADER}": str(w), **job.get("pyiceberg_io", {})}
     catalog = RestCatalog("interop", uri=job["uri"], **props)
     schema = pa.schema([pa.field("id", pa.int64()), pa.field("cat", pa.string()), pa.field("v", pa.float64())])
-    ops, reads, observed = [], [], []
+    ops, reads, observed, heads = [], [], [], set()
     if ready is not None:
         ready.wait(START_TIMEOUT_S)
     for k in range(job["ops"]):
@@ -169,13 +182,15 @@ def run_pyiceberg(job: dict, ready=None) -> dict:
             continue
         observed.append(table.metadata_location)
         snap = table.metadata.current_snapshot()
+        if snap is not None:
+            heads.add(snap.snapshot_id)
         ancestry = []
         sid = None if snap is None else snap.snapshot_id
         while sid is not None and len(ancestry) <= ROLLBACK_DEPTH_MAX + 1:
             ancestry.append(sid)
             s = table.metadata.snapshot_by_id(sid)
             sid = None if s is None else s.parent_snapshot_id
-        target = rollback_target(rng, ancestry[::-1]) if kind == ROLLBACK else None
+        target = rollback_target(rng, ancestry[::-1], heads) if kind == ROLLBACK else None
         if kind == ROLLBACK and target is None:
             kind = APPEND
         cat = rng.choice(PARTITIONS)

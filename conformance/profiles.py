@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from icefloe.conformance import adapter as A
 from icefloe.conformance.view import FAULT_OF_ACTION
 from icefloe.model import iceberg
-from icefloe.model.state import FAULT_KINDS, OP_KINDS
+from icefloe.model.state import CLASSIC_KINDS, FAULT_KINDS
 
 MEMORY, S3, REST = "memory", "s3", "rest"
 # The swap faults `icefloe serve`'s commit fault layer injects for a REST engine (its
@@ -52,7 +52,7 @@ RULES = ("Begin", "write", "Swap", "Retry", "Resolve", "WriteFails", "SwapFails"
 def model_bounds(engine, profile: Profile) -> iceberg.Bounds:
     """The model at the profile's bounds with every operation and fault (what an engine
     with every capability is tested on; coverage totals are counted here)."""
-    return iceberg.Bounds(writers=profile.writers, ops=profile.ops, kinds=OP_KINDS, faults=FAULT_KINDS,
+    return iceberg.Bounds(writers=profile.writers, ops=profile.ops, kinds=CLASSIC_KINDS, faults=FAULT_KINDS,
                           fault_budget=profile.fault_budget, attempts_max=profile.attempts_max,
                           isolation=engine.capabilities.isolation, orphan_runs=1)
 
@@ -60,7 +60,7 @@ def model_bounds(engine, profile: Profile) -> iceberg.Bounds:
 def bounds_for(engine, profile: Profile) -> iceberg.Bounds:
     """The model at the profile's bounds, narrowed to the engine's capabilities."""
     caps = engine.capabilities
-    kinds = tuple(k for k in OP_KINDS if k in caps.operations)
+    kinds = tuple(k for k in CLASSIC_KINDS if k in caps.operations)
     faults = tuple(f for f in FAULT_KINDS if f in caps.faults)
     if caps.mode == A.BLACK_BOX:
         faults = REST_FAULTS if caps.rest else ()

@@ -46,6 +46,8 @@ MEANINGS = {
                                "through",
     "L1 LoneWriterCommits": "an operation that ran alone, with faults healed, ended committed (or a no-op)",
     "L2 OperationsTerminate": "every operation ended, and once faults healed none ended unknown or crashed",
+    "L3 NoSpuriousConflict": "an operation on a partition ends in conflict only over a concurrent commit that "
+                             "touched its partition (disjoint partitions both commit)",
 }
 
 

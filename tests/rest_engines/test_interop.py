@@ -50,4 +50,29 @@ def test_a_server_that_reapplies_a_keyed_replay_is_condemned():
                          server_variant="replay-reapplies")
     assert result.valid is False, result.summary()
     names = set(result.judgement.names()) | {a.name for a in result.extra_anomalies}
-    assert names & {"failed commit landed", "dangling reference", "duplicate or resurrected rows", "lost rows"}, names
+    # cleaned up after the 409 (a failed commit that landed, dangling), or committed again
+    # under a new snapshot id (its first landing unattributed, its rows twice)
+    assert names & {"failed commit landed", "dangling reference", "duplicate or resurrected rows", "lost rows",
+                    "unattributed commit", "duplicate commit"}, names
+
+
+def test_black_box_operations_are_placed_by_their_op_id_and_a_second_landing_is_named():
+    """Goal: the placement of black-box operations finds what the checker cannot see by
+    snapshot id. Method: a hand-made history where one op id tags snapshots landed in two
+    versions (a retry that committed again under a new id) and a rollback moves main back;
+    attribute() must name the duplicate and place the rollback at its version."""
+    from icefloe.conformance.campaign_judge import APPEND, COMMITTED, ROLLBACK, Evidence, OpRecord
+    from icefloe.conformance.interop_evidence import attribute
+    from icefloe.model.checks.history import SnapshotRecord, TableHistory
+    s1 = SnapshotRecord(1, None, "append", frozenset({"/t/data/cat=a/f1.parquet"}))
+    s2 = SnapshotRecord(2, 1, "append", frozenset({"/t/data/cat=a/f1.parquet", "/t/data/cat=a/f2.parquet"}))
+    entries = [("v0", None, None, []), ("v1", "v0", 1, [s1]), ("v2", "v1", 2, [s1, s2]), ("v3", "v2", 1, [s1, s2])]
+    ops = (OpRecord("w1.0", 1, APPEND, COMMITTED, rows=((1, "a"),)),
+           OpRecord("w1.1", 1, ROLLBACK, COMMITTED, rollback_to=1))
+    ev = Evidence(TableHistory.from_versions(entries, "v3"), ops)
+    placed, extra = attribute(ev, {1: PYICEBERG}, {1: "w1.0", 2: "w1.0"})
+    assert [a.name for a in extra] == ["duplicate commit"] and "w1.0" in extra[0].ops
+    append, rollback = placed.ops
+    assert (append.snapshot_id, append.committed_location, append.base_location) == (1, "v1", "v0")
+    assert (rollback.committed_location, rollback.start_snapshot_id) == ("v3", 2)
+    assert rollback.removed_files == frozenset({"/t/data/cat=a/f2.parquet"})
