@@ -325,7 +325,7 @@ BLIND: tuple[Mutant, ...] = (
            SQL_CATALOG, "a rejected SQL swap leaves its write transaction open on the shared connection",
            "driver state after a conflict", unit_tests=(CATALOG_TESTS,), blind=True),
     Mutant("handle-keeps-stale-after-failure", TABLE_PY,
-           "        else:\n            self.refresh()\n        return outcome",
+           "        else:\n            self._refresh_after(commit)\n        return outcome",
            "        return outcome  # mutant: no refresh after a failed or unknown commit",
            HANDLE, "a table handle keeps its old metadata after its commit failed or ended unknown",
            "a handle shows the table as it is after each outcome", blind=True),
