@@ -285,12 +285,12 @@ def _race(jobs: list, timeout_s: float, watching=None) -> tuple[list, float, Wat
     for w in workers:
         w.start()
     try:
-        _collect(results, workers, "ready", len(jobs), START_TIMEOUT_S)
+        collect(results, workers, "ready", len(jobs), START_TIMEOUT_S)
         go.set()
         started = time.monotonic()
         if watch is not None:
             watch.started = watch.clock()
-        out = _collect(results, workers, "done", len(jobs), timeout_s, watch)
+        out = collect(results, workers, "done", len(jobs), timeout_s, watch)
         elapsed = time.monotonic() - started
     finally:
         go.set()
@@ -301,7 +301,10 @@ def _race(jobs: list, timeout_s: float, watching=None) -> tuple[list, float, Wat
     return sorted(out, key=lambda r: r["process"]), elapsed, watch
 
 
-def _collect(results, workers, want: str, n: int, timeout_s: float, watch: Watch | None = None) -> list:
+def collect(results, workers, want: str, n: int, timeout_s: float, watch: Watch | None = None) -> list:
+    """The payloads of `n` messages of kind `want` from writer processes (an "error"
+    message, a dead writer or the timeout raise); with a `watch` (campaign_budget), ticked
+    meanwhile and told of each "op" message."""
     import queue
     out, deadline = [], time.monotonic() + timeout_s
     while len(out) < n:

@@ -36,11 +36,16 @@ class Profile:
     # the deep profile asks it of its search too; ci's coverage comes from the directed
     # programs, so a correct engine's ci verdict cannot depend on what a seed draws.
     search_guard: bool = False
+    # A run's time budget (wall clock, seconds; None: unbounded). Past it no directed program
+    # and no search step starts, and a run that found nothing is reported as cut short
+    # (suite.run_suite), never as a pass. It binds only on a machine far slower than CI's.
+    seconds_max: float | None = None
 
 
 PROFILES = {
-    "ci": Profile("ci", examples_memory=60, examples_s3=6, steps=40),
-    "deep": Profile("deep", examples_memory=600, examples_s3=40, steps=80, writers=3, ops=4, search_guard=True),
+    "ci": Profile("ci", examples_memory=60, examples_s3=6, steps=40, seconds_max=1500.0),
+    "deep": Profile("deep", examples_memory=600, examples_s3=40, steps=80, writers=3, ops=4, search_guard=True,
+                    seconds_max=4 * 3600.0),
 }
 
 # Rule families, in the order the report lists them.

@@ -46,6 +46,11 @@ class Sink:
     on_example: object = None          # callable(stats) for progress
     extra: dict = field(default_factory=dict)
     coverage: object = None            # a coverage.Tracker, when the run measures coverage
+    deadline: float | None = None      # time.monotonic() past which no program or example starts
+    cut: str = ""                      # what the time budget left unrun, if it ran out
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
 
 def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds, seed: int, stats: Stats,
