@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | sha1sum | cut
 WORKERS ?= 2
 HYPOTHESIS_PROFILE ?= ci
 
-.PHONY: venv java-venv system-deps run test explore tlc bench mutants conform-seeds fuzz-deep campaign-deep clean
+.PHONY: venv java-venv system-deps run test explore tlc bench mutants conform-seeds fuzz-deep campaign-deep interop clean
 
 venv: $(STAMP)
 
@@ -103,6 +103,14 @@ fuzz-deep: venv
 # (reports/campaigns/; FORCE=--force reruns). Not in `make test` (it has a bounded share).
 campaign-deep: venv system-deps
 	nice -n 10 $(BIN)/python -m icefloe.conformance.campaign_deep $(FORCE)
+
+# Interop under concurrency (issue 13 item 5; figures in docs/verdicts.md): icefloe, pyiceberg
+# and Iceberg-Java writers on one table through icefloe serve with commit faults, then icefloe
+# and pyiceberg on an S3 warehouse with S3 faults too; each judged by the history checker.
+INTEROP_OPS ?= 20
+interop: venv system-deps java-venv
+	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --icefloe 2 --pyiceberg 2 --java 2 --ops $(INTEROP_OPS) --rate 0.4 --seed 1
+	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --storage s3 --icefloe 3 --pyiceberg 3 --java 0 --ops $(INTEROP_OPS) --rate 0.4 --seed 2
 
 explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2

@@ -106,7 +106,7 @@ class WriterFaults(RestFaults):
     """The commit fault layer, a writer named by its number or by its access key."""
 
     def __init__(self, app, aliases: dict):
-        super().__init__(app)
+        super().__init__(app, tokens=aliases)      # DuckDB sends its access key as a bearer token
         self.aliases = aliases
 
     def writer_of(self, headers: dict):

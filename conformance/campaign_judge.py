@@ -278,24 +278,31 @@ def judge(ev: Evidence, isolation: str = SERIALIZABLE) -> Judgement:
 
 def _check_dangling(ev: Evidence, line: list, anomalies: list) -> None:
     """P8 NoDanglingRefs from outside: every snapshot a committed version retains can be
-    listed, and every data file it names exists. One anomaly per object."""
-    by_loc = {v.location: v for v in ev.table.versions}
-    named = set()
+    listed, and every data file it names exists. One anomaly per object, at the first
+    committed version that holds it."""
+    by_loc = {v.location: v for v in ev.versions}
+    missing = set(ev.missing_files)
+    first_at: dict = {}
     for loc in line:
         for sid in by_loc[loc].snapshot_ids:
+            first_at.setdefault(sid, loc)
             why = ev.unreadable.get((loc, sid))
-            if why is not None and ("manifests", sid) not in named:
-                named.add(("manifests", sid))
+            if why is not None and first_at.get(("manifests", sid)) is None:
+                first_at[("manifests", sid)] = loc
                 anomalies.append(Anomaly("dangling reference", (str(sid),),
                                          f"snapshot {sid}, retained by committed version {loc}, cannot be "
                                          f"listed: {why}"))
-            record = ev.table.snapshots.get(sid)
-            for f in sorted(record.files & set(ev.missing_files)) if record is not None else ():
-                if ("file", f) not in named:
-                    named.add(("file", f))
-                    anomalies.append(Anomaly("dangling reference", (str(sid),),
-                                             f"data file {f} of snapshot {sid} (committed version {loc}) "
-                                             f"is {ev.missing_files[f]}"))
+    if not missing:
+        return
+    named = set()
+    for sid, loc in first_at.items():
+        record = ev.table.snapshots.get(sid) if not isinstance(sid, tuple) else None
+        for f in sorted(record.files & missing) if record is not None else ():
+            if f not in named:
+                named.add(f)
+                anomalies.append(Anomaly("dangling reference", (str(sid),),
+                                         f"data file {f} of snapshot {sid} (committed version {loc}) "
+                                         f"is {ev.missing_files[f]}"))
 
 
 def _landed(history: History, line: list) -> dict:

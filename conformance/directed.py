@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance import coverage as C, graph_cache, rest_coverage
+from icefloe.conformance import coverage as C, graph_cache, rest_coverage, transport_coverage as TC
 from icefloe.conformance.profiles import MEMORY, REST_FAULTS, S3, Profile, bounds_for, model_bounds
 from icefloe.conformance.runs import Failure, replay, shrink
 from icefloe.conformance.stats import Stats
@@ -29,6 +29,11 @@ class FamilyPlan:
     reachable: frozenset              # those this engine can be driven to
     programs: list                    # Programs that together reach every reachable class
     why_not: dict = field(default_factory=dict)   # class -> why this engine cannot reach it
+    targets: dict = field(default_factory=dict)   # program -> the class it was made for
+    left: dict = field(default_factory=dict)      # class -> where the engine left its program
+
+    def missed(self, covered) -> frozenset:
+        return self.reachable - covered - set(self.left)
 
 
 @dataclass
@@ -46,13 +51,14 @@ class Plan:
         for f in self.families:
             covered = tracker.covered[f.family.name] & f.total
             entry = {"covered": len(covered), "total": len(f.total)}
-            if f.why_not:
+            why_not = {**f.why_not, **{c: why for c, why in f.left.items() if c not in covered}}
+            if why_not:
                 reasons: dict = {}
-                for why in f.why_not.values():
+                for why in why_not.values():
                     reasons[why] = reasons.get(why, 0) + 1
-                entry["unreachable"] = len(f.why_not)
+                entry["unreachable"] = len(why_not)
                 entry["why_unreachable"] = dict(sorted(reasons.items()))
-            missed = f.reachable - covered
+            missed = f.missed(covered)
             if missed:
                 entry["missed"] = [list(c) for c in sorted(missed, key=repr)[:10]]
             out[f.family.name] = entry
@@ -62,7 +68,7 @@ class Plan:
         """Reachable classes the run did not exercise (none, by construction, unless the
         directed phase was cut short)."""
         return [(f.family.name, c) for f in self.families
-                for c in sorted(f.reachable - tracker.covered[f.family.name], key=repr)]
+                for c in sorted(f.missed(tracker.covered[f.family.name]), key=repr)]
 
 
 def _why(cls, caps: A.Capabilities) -> str:
@@ -91,8 +97,10 @@ def plan(engine, profile: Profile) -> Plan:
         engine_view = graph_cache.explore(family, family.bounds(mine), black_box)
         reachable = engine_view.classes & model.classes
         programs = graph_cache.cover(engine_view, black_box) if reachable else []
-        why_not = {c: _why(c, caps) for c in model.classes - reachable}
-        families.append(FamilyPlan(family, model.classes, reachable, programs, why_not))
+        why_not = {c: "operation orphans not supported" if family.name == "orphans" and A.ORPHANS not in
+                   caps.operations else _why(c, caps) for c in model.classes - reachable}
+        targets = {p: c for c, p in engine_view.witnesses.items() if p in set(programs)}
+        families.append(FamilyPlan(family, model.classes, reachable, programs, why_not, targets))
         if family.name == "faults":
             families.append(_transport_plan(engine, caps, family, full, mine, model, engine_view))
             if caps.rest:
@@ -103,18 +111,18 @@ def plan(engine, profile: Profile) -> Plan:
 def _transport_plan(engine, caps, family, full, mine, model_faults, engine_faults) -> FamilyPlan:
     """The transport family: every transport fault at every phase it can hit, for the
     layers the engine's capabilities and stores allow (directed programs built from the
-    faults family's, conformance.coverage.transport_programs)."""
+    faults family's, conformance.transport_coverage)."""
     layers = []
     if A.TRANSPORT_SQL in caps.transport and MEMORY in caps.stores:
         layers.append("sql")
     if A.TRANSPORT_S3 in caps.transport and S3 in caps.stores:
         layers.append("s3")
-    total = frozenset(C.transport_programs(model_faults, C.transport_classes(full.kinds, ("sql", "s3"), full.faults)))
-    programs = C.transport_programs(engine_faults, C.transport_classes(mine.kinds, tuple(layers), mine.faults))
+    total = frozenset(TC.transport_programs(model_faults, TC.transport_classes(full.kinds, ("sql", "s3"), full.faults)))
+    programs = TC.transport_programs(engine_faults, TC.transport_classes(mine.kinds, tuple(layers), mine.faults))
     reachable = frozenset(programs) & total
     why_not = {c: ("transport " + c[0] + " not faultable" if c[0] not in layers else _why(c, caps))
                for c in total - reachable}
-    return FamilyPlan(C.Family(C.TRANSPORT, C.TRANSPORT_DESCRIPTION), total, reachable,
+    return FamilyPlan(C.Family(TC.TRANSPORT, TC.TRANSPORT_DESCRIPTION), total, reachable,
                       [programs[c] for c in sorted(reachable, key=repr)], why_not)
 
 
@@ -125,20 +133,28 @@ def _rest_plan(engine_faults) -> FamilyPlan:
     programs = rest_coverage.programs(engine_faults)
     return FamilyPlan(rest_coverage.FAMILY, total, frozenset(programs) & total,
                       [programs[c] for c in sorted(programs, key=repr)],
-                      {c: "no append reaches its commit here" for c in total - set(programs)})
+                      {c: "no append reaches its commit here" for c in total - set(programs)},
+                      {p: c for c, p in programs.items()})
 
 
 def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, sink) -> Failure | None:
     """Every directed program on the engine, in order; the first failure, shrunk."""
     tracker = sink.coverage
-    for program in sorted(the_plan.programs, key=lambda p: p.store is not None and p.store != store):
+    pairs = [(f, p) for f in the_plan.families for p in f.programs]
+    ordered = sorted(pairs, key=lambda fp: fp[1].store is not None and fp[1].store != store)
+    for i, (family, program) in enumerate(ordered):
+        if sink.out_of_time():
+            sink.cut = f"{len(ordered) - i} of {len(ordered)} directed programs"
+            return None
         watch = [tracker.watch(program.bounds)] if tracker is not None else []
         where = program.store or store
         stats.examples += 1
         stats.backends[where] += 1
         try:
-            replay(engine, program.labels, bounds=program.bounds, store=where, seed=0, backends=backends,
-                   stats=stats, observers=watch, ctx_seed=0, catalog=program.catalog)
+            lock = replay(engine, program.labels, bounds=program.bounds, store=where, seed=0, backends=backends,
+                          stats=stats, observers=watch, ctx_seed=0, catalog=program.catalog, lenient=True)
+            if lock.left is not None and program in family.targets:
+                family.left[family.targets[program]] = lock.left
         except Violation as v:
             sink.failures_seen += 1
             failure = Failure(where, list(v.program or program.labels), v, 0, 0, program.bounds, "directed",

@@ -66,9 +66,12 @@ class Lockstep:
         self.observers: list = []            # callables (state, label, next state)
         self._enabled_key, self._enabled = None, {}
         self.handles_to_read: list = []      # writers whose operation just ended
+        self.step_bases: tuple = ()          # each model writer's base when the current step began
+        self.handle_floor: dict = {}         # w -> the base its last operation ended on (readers.check_handle)
         self.driver = RestDriver(self, rest) if self.black_box == REST else (BlackBoxDriver(self) if self.black_box
                                                                              else None)
         self.last_history = self.last_history_verdict = None
+        self.left = None                     # runs.replay(lenient): where the engine left the program
         self.table = engine.create_table(ctx)
         for k in (1, 2):
             out = run_whole(self.table, 0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))
@@ -121,6 +124,7 @@ class Lockstep:
         self.program.append(label)
         self.stats.steps += 1
         self.stats.rules[rule_of(label)] += 1
+        self.step_bases = tuple(wr.base for wr in self.model.writers)
         try:
             if nxt is None:
                 self.readers.read(label)
@@ -256,8 +260,8 @@ class Lockstep:
         if want is not None and rec.commit.done and self._aborts_anyway(w, rec):
             return
         if not (want is None and rec.commit.done):
-            raise Violation(AGREEMENT, f"writer {w}: the model is in phase {wr.phase}, the engine in "
-                            f"{rec.commit.phase}", wr.phase, rec.commit.phase)
+            raise Violation(AGREEMENT, f"writer {w}: the model is in phase {wr.phase}, the engine in {rec.commit.phase}"
+                            + (f", ended {rec.commit.outcome}" if rec.commit.done else ""), wr.phase, rec.commit.phase)
 
     def _aborts_anyway(self, w: int, rec: OpRecord) -> bool:
         """The engine gave up (Conflict) before the model's writer ended. That is allowed
@@ -301,6 +305,8 @@ class Lockstep:
                             f"{out}", res, out)
         if A.READ_HANDLE in self.caps.reads:
             self.handles_to_read.append(w)     # after the table's rows (check)
+            # its base as the step that ended it began (an early abort's solo steps move it on)
+            self.handle_floor[w] = self.step_bases[w - 1] if self.step_bases else None
         if res == NOOP:
             self.stats.noops += 1
             if out.snapshot_id is not None and out.attempts != 0:

@@ -46,6 +46,8 @@ MEANINGS = {
                                "through",
     "L1 LoneWriterCommits": "an operation that ran alone, with faults healed, ended committed (or a no-op)",
     "L2 OperationsTerminate": "every operation ended, and once faults healed none ended unknown or crashed",
+    "L3 NoSpuriousConflict": "an operation on a partition ends in conflict only over a concurrent commit that "
+                             "touched its partition (disjoint partitions both commit)",
 }
 
 
@@ -173,7 +175,8 @@ def count_rows(r: RunResult) -> list:
               ("commits", s.commits), ("conflicts", s.conflicts), ("retries after conflicts", s.retries),
               ("unknown outcomes resolved committed", s.unknown_resolved_committed),
               ("unknown outcomes resolved not committed", s.unknown_resolved_not_committed),
-              ("no-ops", s.noops), ("early aborts (the model aborts too)", s.early_aborts), ("reads", s.reads),
+              ("no-ops", s.noops), ("early aborts (the model aborts too)", s.early_aborts),
+              ("retries given up early (a conflict with attempts left)", s.gave_up), ("reads", s.reads),
               ("backends", ", ".join(f"{k} {n}" for k, n in sorted(s.backends.items())) or "-")]
     return counts + [(f"faults: {k}", n) for k, n in sorted(s.faults.items())]
 

@@ -6,16 +6,18 @@ conformance.transport mirrors a stepping engine's transport faults.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.blackbox import BLACK_BOX_WAIT_S, GATE_POLL_S
+from icefloe.conformance.blackbox import BLACK_BOX_WAIT_S, GATE_POLL_S, await_outcome
 from icefloe.conformance.view import END_UNKNOWN, FAULT_OF_ACTION, end_unknown, solo
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model import iceberg
-from icefloe.model.state import COMMITTED, DONE, SWAP, UNKNOWN
+from icefloe.model.state import COMMITTED, DONE, RETRY, SWAP, UNKNOWN
 
 COMMIT_FAULT = "CommitFault"
 GATE, ENDED = "gate", "ended"
+RETRANSMISSIONS_MAX = 8        # the same commit request sent again, each released as it comes
 
 
 class RestDriver:
@@ -39,6 +41,10 @@ class RestDriver:
           reported Unknown; fail_after (500/502/504) and lost (the connection dropped after
           applying) -> AckLost; delay -> SwapDelayed; duplicate (delivered twice) -> Swap.
 
+    The same request sent again (a replay with its Idempotency-Key, a retry of the HTTP
+    layer: an identical body) is released as it comes; it is the same attempt, and what
+    the server did with any copy of it is what the model mirrors (a 5xx before applying
+    whose replay landed is AckLost; a delayed request whose replay landed is delivered).
     Then the writer runs by itself (view.solo) to its next commit request or to its end:
     after a rejection `Retry`, after an unknown outcome `EndUnknown` if the engine reported
     Unknown (view.end_unknown; its caller resolves it, and `resolve` counts how, landed or
@@ -108,7 +114,7 @@ class RestDriver:
         if label[0] in ("Deliver", "Drop"):
             self.take(label[0], label[1:], landed=before.cat != self.lock.model.cat)
         else:
-            self._release(label[1], self.inject(label[0]), taken=label[0])
+            self._release(label[1], self.inject(label[0]), taken=label[0], before=before)
 
     def step(self, label) -> None:
         """("CommitFault", w, kind, status): release the held commit into that fault."""
@@ -119,12 +125,16 @@ class RestDriver:
         if self.lock.model.writers[w - 1].k != k:
             self.lock._ended(w, k)
 
-    def take(self, name: str, request, landed: bool) -> None:
-        """("Deliver" | "Drop", w, k, attempt): the parked request goes on, or never does."""
+    def take(self, name: str, request, landed: bool, replayed: bool = False) -> None:
+        """("Deliver" | "Drop", w, k, attempt): the parked request goes on, or never does.
+        `replayed`: the same request, sent again, landed meanwhile (the model delivers it now)."""
         w, k = request[0], request[1]
         rid, sid, kind = self.parked.pop(request)
         self._note(("delay", name.lower(), kind))
-        if name == "Drop":
+        if replayed:
+            self._advance(("Deliver",) + tuple(request))
+            self.faults.drop(rid)
+        elif name == "Drop":
             self.faults.drop(rid)
         else:
             self._deliver(rid, sid, w, k, landed)
@@ -157,7 +167,7 @@ class RestDriver:
 
     # -- inside ---------------------------------------------------------------------------
 
-    def _release(self, w: int, fault, taken: str | None) -> None:
+    def _release(self, w: int, fault, taken: str | None, before=None) -> None:
         from icefloe.conformance.testing.rest_faults import Match
         lock = self.lock
         rec = lock.active[w]
@@ -165,17 +175,23 @@ class RestDriver:
         if held is None or not held.arrived.is_set():
             raise Violation(AGREEMENT, f"writer {w}: no commit request of it is held at the server", "held", "none")
         op_kind = lock.model.writers[w - 1].kind
-        landed_before = iceberg.own_landed(lock.model, w, rec.k) is not None
+        landed_before = iceberg.own_landed(before or lock.model, w, rec.k) is not None
         rec.gate = self.faults.add_gate(Match(writer=w))     # its next commit request, if it sends one
         held.release(fault)
-        where = self._await(w, rec)
+        where, sent = self._await(w, rec), [held]
+        while where == GATE and _again(held, rec.gate, fault) and len(sent) <= RETRANSMISSIONS_MAX:
+            again, rec.gate = rec.gate, self.faults.add_gate(Match(writer=w))
+            again.release()                     # the same request again (a replay, a retry of the HTTP layer)
+            sent.append(again)
+            where = self._await(w, rec)
+        applied = any(g.exchange is not None and g.exchange.applied for g in sent)
         sid = _added_snapshot(held.body)
         kind = None if fault is None else fault.kind
         if kind is not None:
             lock.stats.faults[f"rest {kind}"] += 1
         if kind not in (None, "delay"):          # a delayed request's class: at its Deliver or Drop
             self._note((kind, fault.status if kind in ("fail_before", "fail_after") else None, op_kind))
-        actions = [] if taken else mirror(kind, where, rec.outcome)
+        actions = [] if taken else mirror(kind, where, rec.outcome, applied)
         for name in actions:
             wr = lock.model.writers[w - 1]
             self._advance((name, w, wr.k, wr.attempt) if name == "Drop" else (name, w), count=True)
@@ -184,6 +200,13 @@ class RestDriver:
             if held.exchange is None or held.exchange.id not in self.faults.parked():
                 raise Violation(AGREEMENT, f"writer {w}: the server did not park the delayed commit", "parked", "none")
             self.parked[(w, wr.k, wr.attempt)] = (held.exchange.id, sid, op_kind)
+            if len(sent) > 1 and applied:       # a retransmission landed: the parked twin is a replay now
+                self.take("Deliver", (w, wr.k, wr.attempt), True, replayed=True)
+        landed = iceberg.own_landed(lock.model, w, rec.k) is not None and not landed_before
+        if kind is not None and landed != applied:
+            raise Violation(AGREEMENT, f"writer {w}: the server {'applied' if applied else 'did not apply'} its "
+                            f"commit ({kind}); the model {'lands' if landed else 'does not land'} it",
+                            "applied" if landed else "not applied", "applied" if applied else "not applied")
         self._continue(w, rec, where)
         if sid is not None and not landed_before and iceberg.own_landed(lock.model, w, rec.k) is not None:
             lock.snapshot_id[(w, rec.k)] = sid          # the request that landed added it
@@ -196,7 +219,9 @@ class RestDriver:
             raise Violation("P4 ReadersSeeCommitted", f"writer {w}: the engine reported a conflict ({rec.outcome.reason}) "
                             "for a commit that landed: an unknown outcome taken as a failure (duckdb-iceberg #1120, "
                             "apache/iceberg #12818)", "committed or unknown", rec.outcome)
-        if wr.k == rec.k:
+        if wr.k == rec.k and wr.phase == RETRY and where == ENDED and isinstance(rec.outcome, A.Conflict):
+            self._gave_up(w)
+        if lock.model.writers[w - 1].k == rec.k:
             if wr.phase == UNKNOWN and where == ENDED and isinstance(rec.outcome, A.Unknown):
                 self.unknown.add((w, rec.k))
                 self._advance((END_UNKNOWN, w), end_unknown(lock.model, w))
@@ -222,6 +247,17 @@ class RestDriver:
             raise Violation(AGREEMENT, f"writer {w}: the engine ended ({rec.outcome}) where the model's writer "
                             f"commits again (phase {lock.model.writers[w - 1].phase})",
                             lock.model.writers[w - 1].phase, rec.outcome)
+
+    def _gave_up(self, w: int) -> None:
+        """The engine ended Conflict after a rejection although the model's writer has
+        attempts left: its loop stopped early, as its time budget may stop it (6.3; the
+        model has no clocks). The model's Retry with the attempts this one has made."""
+        lock = self.lock
+        s, wr = lock.model, lock.model.writers[w - 1]
+        if iceberg.reconcile(lock.bounds, s, w).writers[w - 1].k != wr.k:
+            return                                   # the model's own Retry ends it too
+        self._advance(("Retry", w), iceberg.reconcile(replace(lock.bounds, attempts_max=wr.attempt), s, w))
+        lock.stats.gave_up += 1
 
     def _advance(self, label, nxt=None, count: bool = False) -> None:
         lock = self.lock
@@ -258,15 +294,7 @@ class RestDriver:
         if gate is not None:
             self.faults.remove_gate(gate)
             gate.release()
-        rec.thread.join(BLACK_BOX_WAIT_S)
-        if rec.thread.is_alive():
-            raise Violation("L2 OperationsTerminate", f"writer {w}: the commit did not end within "
-                            f"{BLACK_BOX_WAIT_S:.0f} s", "ended", "running")
-        if "error" in rec.box:
-            e = rec.box["error"]
-            raise Violation(AGREEMENT, f"writer {w}: the engine's commit raised {type(e).__name__}: {e}",
-                            "an outcome", repr(e))
-        rec.outcome = rec.box.get("outcome")
+        await_outcome(w, rec)
         if rec.outcome is not None and rec.outcome.snapshot_id is not None:
             self.lock.snapshot_id.setdefault((w, rec.k), rec.outcome.snapshot_id)
 
@@ -286,13 +314,16 @@ class RestDriver:
                 rec.thread.join(BLACK_BOX_WAIT_S)
 
 
-def mirror(kind: str | None, where: str, outcome) -> list:
+def mirror(kind: str | None, where: str, outcome, applied: bool) -> list:
     """The model actions that match a commit released into fault `kind` (None: none), given
-    whether the engine then sent another commit request (GATE) or ended with `outcome`."""
+    whether the engine then sent another commit request (GATE) or ended with `outcome`, and
+    whether the server applied the request (or the same request sent again)."""
     if kind in (None, "duplicate"):
         return ["Swap"]
     if kind == "reject":
         return ["SwapFails"]
+    if kind == "fail_before" and applied:   # not applied, then the engine sent it again and it was
+        return ["AckLost"]
     if kind == "fail_before":       # not applied: taken as a rejection, or reported unknown
         return ["SwapDelayed", "Drop"] if where == ENDED and isinstance(outcome, A.Unknown) else ["SwapFails"]
     if kind in ("fail_after", "lost"):
@@ -301,17 +332,30 @@ def mirror(kind: str | None, where: str, outcome) -> list:
     return ["SwapDelayed"]
 
 
+def _again(first, held, fault) -> bool:
+    """Whether the request `held` is `first` sent again: the same body and Idempotency-Key
+    after an answer that left the outcome unknown (after a definite one, say a 409, the
+    same request is the engine's next attempt)."""
+    same = held.body == first.body and (held.exchange and held.exchange.key) == (first.exchange and first.exchange.key)
+    return same and fault is not None and fault.kind in ("fail_before", "fail_after", "lost", "delay")
+
+
 def _added_snapshot(body: bytes | None) -> int | None:
-    """The snapshot id a REST commit request adds (its add-snapshot update), if any."""
+    """The snapshot a REST commit request makes main's head, among those it adds (one
+    commit may add several: pyiceberg's overwrite adds a delete and an append), if any."""
     import json
     try:
         request = json.loads(body or b"null")
     except ValueError:
         return None
-    changes = request.get("table-changes", [request]) if isinstance(request, dict) else []
-    for change in changes:
+    added, head = [], None
+    for change in request.get("table-changes", [request]) if isinstance(request, dict) else []:
         for update in change.get("updates", []) if isinstance(change, dict) else []:
-            if isinstance(update, dict) and update.get("action") == "add-snapshot":
-                return update.get("snapshot", {}).get("snapshot-id")
-    return None
+            if not isinstance(update, dict):
+                continue
+            if update.get("action") == "add-snapshot":
+                added.append(update.get("snapshot", {}).get("snapshot-id"))
+            elif update.get("action") == "set-snapshot-ref" and update.get("ref-name") == "main":
+                head = update.get("snapshot-id")
+    return head if head in added else (added[-1] if added else None)
 

@@ -46,6 +46,11 @@ class Sink:
     on_example: object = None          # callable(stats) for progress
     extra: dict = field(default_factory=dict)
     coverage: object = None            # a coverage.Tracker, when the run measures coverage
+    deadline: float | None = None      # time.monotonic() past which no program or example starts
+    cut: str = ""                      # what the time budget left unrun, if it ran out
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
 
 def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds, seed: int, stats: Stats,
@@ -62,10 +67,13 @@ def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds,
 
 def replay(engine, program, *, bounds: iceberg.Bounds | None = None, store: str = MEMORY, seed: int = 0,
            backends: Backends | None = None, ctx_seed: int | None = None, finish: bool = True,
-           stats: Stats | None = None, observers=(), catalog: str | None = None) -> Lockstep:
+           stats: Stats | None = None, observers=(), catalog: str | None = None, lenient: bool = False) -> Lockstep:
     """Run a program (a list of labels) on a fresh model and engine; raises the Violation
     the program finds (with `.program`, the steps as run), else returns the Lockstep.
-    `bounds` default: the ci profile's, narrowed to the engine's capabilities."""
+    `bounds` default: the ci profile's, narrowed to the engine's capabilities. `lenient`
+    (directed programs): a step the engine's own legal choices made impossible (a black-box
+    commit that stopped retrying where the model retries) ends the program there, as
+    `Lockstep.left` says, and the run goes on to its end."""
     if bounds is None:
         from icefloe.conformance.profiles import PROFILES, bounds_for
         bounds = bounds_for(engine, PROFILES["ci"])
@@ -76,7 +84,13 @@ def replay(engine, program, *, bounds: iceberg.Bounds | None = None, store: str 
         lock = new_lockstep(engine, backends, store, bounds, seed, stats or Stats(), ctx_seed, catalog)
         lock.observers.extend(observers)
         for label in program:
-            lock.apply(tuple(label))
+            try:
+                lock.apply(tuple(label))
+            except InvalidProgram:
+                if not lenient or not lock.program:
+                    raise
+                lock.left = f"the engine left its directed program before {label[0]}"
+                break
         if finish:
             lock.finish()
         return lock

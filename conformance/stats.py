@@ -30,6 +30,7 @@ class Stats:
     noops: int = 0
     crashed: int = 0
     early_aborts: int = 0              # the engine aborted sooner than the model (allowed)
+    gave_up: int = 0                   # a black-box commit stopped retrying before its attempts ran out
     reads: int = 0
     backends: Counter = field(default_factory=Counter)
     writers: int = 0
@@ -39,7 +40,7 @@ class Stats:
         share, for its vacuity guard (suite.vacuity)."""
         out = Stats()
         for name in ("examples", "steps", "commits", "conflicts", "retries", "unknown_resolved_committed",
-                     "unknown_resolved_not_committed", "noops", "crashed", "early_aborts", "reads"):
+                     "unknown_resolved_not_committed", "noops", "crashed", "early_aborts", "gave_up", "reads"):
             setattr(out, name, getattr(self, name) - getattr(earlier, name))
         for name in ("rules", "faults", "backends"):
             setattr(out, name, getattr(self, name) - getattr(earlier, name))
@@ -56,4 +57,5 @@ class Stats:
                 "retries": self.retries, "unknown_resolved_committed": self.unknown_resolved_committed,
                 "unknown_resolved_not_committed": self.unknown_resolved_not_committed,
                 "noops": self.noops, "crashed": self.crashed, "early_aborts": self.early_aborts,
+                "gave_up": self.gave_up,
                 "reads": self.reads, "backends": dict(self.backends), "rules": dict(sorted(self.rules.items()))}

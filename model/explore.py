@@ -293,7 +293,8 @@ def build_parser() -> argparse.ArgumentParser:
             "  writers (--writers), operations per writer (--ops), operation kinds\n"
             "  (--kinds), attempts per operation (--attempts = commit.retry.num-retries+1),\n"
             "  faults allowed (--faults) and how many in all (--fault-budget),\n"
-            "  orphan-removal runs (--orphan-runs). The table starts with two snapshots.\n"
+            "  orphan-removal runs (--orphan-runs), partitions (--partitions), refs (--refs).\n"
+            "  The table starts with two snapshots.\n"
             "Faults: write_fail (a storage write fails), swap_fail (the swap is rejected\n"
             "  before any effect), ack_lost (the swap applies, its acknowledgement is lost),\n"
             "  swap_delayed (the request is in flight and lands later or never), crash\n"
@@ -303,13 +304,18 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--writers", type=int, default=None, help="concurrent writers (default 2)")
     ap.add_argument("--ops", type=int, default=None, help="operations per writer (default 1)")
     ap.add_argument("--kinds", default=None,
-                    help=f"operation kinds, comma-separated (default all: {','.join(OP_KINDS)})")
+                    help=f"operation kinds, comma-separated (default: the six of one partition without"
+                         f" deletes or refs; all: {','.join(OP_KINDS)})")
     ap.add_argument("--faults", default=None,
                     help=f"fault kinds allowed, comma-separated or 'none' (default all: {','.join(FAULT_KINDS)})")
     ap.add_argument("--fault-budget", type=int, default=None, help="faults in all (default 1)")
     ap.add_argument("--attempts", type=int, default=None, help="attempts per operation (default 2)")
     ap.add_argument("--isolation", choices=("serializable", "snapshot"), default=None)
     ap.add_argument("--orphan-runs", type=int, default=None, help="orphan-removal runs (default 0)")
+    ap.add_argument("--partitions", type=int, choices=(1, 2), default=None,
+                    help="partitions of the table (default 1); partition-scoped kinds pick one")
+    ap.add_argument("--refs", action="store_true",
+                    help="branch b and tag t: appends may commit to the branch; kinds tag, fast_forward")
     ap.add_argument("--workload", choices=("any", "round-robin"), default=None,
                     help="any: every operation picks any kind (default below 3 writers x 2 ops);"
                          " round-robin: a fixed kind per operation (default from 6 operations on)")
@@ -346,6 +352,10 @@ def overrides_from(args) -> dict:
         kw["isolation"] = args.isolation
     if args.orphan_runs is not None:
         kw["orphan_runs"] = args.orphan_runs
+    if args.partitions is not None:
+        kw["partitions"] = args.partitions
+    if args.refs:
+        kw["refs"] = True
     kw["por"] = not args.no_por
     if args.workload is not None:
         kw["workload"] = args.workload

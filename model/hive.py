@@ -302,6 +302,7 @@ SAFETY_CHECKS = {
 NOT_APPLICABLE = {
     "P1 LinearHistory": "one directory, no versions: the history is one sequence by construction",
     "P10 IncrementalComplete": "Hive has no change log for an incremental reader to follow",
+    "L3 NoSpuriousConflict": "one partition, and no validation that could conflict spuriously",
 }
 TERMINAL_CHECKS = {
     "L1 LoneWriterCommits": check_lone_writer_commits,

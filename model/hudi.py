@@ -482,7 +482,9 @@ SAFETY_CHECKS = {
     "P9 CleanupSafe": check_cleanup_safe,
     "P10 IncrementalComplete": check_incremental_complete,
 }
-NOT_APPLICABLE: dict = {}
+NOT_APPLICABLE: dict = {
+    "L3 NoSpuriousConflict": "one partition: every concurrent commit overlaps",
+}
 TERMINAL_CHECKS = {
     "L1 LoneWriterCommits": check_lone_writer_commits,
     "L2 OperationsTerminate": check_operations_terminate,

@@ -8,14 +8,17 @@ each changes one rule and is named after the real bug it reproduces.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from icefloe.model import operations as O
+from icefloe.model.operations import apply_actions, current, head_snap, justified, manifest_obj, validate
 from icefloe.model.state import (
-    CONFLICT, ACK_LOST, APPEND, COMMITTED, CRASH, CRASHED, DATA, DATA_KINDS, DELETE, DONE,
-    EXPIRE, FAULT_KINDS, PLAN, LIST, MANIFESTS, METADATA, NO_META, NO_SNAP, NOOP, OP_KINDS,
-    OVERWRITE, PENDING, SERIALIZABLE, SNAPSHOT, RENAME, RETRY, REWRITE, ROLLBACK, SWAP, SWAP_DELAYED, SWAP_FAIL,
-    UNKNOWN, UNKNOWN_OUTCOME, WRITE_FAIL, WRITE_PHASES, Meta, MetaId, OpInfo, Outcome, Snap,
-    State, Writer, ancestors, chain, data_obj, meta_obj, mget, mput, reach, snap_of,
+    CLASSIC_KINDS, CONFLICT, ACK_LOST, APPEND, BRANCH, COMMITTED, CRASH, CRASHED, DATA, DATA_KINDS, DELETE_FILE_KINDS,
+    DONE, EXPIRE, FAST_FORWARD, FAULT_KINDS, PLAN, LIST, MAIN, MANIFESTS, METADATA, NO_META, NO_PART,
+    NO_ROW, NO_SNAP, NOOP, OP_KINDS, PARTITION_KINDS, PENDING, SERIALIZABLE, SNAPSHOT, RENAME,
+    RETRY, ROLLBACK, SWAP, SWAP_DELAYED, SWAP_FAIL, TAG_OP, UNKNOWN, UNKNOWN_OUTCOME, WRITE_FAIL,
+    WRITE_PHASES, Meta, MetaId, OpInfo, Outcome, Snap, State, Writer, ancestors, chain, data_obj,
+    delete_obj, meta_obj, mget, mput, reach, snap_of,
 )
 
 
@@ -29,6 +32,13 @@ ICEBERG_VARIANTS = {
     "no-lineage-check": "a retry after an unknown outcome re-applies the snapshot without looking for it in the metadata chain (iceberg #2808)",
     "expire-deleted-entries": "expiry deletes the files that expired snapshots removed, without checking that a retained snapshot still reaches them (iceberg #17304)",
     "orphans-no-threshold": "orphan removal deletes unreferenced files with no age threshold, while writers are still working",
+    "row-delete-ignores-concurrent-deletes": "a merge-on-read DELETE does not look for delete files added concurrently for the data file it names (Spark validates conflicting delete files for UPDATE and MERGE only): it commits over a concurrent UPDATE of the same row",
+    "rewrite-ignores-new-deletes": "a compaction commits over position deletes added after it read, so the rows they deleted come back (apache/iceberg #10312)",
+    "rewrite-takes-new-sequence": "a compaction's new files take the commit's own data sequence number, so equality deletes committed concurrently no longer apply to them",
+    "stale-sequence-number-on-retry": "an append's reused manifest carries an explicit data sequence number fixed at its first attempt, so an equality delete committed before the retry deletes its rows",
+    "expire-keeps-main-only": "expiry keeps what main's ancestry reaches and deletes the rest of what expired snapshots reached, blind to tags and branches (apache/iceberg #13568)",
+    "validation-ignores-partitions": "a serializable validation conflicts with every concurrent commit, whatever partition it touched (no conflict-detection filter): operations on disjoint partitions abort",
+    "branch-commit-on-main": "a commit to a branch builds its snapshot on main's head, the snapshot a writer without refs reads",
 }
 
 
@@ -37,7 +47,7 @@ class Bounds:
     """The explored instance: every bound of the state space is here."""
     writers: int = 2
     ops: int = 1
-    kinds: tuple = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
+    kinds: tuple = CLASSIC_KINDS
     faults: tuple = FAULT_KINDS
     fault_budget: int = 1
     attempts_max: int = 2
@@ -55,6 +65,11 @@ class Bounds:
     # the state graph is acyclic, so no cycle proviso is needed). Unsound for the
     # orphans-no-threshold variant (orphan removal reads storage), so never applied there.
     por: bool = False
+    # Partitions of the table (1 or 2): partition-scoped kinds pick one at Begin.
+    partitions: int = 1
+    # Refs: branch "b" (created with the table, at main's head) and tag "t"; appends may
+    # commit to the branch; kinds tag and fast_forward move the tag and main.
+    refs: bool = False
 
     def kinds_for(self, w: int, k: int) -> tuple:
         if self.workload == "any":
@@ -68,51 +83,59 @@ class Bounds:
         assert self.isolation in (SERIALIZABLE, SNAPSHOT)
         assert self.variant in ICEBERG_VARIANTS, self.variant
         assert self.workload in ("any", "round-robin"), self.workload
+        assert self.partitions in (1, 2), self.partitions
+        assert self.refs or not {TAG_OP, FAST_FORWARD} & set(self.kinds), "tag, fast_forward need refs"
+
+    def choices(self, kind: str) -> list[tuple[int, str, tuple]]:
+        """(partition, ref, label suffix) for each way to begin an operation of `kind`."""
+        parts = range(1, self.partitions + 1) if kind in PARTITION_KINDS else (NO_PART,)
+        refs = (MAIN, BRANCH) if self.refs and kind == APPEND else (MAIN,)
+        return [(p, r, ((p,) if self.partitions > 1 and p != NO_PART else ())
+                 + ((r,) if self.refs and kind == APPEND else ())) for p in parts for r in refs]
 
 
 # -- the initial table: two appends by the bootstrap writer 0 ------------------------------
 
-def bootstrap_metas() -> tuple:
-    s1 = Snap((0, 1), NO_SNAP, frozenset({(0, 1)}), ("l", 0, 1, 1), frozenset({("m", 0, 1, 0)}))
+def bootstrap_metas(b: Bounds) -> tuple:
+    p2 = b.partitions      # the second file is in the last partition
+    s1 = Snap((0, 1), NO_SNAP, frozenset({(0, 1)}), ("l", 0, 1, 1), frozenset({("m", 0, 1, 0)}),
+              1, frozenset(), (((0, 1), 1),))
     s2 = Snap((0, 2), (0, 1), frozenset({(0, 1), (0, 2)}), ("l", 0, 2, 1),
-              frozenset({("m", 0, 1, 0), ("m", 0, 2, 0)}))
-    m1 = Meta(NO_META, (0, 1), frozenset({s1}), OpInfo(APPEND, NO_SNAP, frozenset(), NO_SNAP))
-    m2 = Meta((0, 1, 1), (0, 2), frozenset({s1, s2}), OpInfo(APPEND, (0, 1), frozenset(), NO_SNAP))
-    return (((0, 1, 1), m1), ((0, 2, 1), m2))
+              frozenset({("m", 0, 1, 0), ("m", 0, 2, 0)}), 2, frozenset(), (((0, 1), 1), ((0, 2), 2)))
+    m1 = Meta(NO_META, (0, 1), frozenset({s1}), OpInfo(APPEND, NO_SNAP, frozenset(), NO_SNAP, 1, MAIN, NO_ROW),
+              1, ())
+    m2 = Meta((0, 1, 1), (0, 2), frozenset({s1, s2}),
+              OpInfo(APPEND, (0, 1), frozenset(), NO_SNAP, p2, MAIN, NO_ROW), 2,
+              ((BRANCH, (0, 2)),) if b.refs else ())
+    return frozenset({((0, 1, 1), m1), ((0, 2, 1), m2)})
 
 
 def idle_writer(k: int, ops: int) -> Writer:
     return Writer(k, "", PLAN if k <= ops else DONE, 0, NO_META, NO_SNAP,
-                  frozenset(), NO_SNAP, frozenset(), False, False)
+                  frozenset(), NO_SNAP, frozenset(), False, False, NO_PART, MAIN, NO_ROW, 0)
+
+
+PENDING_OUTCOME = Outcome(PENDING, False, False, False)
 
 
 def initial_state(b: Bounds) -> State:
-    metas = bootstrap_metas()
+    metas = bootstrap_metas(b)
     store = frozenset({
         ("d", 0, 1, 0), ("d", 0, 2, 0), ("m", 0, 1, 0), ("m", 0, 2, 0),
         ("l", 0, 1, 1), ("l", 0, 2, 1), ("j", 0, 1, 1), ("j", 0, 2, 1)})
-    content = (((0, 1), frozenset({(0, 1)})), ((0, 2), frozenset({(0, 2)})))
-    pending = Outcome(PENDING, False, False)
+    content = frozenset({((0, 1), frozenset({(0, 1)})), ((0, 2), frozenset({(0, 2)}))})
+    parts = frozenset({((0, 1), 1), ((0, 2), b.partitions)})
     return State(
-        cat=(0, 2, 1), metas=metas, store=store, content=content, inflight=frozenset(),
+        cat=(0, 2, 1), metas=metas, store=store, content=content, parts=parts, dels=frozenset(),
+        inflight=frozenset(),
         writers=tuple(idle_writer(1, b.ops) for _ in range(b.writers)),
         faults_on=bool(b.faults) and b.fault_budget > 0, faults_used=0, orphan_runs=0,
         hist=((0, 1, 1), (0, 2, 1)), acked=frozenset(),
-        outcomes=tuple(tuple(pending for _ in range(b.ops)) for _ in range(b.writers)),
+        outcomes=tuple(tuple(PENDING_OUTCOME for _ in range(b.ops)) for _ in range(b.writers)),
         deleted=frozenset(), consumed=frozenset({(0, 1), (0, 2)}), reader_at=(0, 2))
 
 
 # -- small helpers --------------------------------------------------------------------------
-
-def current(s: State) -> Meta:
-    return mget(s.metas, s.cat)
-
-
-def head_snap(meta: Meta) -> Snap:
-    snap = snap_of(meta, meta.head)
-    assert snap is not None, f"head {meta.head} not retained"
-    return snap
-
 
 def set_writer(s: State, w: int, wr: Writer) -> State:
     writers = list(s.writers)
@@ -136,12 +159,12 @@ def move_pointer(s: State, new: MetaId) -> State:
     return s._replace(cat=new, hist=s.hist + (new,), consumed=consumed, reader_at=reader_at)
 
 
-def finish(s: State, w: int, res: str) -> State:
+def finish(s: State, w: int, res: str, spurious: bool = False) -> State:
     wr = s.writers[w - 1]
     assert s.outcomes[w - 1][wr.k - 1].res == PENDING, (w, wr.k)
     outcomes = list(s.outcomes)
     row = list(outcomes[w - 1])
-    row[wr.k - 1] = Outcome(res, wr.lone, wr.healed)
+    row[wr.k - 1] = Outcome(res, wr.lone, wr.healed, spurious)
     outcomes[w - 1] = tuple(row)
     return set_writer(s._replace(outcomes=tuple(outcomes)), w, idle_writer(wr.k + 1, len(row)))
 
@@ -150,7 +173,7 @@ def delete_objects(s: State, objs: frozenset) -> State:
     return s._replace(store=s.store - objs, deleted=s.deleted | (objs & s.store))
 
 
-def finish_failed(b: Bounds, s: State, w: int) -> State:
+def finish_failed(b: Bounds, s: State, w: int, spurious: bool = False) -> State:
     """The operation gives up. Clean up only if the failure is definite: no attempt is
     in the lineage, and every attempt whose outcome was unknown had a base the pointer
     has since left (versions are never reused, so such a request can no longer land).
@@ -160,110 +183,54 @@ def finish_failed(b: Bounds, s: State, w: int) -> State:
     if b.variant != "pointer-status-check" and (
             s.cat in wr.unknowns or own_landed(s, w, wr.k) is not None):
         return finish(s, w, UNKNOWN_OUTCOME)
-    return finish(delete_objects(s, op_objects(s, w, wr.k)), w, CONFLICT)
-
-
-# -- validation (spec/PROTOCOL.md "Retry validation": assumptions) -------------------------
-
-def validate(b: Bounds, s: State, wr: Writer) -> bool:
-    """The operation's assumptions, checked over every snapshot committed between its
-    starting snapshot and the head of the refreshed base."""
-    meta = current(s)
-    if wr.kind in (APPEND, EXPIRE):
-        return True
-    line = ancestors(meta, meta.head)
-    if wr.start not in line:
-        return False                            # start rolled back or expired
-    between = [snap_of(meta, sid) for sid in line[: line.index(wr.start)]]
-    if wr.kind in (DELETE, REWRITE):
-        return all(wr.files <= x.files for x in between)
-    if wr.kind == OVERWRITE:
-        return b.isolation == SNAPSHOT or not between
-    if wr.kind == ROLLBACK:
-        return not between and snap_of(meta, wr.target) is not None
-    raise AssertionError(wr.kind)
+    return finish(delete_objects(s, op_objects(s, w, wr.k)), w, CONFLICT, spurious)
 
 
 # -- actions (the transition system; names match the TLA+ actions) -------------------------
 
-def plan(b: Bounds, s: State, w: int, kind: str) -> State:
-    """Begin: refresh (read the pointer) and plan the operation at its starting snapshot."""
+def plan(b: Bounds, s: State, w: int, kind: str, part: int = NO_PART, ref: str = MAIN) -> State:
+    """Begin: refresh (read the pointer) and plan the operation at its starting snapshot
+    (model/operations.py plan_operation)."""
     wr = s.writers[w - 1]
     meta = current(s)
-    start = head_snap(meta)
     others_done = all(o.phase == DONE for i, o in enumerate(s.writers) if i != w - 1)
-    new = Writer(wr.k, kind, DATA, 1, s.cat, start.id, frozenset(), NO_SNAP, frozenset(),
-                 others_done and not s.inflight, not s.faults_on)
-    content = s.content
+    new = Writer(wr.k, kind, DATA, 1, s.cat, O.starting_snapshot(meta, kind, ref), frozenset(), NO_SNAP,
+                 frozenset(), others_done and not s.inflight, not s.faults_on, part, ref, NO_ROW, 0)
+    planned = O.plan_operation(b, s, w, new)
+    if planned is None:
+        return finish(set_writer(s, w, new), w, NOOP)
     fid = (w, wr.k)
-    if kind == APPEND:
-        content = mput(content, fid, frozenset({fid}))
-    elif kind == OVERWRITE:
-        new = new._replace(files=start.files)
-        content = mput(content, fid, frozenset({fid}))
-    elif kind == DELETE:
-        if not start.files:
-            return finish(set_writer(s, w, new), w, NOOP)
-        new = new._replace(files=frozenset({min(start.files)}), phase=MANIFESTS)
-    elif kind == REWRITE:
-        if len(start.files) < 2:
-            return finish(set_writer(s, w, new), w, NOOP)
-        rows = frozenset().union(*(mget(content, f) for f in start.files))
-        new = new._replace(files=start.files)
-        content = mput(content, fid, rows)
-    elif kind == ROLLBACK:
-        if snap_of(meta, start.parent) is None:
-            return finish(set_writer(s, w, new), w, NOOP)
-        new = new._replace(target=start.parent, phase=METADATA)
-    elif kind == EXPIRE:
-        if len(meta.snaps) == 1:
-            return finish(set_writer(s, w, new), w, NOOP)
-        new = new._replace(phase=METADATA)
-    return set_writer(s._replace(content=content), w, new)
+    if planned.rows is not None:
+        s = s._replace(content=mput(s.content, fid, planned.rows), parts=mput(s.parts, fid, part))
+    if planned.delete is not None:
+        s = s._replace(dels=mput(s.dels, fid, planned.delete))
+    return set_writer(s, w, planned.writer)
 
 
 def write_data(s: State, w: int) -> State:
+    """Write the operation's data file and / or delete file (written once, reused)."""
     wr = s.writers[w - 1]
-    return set_writer(s._replace(store=s.store | {("d", w, wr.k, 0)}), w, wr._replace(phase=MANIFESTS))
+    objs = set()
+    if wr.kind in DATA_KINDS:
+        objs.add(data_obj((w, wr.k)))
+    if wr.kind in DELETE_FILE_KINDS:
+        objs.add(delete_obj((w, wr.k)))
+    return set_writer(s._replace(store=s.store | objs), w, wr._replace(phase=MANIFESTS))
 
 
-def manifest_obj(wr: Writer, w: int):
-    return ("m", w, wr.k, 0) if wr.kind == APPEND else ("m", w, wr.k, wr.attempt)
-
-
-def write_manifests(s: State, w: int) -> State:
+def write_manifests(b: Bounds, s: State, w: int) -> State:
     wr = s.writers[w - 1]
-    return set_writer(s._replace(store=s.store | {manifest_obj(wr, w)}), w, wr._replace(phase=LIST))
+    nxt = wr._replace(phase=LIST)
+    if wr.kind == APPEND and b.variant == "stale-sequence-number-on-retry":
+        # The manifest's entries carry an explicit data sequence number, fixed now.
+        nxt = nxt._replace(mseq=mget(s.metas, wr.base).last_seq + 1)
+    return set_writer(s._replace(store=s.store | {manifest_obj(wr, w)}), w, nxt)
 
 
 def write_manifest_list(s: State, w: int) -> State:
     wr = s.writers[w - 1]
     obj = ("l", w, wr.k, wr.attempt)
     return set_writer(s._replace(store=s.store | {obj}), w, wr._replace(phase=METADATA))
-
-
-def apply_actions(b: Bounds, s: State, w: int, wr: Writer) -> Meta:
-    """The operation's actions as a pure function of the base metadata."""
-    base = mget(s.metas, wr.base)
-    head = head_snap(base)
-    op = OpInfo(wr.kind, wr.start, wr.files, wr.target)
-    if wr.kind == ROLLBACK:
-        return Meta(wr.base, wr.target, base.snaps, op)
-    if wr.kind == EXPIRE:
-        return Meta(wr.base, base.head, frozenset({head}), op)
-    fid = (w, wr.k)
-    if wr.kind == APPEND:
-        files = head.files | {fid}
-        manifests = head.manifests | {manifest_obj(wr, w)}
-    elif wr.kind == OVERWRITE:
-        files, manifests = frozenset({fid}), frozenset({manifest_obj(wr, w)})
-    elif wr.kind == DELETE:
-        files, manifests = head.files - wr.files, frozenset({manifest_obj(wr, w)})
-    else:
-        assert wr.kind == REWRITE
-        files, manifests = (head.files - wr.files) | {fid}, frozenset({manifest_obj(wr, w)})
-    snap = Snap(fid, head.id, files, ("l", w, wr.k, wr.attempt), manifests)
-    return Meta(wr.base, fid, base.snaps | {snap}, op)
 
 
 def write_metadata(b: Bounds, s: State, w: int) -> State:
@@ -276,15 +243,7 @@ def write_metadata(b: Bounds, s: State, w: int) -> State:
 
 def expire_cleanup(b: Bounds, s: State, pre: Meta, post: Meta) -> State:
     """After an acknowledged expiry: delete what only the expired snapshots reached."""
-    expired = pre.snaps - post.snaps
-    if b.variant == "expire-deleted-entries":
-        by_id = {x.id: x for x in pre.snaps}
-        gone = frozenset(data_obj(f) for x in expired if x.parent in by_id
-                         for f in by_id[x.parent].files - x.files)
-    else:
-        keep = frozenset().union(*(reach(x) for x in post.snaps))
-        gone = frozenset().union(*(reach(x) for x in expired)) - keep
-    return delete_objects(s, gone)
+    return delete_objects(s, O.expire_cleanup_objects(b, pre, post))
 
 
 def swap(b: Bounds, s: State, w: int) -> State:
@@ -320,6 +279,11 @@ def own_landed(s: State, w: int, k: int) -> MetaId | None:
     return None
 
 
+# Where a retry restarts (5.2): an append reuses its manifest; a metadata-only operation
+# writes only metadata; every other kind re-plans its manifests against the new base.
+RESTART_PHASE = {APPEND: LIST, ROLLBACK: METADATA, EXPIRE: METADATA, TAG_OP: METADATA, FAST_FORWARD: METADATA}
+
+
 def reconcile(b: Bounds, s: State, w: int) -> State:
     """Retry / Resolve: refresh; if an earlier attempt landed, the operation committed;
     otherwise validate against the refreshed base and start the next attempt."""
@@ -338,11 +302,10 @@ def reconcile(b: Bounds, s: State, w: int) -> State:
     if wr.attempt >= b.attempts_max:
         return finish_failed(b, s, w)
     if b.variant != "no-revalidate" and not validate(b, s, wr):
-        return finish_failed(b, s, w)
-    if wr.kind == ROLLBACK and snap_of(current(s), wr.target) is None:
+        return finish_failed(b, s, w, not justified(s, wr))
+    if wr.kind in (ROLLBACK, TAG_OP, FAST_FORWARD) and snap_of(current(s), wr.target) is None:
         return finish_failed(b, s, w)           # even without validation: nothing to point at
-    nxt = {APPEND: LIST, OVERWRITE: MANIFESTS, DELETE: MANIFESTS, REWRITE: MANIFESTS,
-           ROLLBACK: METADATA, EXPIRE: METADATA}[wr.kind]
+    nxt = RESTART_PHASE.get(wr.kind, MANIFESTS)
     return set_writer(s, w, wr._replace(phase=nxt, attempt=wr.attempt + 1, base=s.cat))
 
 
@@ -403,10 +366,13 @@ def crash(b: Bounds, s: State, w: int) -> State:
     return finish(spend_fault(b, s), w, CRASHED)
 
 
+ORPHAN_KINDS = ("d", "x", "m", "l")     # never metadata JSON (12.1)
+
+
 def remove_orphans(s: State) -> State:
-    """Delete data, manifest and manifest-list objects no retained snapshot reaches."""
+    """Delete data, delete, manifest and manifest-list objects no retained snapshot reaches."""
     live = frozenset().union(*(reach(x) for x in current(s).snaps))
-    gone = frozenset(o for o in s.store if o[0] in "dml" and o not in live)
+    gone = frozenset(o for o in s.store if o[0] in ORPHAN_KINDS and o not in live)
     return delete_objects(s, gone)._replace(orphan_runs=s.orphan_runs + 1)
 
 
@@ -418,7 +384,7 @@ def _private_step(b: Bounds, s: State):
         if wr.phase == DATA:
             return ("WriteData", w), write_data(s, w)
         if wr.phase == MANIFESTS:
-            return ("WriteManifests", w), write_manifests(s, w)
+            return ("WriteManifests", w), write_manifests(b, s, w)
         if wr.phase == LIST:
             return ("WriteManifestList", w), write_manifest_list(s, w)
         if wr.phase == METADATA:
@@ -436,7 +402,8 @@ def successors(b: Bounds, s: State):
         ph = wr.phase
         if ph == PLAN:
             for kind in b.kinds_for(w, wr.k):
-                yield ("Begin", w, kind), plan(b, s, w, kind)
+                for part, ref, more in b.choices(kind):
+                    yield ("Begin", w, kind) + more, plan(b, s, w, kind, part, ref)
             continue
         if ph == DONE:
             continue
@@ -445,7 +412,7 @@ def successors(b: Bounds, s: State):
         elif ph == MANIFESTS:
             if wr.kind == APPEND and wr.attempt > 1:
                 raise AssertionError("an append reuses its manifest")
-            yield ("WriteManifests", w), write_manifests(s, w)
+            yield ("WriteManifests", w), write_manifests(b, s, w)
         elif ph == LIST:
             yield ("WriteManifestList", w), write_manifest_list(s, w)
         elif ph == METADATA:

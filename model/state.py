@@ -8,6 +8,7 @@ same ids, reaches the same states: see docs/model-tla-mapping.md).
 
 Object kinds in storage (ObjId = (kind, writer, op, attempt)):
   "d" data file        (one per operation, written once, reused by every attempt)
+  "x" delete file      (position or equality; one per row-level operation, written once)
   "m" manifest         (append: one per operation, attempt 0, reused; others: per attempt)
   "l" manifest list    (per attempt)
   "j" metadata JSON    (per attempt; its MetaId is (writer, op, attempt))
@@ -19,12 +20,18 @@ from functools import lru_cache
 from typing import NamedTuple
 
 SnapId = tuple[int, int]            # (writer, op): kept across attempts
-FileId = tuple[int, int]            # the data file an operation writes
+FileId = tuple[int, int]            # the data file (or delete file) an operation writes
+RowId = tuple[int, int]             # the operation that first wrote the row
 MetaId = tuple[int, int, int]       # (writer, op, attempt)
 ObjId = tuple[str, int, int, int]   # (kind, writer, op, attempt)
 
 NO_SNAP: SnapId = (0, 0)
 NO_META: MetaId = (0, 0, 0)
+NO_ROW: tuple = ()                  # an operation that names no row
+NO_PART = 0                         # an operation that is not scoped to a partition (1..P)
+
+# Refs (spec/PROTOCOL.md 8): main, one more branch and one tag.
+MAIN, BRANCH, TAG = "main", "b", "t"
 
 # Phases of a writer (spec/PROTOCOL.md "Writer phases").
 PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RENAME, RETRY, UNKNOWN, DONE = (
@@ -34,9 +41,21 @@ WRITE_PHASES = (DATA, MANIFESTS, LIST, METADATA)
 # Operation kinds and final outcomes of an operation.
 APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE = (
     "append", "overwrite", "delete", "rewrite", "rollback", "expire")
-OP_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
-DATA_KINDS = (APPEND, OVERWRITE, REWRITE)      # write a data file
-SNAPSHOT_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE)  # produce a new snapshot
+# Row-level (merge-on-read) operations: row deltas that add delete files (PROTOCOL 7.3).
+ROW_DELETE, ROW_UPDATE, UPSERT = "row_delete", "row_update", "upsert"
+# Ref operations (PROTOCOL 8): point the tag at main's head; fast-forward main to the branch.
+TAG_OP, FAST_FORWARD = "tag", "fast_forward"
+OP_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ROW_DELETE, ROW_UPDATE, UPSERT,
+            TAG_OP, FAST_FORWARD)
+# The kinds of the single-partition table without delete files or refs (the default bounds).
+CLASSIC_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
+DATA_KINDS = (APPEND, OVERWRITE, REWRITE, ROW_UPDATE, UPSERT)   # write a data file
+DELETE_FILE_KINDS = (ROW_DELETE, ROW_UPDATE, UPSERT)              # write a delete file
+SNAPSHOT_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROW_DELETE, ROW_UPDATE, UPSERT)
+# Kinds scoped to one partition (chosen at Begin when the table has more than one).
+PARTITION_KINDS = SNAPSHOT_KINDS
+# Delete file contents (Iceberg spec "Row-level Deletes").
+POSITION, EQUALITY = "position", "equality"
 PENDING, COMMITTED, CONFLICT, UNKNOWN_OUTCOME, CRASHED, NOOP = (
     "pending", "committed", "conflict", "unknown", "crashed", "noop")
 
@@ -57,21 +76,38 @@ PHASE_ACTIONS = {DATA: "WriteData", MANIFESTS: "WriteManifests", LIST: "WriteMan
 
 class Snap(NamedTuple):
     """A snapshot as recorded in one metadata version (its record may differ between
-    attempts of the same operation: a retry gets a new parent and manifest list)."""
+    attempts of the same operation: a retry gets a new parent, manifest list and
+    sequence number)."""
     id: SnapId
     parent: SnapId
-    files: frozenset            # FileIds live in this snapshot
+    files: frozenset            # data FileIds live in this snapshot
     mlist: ObjId
     manifests: frozenset        # ObjIds of the manifests the list names
+    seq: int                    # sequence_number
+    deletes: frozenset          # delete FileIds live in this snapshot
+    dseq: tuple                 # sorted ((FileId, data sequence number), ...) of files and deletes
+
+
+class DelFile(NamedTuple):
+    """A delete file's content (immutable): a position delete names (data file, row)
+    pairs; an equality delete deletes every row of its partition (the model's one
+    equality key is the partition) in data files of a smaller data sequence number."""
+    kind: str                   # POSITION | EQUALITY
+    part: int
+    targets: frozenset          # position: {(FileId, RowId)}; equality: empty
 
 
 class OpInfo(NamedTuple):
     """What an operation planned at its starting snapshot (auxiliary: only the
     property checks read it; Iceberg keeps the same in the snapshot summary)."""
     kind: str
-    start: SnapId
-    files: frozenset            # delete/rewrite: the named files; overwrite: its read set
-    target: SnapId              # rollback: the snapshot to roll back to
+    start: SnapId               # the head of its ref when it planned
+    files: frozenset            # delete/rewrite: the named files; overwrite: its read set;
+                                # row-level: the data file its position delete names
+    target: SnapId              # rollback, tag, fast_forward: the snapshot the ref moves to
+    part: int                   # its partition (1..P), NO_PART when not partition-scoped
+    ref: str                    # the ref it commits to
+    row: tuple                  # row_delete/row_update: (FileId, RowId) it deletes; else NO_ROW
 
 
 class Meta(NamedTuple):
@@ -80,6 +116,8 @@ class Meta(NamedTuple):
     head: SnapId                # refs.main / current-snapshot-id
     snaps: frozenset            # retained Snap records
     op: OpInfo
+    last_seq: int               # last-sequence-number
+    refs: tuple                 # sorted ((name, SnapId), ...): the refs besides main
 
 
 class Writer(NamedTuple):
@@ -94,20 +132,27 @@ class Writer(NamedTuple):
     unknowns: frozenset         # bases of attempts whose swap outcome is unknown
     lone: bool                  # began with every other writer done and nothing in flight
     healed: bool                # began after faults stopped
+    part: int                   # the partition it works on (NO_PART: none)
+    ref: str                    # the ref it commits to
+    row: tuple                  # row-level: the (FileId, RowId) its position delete names
+    mseq: int                   # an append's manifest's explicit data sequence number (0: inherited)
 
 
 class Outcome(NamedTuple):
     res: str
     lone: bool
     healed: bool
+    spurious: bool              # ended in conflict by a validation no overlapping commit justifies
 
 
 class State(NamedTuple):
     # -- protocol variables --
     cat: MetaId                 # the catalog's pointer
-    metas: tuple                # sorted ((MetaId, Meta), ...): metadata files ever written
+    metas: frozenset            # {(MetaId, Meta), ...}: metadata files ever written
     store: frozenset            # ObjIds present in storage
-    content: tuple              # sorted ((FileId, frozenset of row ids), ...)
+    content: frozenset          # {(FileId, frozenset of row ids), ...}: data files
+    parts: frozenset            # {(FileId, partition), ...}: data files' partitions
+    dels: frozenset             # {(FileId, DelFile), ...}: delete files' contents
     inflight: frozenset         # delayed swap requests (writer, expected MetaId, new MetaId)
     writers: tuple              # Writer per writer 1..W
     faults_on: bool
@@ -152,7 +197,13 @@ def mget(pairs: tuple, key):
     raise KeyError(key)
 
 
-def mput(pairs: tuple, key, value) -> tuple:
+def mput(pairs, key, value):
+    """`pairs` (a function as key/value pairs) with key set to value. The state's growing
+    maps (metas, content, parts, dels) are frozensets, whose hash Python caches: most
+    transitions leave them alone, and a successor state then re-hashes none of it. The
+    small maps inside records (Meta.refs, Snap.dseq) are sorted tuples."""
+    if isinstance(pairs, frozenset):
+        return frozenset([p for p in pairs if p[0] != key] + [(key, value)])
     out = [(k, v) for k, v in pairs if k != key]
     out.append((key, value))
     out.sort()
@@ -170,14 +221,35 @@ def data_obj(f: FileId) -> ObjId:
     return ("d", f[0], f[1], 0)
 
 
+def delete_obj(f: FileId) -> ObjId:
+    return ("x", f[0], f[1], 0)
+
+
 def meta_obj(m: MetaId) -> ObjId:
     return ("j", m[0], m[1], m[2])
 
 
 @lru_cache(maxsize=1 << 16)
 def reach(snap: Snap) -> frozenset:
-    """Objects a reader of this snapshot opens (manifest list, manifests, data files)."""
-    return frozenset({snap.mlist, *snap.manifests, *(data_obj(f) for f in snap.files)})
+    """Objects a reader of this snapshot opens (manifest list, manifests, data files,
+    delete files)."""
+    return frozenset({snap.mlist, *snap.manifests, *(data_obj(f) for f in snap.files),
+                      *(delete_obj(f) for f in snap.deletes)})
+
+
+def ref_head(meta: Meta, ref: str) -> SnapId:
+    """The head of `ref` in `meta` (NO_SNAP: the ref does not exist)."""
+    if ref == MAIN:
+        return meta.head
+    for name, sid in meta.refs:
+        if name == ref:
+            return sid
+    return NO_SNAP
+
+
+def ref_heads(meta: Meta) -> list[SnapId]:
+    """The head of every ref (main first)."""
+    return [meta.head] + [sid for _, sid in meta.refs]
 
 
 def ancestors(meta: Meta, sid: SnapId) -> list[SnapId]:

@@ -52,6 +52,21 @@ register(_iceberg("expire-deleted-entries", ("P9 CleanupSafe", "P8 NoDanglingRef
                   kinds=("delete", "rollback", "expire"), faults=(), writers=1, ops=3))
 register(_iceberg("orphans-no-threshold", ("P8 NoDanglingRefs", "P9 CleanupSafe"),
                   kinds=("append",), faults=(), writers=1, ops=1, orphan_runs=1))
+# Partitions, row-level deletes and refs (issue 12): one control per new property clause.
+register(_iceberg("row-delete-ignores-concurrent-deletes", ("P5 ValidationSound", "P6 Isolation"),
+                  kinds=("row_delete", "row_update"), faults=(), writers=2, ops=1, isolation="snapshot"))
+register(_iceberg("rewrite-ignores-new-deletes", ("P5 ValidationSound", "P6 Isolation"),
+                  kinds=("rewrite", "row_delete"), faults=(), writers=2, ops=1))
+register(_iceberg("rewrite-takes-new-sequence", ("P6 Isolation",),
+                  kinds=("rewrite", "upsert"), faults=(), writers=2, ops=1))
+register(_iceberg("stale-sequence-number-on-retry", ("P6 Isolation",),
+                  kinds=("append", "upsert"), faults=(), writers=2, ops=2))
+register(_iceberg("expire-keeps-main-only", ("P8 NoDanglingRefs", "P9 CleanupSafe"),
+                  kinds=("delete", "expire", "tag"), faults=(), writers=1, ops=3, refs=True))
+register(_iceberg("validation-ignores-partitions", ("L3 NoSpuriousConflict",),
+                  kinds=("append", "overwrite"), faults=(), writers=2, ops=1, partitions=2))
+register(_iceberg("branch-commit-on-main", ("P1 LinearHistory", "P6 Isolation"),
+                  kinds=("append",), faults=(), writers=1, ops=2, refs=True))
 
 
 def get(name: str) -> Variant:

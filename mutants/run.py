@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mutants.catalog import MUTANTS, ROOT, Mutant, SnippetError, by_name
+from mutants.seeds import budget_for
 
 REPORTS = ROOT / "reports" / "mutants"
 DOCS = ROOT / "docs" / "conformance.md"
@@ -76,6 +77,8 @@ class Result:
 
     @property
     def killed_by(self) -> str:
+        if not self.runs:
+            return "not run in this table's gate"
         if self.killed_by_conform:
             how = sorted({r.found_by for r in self.runs if r.found_by})
             return "conform" + (f" ({' and '.join(_HOW.get(h, h) for h in how)})" if how else "")
@@ -94,7 +97,16 @@ class Result:
         return {"mutant": m.name, "area": m.area, "model_covers": m.model_covers, "blind": m.blind, "bug": m.bug,
                 "like": m.like, "killed_by": self.killed_by, "properties": self.properties,
                 "seconds": round(self.seconds, 1), "gate_ok": self.gate_ok,
-                "runs": [vars(r) for r in self.runs], "unit_killer": self.unit_killer}
+                "runs": [vars(r) for r in self.runs], "unit_killer": self.unit_killer, "unit_ran": self.unit_ran}
+
+
+def from_json(record: dict) -> Result:
+    """A Result back from kills.json, with the mutant as the catalog has it now (its area and
+    whether the model covers it; the runs and the unit test are as recorded)."""
+    runs = [SeedRun(**r) for r in record["runs"]]
+    r = Result(by_name(record["mutant"]), runs, record.get("unit_killer"))
+    r.unit_ran = record.get("unit_ran", not r.killed_by_conform)   # the gate runs them for every survivor
+    return r
 
 
 def _env() -> dict:
@@ -106,7 +118,7 @@ def _env() -> dict:
 def run_conform(m: Mutant, seed: int, profile: str, timeout_s: float) -> SeedRun:
     report = REPORTS / m.name / f"seed-{seed}"
     cmd = [sys.executable, "-m", "mutants.hook", m.name, "conform", "--profile", profile, "--seed", str(seed),
-           "--no-progress", "--report", str(report)]
+           "--no-progress", "--report", str(report), "--time-budget", str(budget_for(timeout_s))]
     started = time.monotonic()
     try:
         done = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout_s)
@@ -122,6 +134,8 @@ def run_conform(m: Mutant, seed: int, profile: str, timeout_s: float) -> SeedRun
     if done.returncode not in (0, 1):
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
         run.note = f"exit {done.returncode}: {tail[0][:200]}"
+    elif not run.killed and any(v.startswith("cut short") for v in run.vacuity):
+        run.note = next(v for v in run.vacuity if v.startswith("cut short"))
     return run
 
 
@@ -161,8 +175,10 @@ def write_docs(results: list, seeds: list, profile: str) -> None:
             f"the end: conform killed {killed} of {len(results)} mutants at every seed, "
             f"{sum(r.killed_by_conform for r in covered)} of the {len(covered)} in areas the model covers"
             + (f"; of the {len(blind)} blind mutants, {sum(r.killed_by_conform for r in blind)}" if blind else "")
-            + ". A mutant counts as killed by conform only if every seed kills it; seconds are summed over "
-            "the seeds run (a seed that lets a mutant through ends its row). Where conform lets a "
+            + ". A mutant counts as killed by conform only if every seed kills it. A kill by a directed "
+            "program stands for every seed (the directed phase runs first and involves no seed, so each "
+            "seed's run repeats it to the same failure); a kill by the random search is run at every seed. "
+            "Seconds are summed over the seeds run, on a machine shared with other work. Where conform lets a "
             "mutant through, the unit tests of its area run and the first failing test is named.\n\n"
             f"{table(results, seeds)}\n{END}")
     if BEGIN in text and END in text:
@@ -186,6 +202,7 @@ def check() -> int:
 
 
 def main(argv=None) -> int:
+    global REPORTS
     p = argparse.ArgumentParser(prog="python -m mutants.run", description=__doc__.splitlines()[0])
     p.add_argument("names", nargs="*", help="mutants to run (default: all)")
     p.add_argument("--seeds", default="0", help="comma-separated conform seeds (default 0)")
@@ -196,13 +213,21 @@ def main(argv=None) -> int:
     p.add_argument("--docs", action="store_true", help="rewrite the kill table in docs/conformance.md")
     p.add_argument("--timeout", type=float, default=CONFORM_TIMEOUT_S, help="seconds per conform run")
     p.add_argument("--jobs", type=int, default=1, help="mutants run at a time (each in its own processes)")
+    p.add_argument("--reports", default=str(REPORTS), help=f"where the runs' reports go (default {REPORTS})")
+    p.add_argument("--render", metavar="KILLS_JSON", help="only rewrite docs/conformance.md's table from a "
+                   "recorded kills.json (with --seeds as run), the catalog's areas as they are now")
     args = p.parse_args(argv)
+    REPORTS = Path(args.reports)
     if args.list:
         for m in MUTANTS:
             print(f"{m.name:34} {m.area:20} {'model' if m.model_covers else 'unit '}  {m.bug}")
         return 0
     if args.check:
         return check()
+    if args.render:
+        results = [from_json(r) for r in json.loads(Path(args.render).read_text())]
+        write_docs(results, [int(x) for x in args.seeds.split(",") if x.strip()], args.profile)
+        return 0
     try:
         chosen = [by_name(n) for n in args.names] or list(MUTANTS)
         seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
@@ -220,6 +245,8 @@ def main(argv=None) -> int:
             runs.append(run_conform(m, seed, args.profile, args.timeout))
             if not runs[-1].killed:
                 break                    # not killed at every seed: no need for the rest
+            if runs[-1].found_by == "directed":
+                break                    # the directed phase involves no seed: every seed runs it alike
         r = Result(m, runs)
         if not r.killed_by_conform and not args.no_unit:
             r.unit_killer, r.unit_ran = run_unit_tests(m, UNIT_TIMEOUT_S), True

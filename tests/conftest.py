@@ -52,8 +52,8 @@ SUITE_BUDGETS_S = {
     "fuzz": 180,  # hostile-input fuzzing, the bounded share (the deep run is a make target)
     "mutants": 60,  # the gate's machinery only; the gate itself is `make mutants`
     "rest": 180,  # icefloe serve: pyiceberg's REST client, errors, idempotency, faults, --rest-uri
-    "rest_engines": 120,  # pyiceberg and DuckDB through icefloe serve under every commit fault
-    "java": 300,  # Iceberg-Java 1.10.2 on Spark 3.5.9 (.venv-java): one worker per session, 10-17 s to start
+    "rest_engines": 240,  # pyiceberg and DuckDB through icefloe serve under every commit fault; +120: icefloe's REST client, interop races (local, S3, a flawed server)
+    "java": 660,  # Iceberg-Java 1.10.2 on Spark 3.5.9 (.venv-java): one worker per session, 10-17 s to start; +120: the three-engine interop race; +240: one lockstep program per commit fault kind
 }
 
 

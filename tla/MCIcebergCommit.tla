@@ -11,6 +11,8 @@ OneWriter == 1..1
 TwoWriters == 1..2
 ThreeWriters == 1..3
 AllKinds == OpKinds
+\* The six kinds of the single-partition model without deletes or refs.
+ClassicKinds == {"append", "overwrite", "delete", "rewrite", "rollback", "expire"}
 AllFaults == FaultKinds
 NoFaults == {}
 
@@ -18,25 +20,39 @@ NoFaults == {}
 \* Checked by the correct configurations only (it cannot catch a flawed variant).
 SnapIds == Nat \X Nat
 MetaIds == Nat \X Nat \X Nat
-ObjIds == {"d", "m", "l", "j"} \X Nat \X Nat \X Nat
+ObjIds == {"d", "x", "m", "l", "j"} \X Nat \X Nat \X Nat
 Phases == {"plan", "data", "manifests", "list", "metadata", "swap", "rename", "retry",
            "unknown", "done"}
 Results == {"pending", "committed", "conflict", "unknown", "crashed", "noop"}
-SnapRec == [id : SnapIds, parent : SnapIds, files : SUBSET SnapIds,
-            mlist : ObjIds, manifests : SUBSET ObjIds]
-OpRec == [kind : OpKinds, start : SnapIds, files : SUBSET SnapIds, target : SnapIds]
-MetaRec == [prev : MetaIds, head : SnapIds, snaps : SUBSET SnapRec, op : OpRec]
+PartIds == 0..Partitions
+Rows == {NO_ROW} \cup (SnapIds \X SnapIds)
+IsFunctionInto(f, dom, codom) == DOMAIN f \subseteq dom /\ \A x \in DOMAIN f : f[x] \in codom
+SnapOK(x) ==
+    /\ x.id \in SnapIds /\ x.parent \in SnapIds /\ x.files \subseteq SnapIds
+    /\ x.mlist \in ObjIds /\ x.manifests \subseteq ObjIds /\ x.seq \in Nat
+    /\ x.deletes \subseteq SnapIds /\ DOMAIN x.dseq = x.files \cup x.deletes
+    /\ \A f \in DOMAIN x.dseq : x.dseq[f] \in 1..x.seq
+OpRec == [kind : OpKinds, start : SnapIds, files : SUBSET SnapIds, target : SnapIds,
+          part : PartIds, ref : RefNames, row : Rows]
+MetaOK(m) ==
+    /\ m.prev \in MetaIds /\ m.head \in SnapIds /\ \A x \in m.snaps : SnapOK(x)
+    /\ m.op \in OpRec /\ m.last_seq \in Nat
+    /\ IsFunctionInto(m.refs, {"b", "t"}, SnapIds)
 WriterRec == [k : 1..(Ops + 1), kind : OpKinds \cup {""}, phase : Phases,
               attempt : 0..AttemptsMax, base : MetaIds, start : SnapIds,
               files : SUBSET SnapIds, target : SnapIds, unknowns : SUBSET MetaIds,
-              lone : BOOLEAN, healed : BOOLEAN]
-OutcomeRec == [res : Results, lone : BOOLEAN, healed : BOOLEAN]
+              lone : BOOLEAN, healed : BOOLEAN, part : PartIds, ref : RefNames, row : Rows,
+              mseq : Nat]
+OutcomeRec == [res : Results, lone : BOOLEAN, healed : BOOLEAN, spurious : BOOLEAN]
+DelRec == [kind : {"position", "equality"}, part : 1..Partitions, targets : SUBSET (SnapIds \X SnapIds)]
 
 TypeOK ==
     /\ cat \in DOMAIN metas
-    /\ \A m \in DOMAIN metas : m \in MetaIds /\ metas[m] \in MetaRec
+    /\ \A m \in DOMAIN metas : m \in MetaIds /\ MetaOK(metas[m])
     /\ store \subseteq ObjIds
-    /\ \A f \in DOMAIN content : f \in SnapIds /\ content[f] \subseteq SnapIds
+    /\ IsFunctionInto(content, SnapIds, SUBSET SnapIds)
+    /\ DOMAIN parts = DOMAIN content /\ IsFunctionInto(parts, SnapIds, 1..Partitions)
+    /\ IsFunctionInto(dels, SnapIds, DelRec)
     /\ inflight \subseteq Writers \X MetaIds \X MetaIds
     /\ writers \in [Writers -> WriterRec]
     /\ faultsOn \in BOOLEAN

@@ -37,7 +37,7 @@ REST_TIMEOUT_S = 30
 CAPABILITIES = A.Capabilities(
     operations=frozenset({A.APPEND, A.OVERWRITE, A.DELETE}), mode=A.BLACK_BOX, faults=frozenset(),
     swap_over_s3=False, reads=frozenset({A.READ_CURRENT, A.READ_AT}), isolation=A.SERIALIZABLE,
-    stores=frozenset({"s3"}))
+    stores=frozenset({"rest"}), transport=frozenset({A.TRANSPORT_REST}))   # its commits held and faulted at icefloe serve
 
 
 class UnsupportedOperation(A.EngineSpecError):

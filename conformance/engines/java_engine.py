@@ -69,7 +69,7 @@ CAPABILITIES = A.Capabilities(
     operations=frozenset({A.APPEND, A.OVERWRITE, A.DELETE, A.REWRITE, A.ROLLBACK, A.EXPIRE}),
     mode=A.BLACK_BOX, faults=frozenset(), swap_over_s3=False,
     reads=frozenset({A.READ_CURRENT, A.READ_AT, A.READ_INCREMENTAL}), isolation=A.SERIALIZABLE,
-    stores=frozenset({"s3"}))
+    stores=frozenset({"rest"}), transport=frozenset({A.TRANSPORT_REST}))   # its commits held and faulted at icefloe serve
 
 
 # -- one worker per process, one catalog per writer ---------------------------------------------

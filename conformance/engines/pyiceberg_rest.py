@@ -21,11 +21,16 @@ untyped, also reported Unknown (docs/verdicts.md).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from icefloe.conformance import adapter as A
 from icefloe.conformance.engines import pyiceberg_engine as P
 
 WRITER_HEADER = "X-Icefloe-Writer"
-CAPABILITIES = P.CAPABILITIES
+# pyiceberg's own capabilities, on the REST store: its swap is a REST commit, held and faulted
+# at icefloe serve's commit endpoint (conformance.rest_driver), its files in the server's
+# local warehouse.
+CAPABILITIES = replace(P.CAPABILITIES, stores=frozenset({"rest"}), transport=frozenset({A.TRANSPORT_REST}))
 
 
 def is_rest_uri(uri: str | None) -> bool:

@@ -58,6 +58,7 @@ def cmd_expire(args) -> int:
 
 
 def cmd_remove_orphans(args) -> int:
+    args.read_only = args.dry_run  # a dry run writes nothing, the catalog included (issue 14)
     cleanup = open_table(args).remove_orphan_files(args.older_than, dry_run=args.dry_run)
     for location in cleanup:
         print(f"{'would delete' if args.dry_run else 'deleted'} {location}")

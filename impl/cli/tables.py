@@ -203,6 +203,7 @@ def cmd_drop(args) -> int:
 
 
 def cmd_namespace(args) -> int:
+    args.read_only = args.action == "list"  # a listing creates no database (issue 14)
     cat = catalog(args)
     if args.action == "list":
         for ns in cat.list_namespaces():

@@ -150,9 +150,9 @@ def _add_snapshot(raw: dict) -> Apply:
 
     def apply(m, c):
         _check(m.snapshot_by_id(snapshot.snapshot_id) is None, f"snapshot {snapshot.snapshot_id} exists already")
-        _check(snapshot.sequence_number > m.last_sequence_number,
-               f"add-snapshot: sequence number {snapshot.sequence_number} is not above the table's last "
-               f"sequence number {m.last_sequence_number}")
+        if snapshot.sequence_number <= m.last_sequence_number:
+            raise StaleSequenceNumber(f"add-snapshot: sequence number {snapshot.sequence_number} is not above "
+                                      f"the table's last sequence number {m.last_sequence_number}")
         _check(snapshot.operation is not None, "add-snapshot: the summary has no operation")
         return _touch(m, c, snapshots=m.snapshots + (snapshot,), last_sequence_number=snapshot.sequence_number)
     return apply
@@ -170,6 +170,13 @@ def _set_ref(raw: dict) -> Apply:
 
 
 # -- the table of actions -------------------------------------------------------------------------
+
+class StaleSequenceNumber(InvalidUpdate):
+    """A snapshot numbered for an older version of the table: a commit landed since the
+    client built it (its requirements may still hold, say main rolled back to the same
+    snapshot). A conflict the client resolves by refreshing and retrying: 409, as
+    Iceberg-Java's CatalogHandlers answer since apache/iceberg #15126 (issue #15001)."""
+
 
 def _check(condition: bool, message: str) -> None:
     if not condition:

@@ -21,7 +21,7 @@ from icefloe.impl.outcomes import IcefloeError
 from icefloe.impl.table.commit import read_metadata
 from icefloe.impl.table.confinement import Confinement
 from icefloe.impl.table.files import TreeReader
-from icefloe.impl.table.maintenance import Cleanup, reachable
+from icefloe.impl.table.maintenance import Cleanup, delete_confined, reachable
 
 
 class PurgeRefused(IcefloeError):
@@ -55,18 +55,7 @@ def drop_table(catalog: Catalog, identifier: TableIdentifier, io: ObjectStore, *
     out = Cleanup()
     if not purge:
         return out
-    confinement = Confinement.for_metadata(metadata_location, io)
-    for location in plan:
-        if confinement is None or not confinement.allows(location):
-            out.refused.append(location)
-            continue
-        try:
-            io.delete(location)
-        except StoreError as e:
-            out.failed.append((location, str(e)))
-            continue
-        out.append(location)
-    return out
+    return delete_confined(io, plan, Confinement.for_metadata(metadata_location, io), out)
 
 
 def remove_empty_directories(root: str) -> int:

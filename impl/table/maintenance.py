@@ -57,9 +57,11 @@ def reachable(tree: TreeReader, metadata: TableMetadata) -> set[str]:
     return out
 
 
-def _delete(io: ObjectStore, candidates: dict, confinement: Confinement | None, out: Cleanup,
-            dry_run: bool = False) -> Cleanup:
-    for x in sorted(candidates.values()):
+def delete_confined(io: ObjectStore, locations, confinement: Confinement | None, out: Cleanup,
+                    dry_run: bool = False) -> Cleanup:
+    """Delete `locations` in the order given, each only if the table's confinement allows it
+    (else `refused`); a delete that fails is `failed`, and the rest go on."""
+    for x in locations:
         if confinement is None or not confinement.allows(x):
             out.refused.append(x)
             continue
@@ -99,7 +101,7 @@ def expire_cleanup(io: ObjectStore, tree: TreeReader, pre: TableMetadata, post: 
                 continue
             if c not in keep and not x.endswith(_PROTECTED_SUFFIXES):
                 gone[c] = x
-    return _delete(io, gone, confinement, out)
+    return delete_confined(io, sorted(gone.values()), confinement, out)
 
 
 def remove_orphan_files(io: ObjectStore, metadata: TableMetadata, older_than_ms: int,
@@ -122,9 +124,9 @@ def remove_orphan_files(io: ObjectStore, metadata: TableMetadata, older_than_ms:
         if canonical_location(info.location) in keep:
             continue
         gone[canonical_location(info.location)] = info.location
-    _delete(io, gone, confinement, out, dry_run)
+    delete_confined(io, sorted(gone.values()), confinement, out, dry_run)
     stale = getattr(io, "stale_temporaries", None)
     if stale is not None:
-        temporaries = {t: t for t in stale(confinement.root.rstrip("/") + "/", older_than_ms)}
-        _delete(io, temporaries, confinement, out, dry_run)
+        temporaries = set(stale(confinement.root.rstrip("/") + "/", older_than_ms))
+        delete_confined(io, sorted(temporaries), confinement, out, dry_run)
     return out

@@ -295,27 +295,41 @@ class RewriteFiles(FileChange):
         self.data_sequence_number = start.sequence_number
         files = tuple(self.removed.values())
         self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(frozenset(self.removed), self.ref),
-                     NoNewDeletesForFiles(files, self.ref)]
+                     NoNewDeletesForFiles(files, self.ref, ignore_equality=True)]
         return True
 
 
 class RowDelta(FileChange):
     """Add delete files written by some engine (position or equality deletes), and
-    optionally data files; the data files the deletes name must still be live."""
+    optionally data files (7.3 row_delete, row_update, upsert). The data files the
+    deletes name (`referenced_paths`) must still be live, and no other commit may have
+    added a delete file for them meanwhile (the row may be deleted or rewritten: the
+    merge-on-read UPDATE/DELETE anomaly, docs/merge-on-read-anomaly.md). With a
+    `row_filter`, serializable isolation also refuses data added meanwhile that may
+    match it."""
     operation = "overwrite"
 
     def __init__(self, delete_files: list[DataFile], data_files: list[DataFile] = (),
-                 referenced_paths=(), ref: str = MAIN_BRANCH, spec_id: int | None = None):
-        super().__init__(ref)
+                 referenced_paths=(), ref: str = MAIN_BRANCH, spec_id: int | None = None,
+                 row_filter=None, isolation: str = SERIALIZABLE):
+        super().__init__(ref, isolation)
         require(all(f.content != DataFileContent.DATA for f in delete_files),
                 "a row delta's delete files must be position or equality deletes")
         self.added_deletes, self.added = list(delete_files), list(data_files)
         self.referenced = frozenset(referenced_paths)
         self.spec_id = spec_id
+        self.row_filter = parse_filter(row_filter) if isinstance(row_filter, str) else row_filter
         self.operation = "delete" if not data_files else "overwrite"
 
     def plan(self, c):
         self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(self.referenced, self.ref)]
+        if self.referenced:
+            live = {e.data_file.file_path: e.data_file
+                    for _, e in c.tree.live_entries(c.starting_snapshot, ManifestContent.DATA)}
+            named = tuple(live[p] for p in sorted(self.referenced) if p in live)
+            self.reqs.append(NoNewDeletesForFiles(named, self.ref))
+        if self.row_filter is not None and self.isolation == SERIALIZABLE:
+            self.reqs.append(NoConflictingData(self.row_filter, self.ref))
         return bool(self.added_deletes or self.added)
 
     def delete_spec_id(self, c) -> int:

@@ -13,24 +13,38 @@ from __future__ import annotations
 
 from collections import Counter
 
+from icefloe.model import rows as R
 from icefloe.model.iceberg import SERIALIZABLE, Bounds, current
 from icefloe.model.checks.liveness import lone_not_committed, pending_operation
 from icefloe.model.state import (
-    CONFLICT, APPEND, COMMITTED, DELETE, EXPIRE, NOOP, OVERWRITE, REWRITE, ROLLBACK,
-    Meta, State, ancestors, chain, meta_obj, mget, reach, snap_of,
+    CONFLICT, APPEND, BRANCH, COMMITTED, DELETE, EXPIRE, FAST_FORWARD, MAIN, NO_SNAP, NOOP, OVERWRITE,
+    REWRITE, ROLLBACK, ROW_DELETE, ROW_UPDATE, TAG, TAG_OP, UPSERT,
+    Meta, State, ancestors, chain, meta_obj, mget, reach, ref_head, snap_of,
 )
 
 BOOTSTRAP_VERSIONS = 2  # hist[0:2] are the bootstrap writer's two appends
+REFS = (MAIN, BRANCH, TAG)
 
 
 def _rows(s: State, files) -> tuple:
+    """Every row the data files hold (no delete applied)."""
     content = dict(s.content)
     return tuple(sorted(r for f in files for r in content[f]))
 
 
-def _head_files(meta: Meta) -> frozenset:
-    snap = snap_of(meta, meta.head)
+def _ref_snap(meta: Meta, ref: str = MAIN):
+    sid = ref_head(meta, ref)
+    return None if sid == NO_SNAP else snap_of(meta, sid)
+
+
+def _head_files(meta: Meta, ref: str = MAIN) -> frozenset:
+    snap = _ref_snap(meta, ref)
     return snap.files if snap is not None else frozenset()
+
+
+def _live(s: State, meta: Meta, ref: str = MAIN) -> tuple:
+    """The rows a reader of the ref's head sees (deletes applied)."""
+    return R.live_rows(s, _ref_snap(meta, ref))
 
 
 def _transitions(s: State):
@@ -41,7 +55,7 @@ def _transitions(s: State):
 
 def check_linear_history(b: Bounds, s: State) -> str | None:
     """P1: the pointer's values form one chain through `prev`; each new snapshot's
-    parent is the head of main in the version it replaced."""
+    parent is the head of its ref in the version it replaced."""
     if s.hist[-1] != s.cat:
         return f"pointer {s.cat} is not the last swapped version {s.hist[-1]}"
     for i in range(1, len(s.hist)):
@@ -51,8 +65,9 @@ def check_linear_history(b: Bounds, s: State) -> str | None:
     for pre, post, mid in _transitions(s):
         old = {x.id for x in pre.snaps}
         for x in post.snaps:
-            if x.id not in old and x.parent != pre.head:
-                return f"snapshot {x.id} (version {mid}) has parent {x.parent}, but main's head was {pre.head}"
+            want = ref_head(pre, post.op.ref)
+            if x.id not in old and x.parent != want:
+                return f"snapshot {x.id} (version {mid}) has parent {x.parent}, but {post.op.ref}'s head was {want}"
     return None
 
 
@@ -78,7 +93,7 @@ def check_no_duplicate_commit(b: Bounds, s: State) -> str | None:
     if twice:
         return f"snapshots {twice} were committed more than once"
     for x in current(s).snaps:
-        rows = _rows(s, x.files)
+        rows = R.live_rows(s, x)
         if len(rows) != len(set(rows)):
             dup = sorted(r for r, n in Counter(rows).items() if n > 1)
             return f"snapshot {x.id} holds rows {dup} twice"
@@ -86,41 +101,69 @@ def check_no_duplicate_commit(b: Bounds, s: State) -> str | None:
 
 
 def check_readers_see_committed(b: Bounds, s: State) -> str | None:
-    """P4: a reader (one pointer read, no listing) sees a committed snapshot and no file
-    of an operation that has not committed: every visible file was written by an
-    operation with a version in the pointer's history, and none by one that ended in conflict."""
+    """P4: a reader (one pointer read, no listing) of any ref sees a committed snapshot and
+    no file of an operation that has not committed: every data or delete file visible at
+    a ref's head was written by an operation with a version in the pointer's history, and
+    none by one that ended in conflict."""
     committed_ops = {(m[0], m[1]) for m in s.hist}
-    for f in sorted(_head_files(current(s))):
-        if f not in committed_ops:
-            return f"readers see file {f}, whose operation never committed"
-        w, k = f
-        if w and s.outcomes[w - 1][k - 1].res == CONFLICT:
-            return f"readers see file {f} of operation {f}, which ended in conflict"
+    meta = current(s)
+    for ref in (MAIN,) + tuple(name for name, _ in meta.refs):
+        snap = _ref_snap(meta, ref)
+        if snap is None:
+            continue
+        for f in sorted(snap.files | snap.deletes if snap.deletes else snap.files):
+            if f not in committed_ops:
+                return f"readers of {ref} see file {f}, whose operation never committed"
+            w, k = f
+            if w and s.outcomes[w - 1][k - 1].res == CONFLICT:
+                return f"readers of {ref} see file {f} of operation {f}, which ended in conflict"
     return None
 
 
 def _assumptions_hold(b: Bounds, s: State, pre: Meta, post: Meta) -> str | None:
     op = post.op
-    if op.kind in (APPEND, EXPIRE):
+    kind = op.kind
+    if kind in (APPEND, EXPIRE, UPSERT):
         return None
-    line = ancestors(pre, pre.head)
-    if op.start not in line:
-        return f"its starting snapshot {op.start} is not an ancestor of {pre.head}"
-    between = [snap_of(pre, sid) for sid in line[: line.index(op.start)]]
-    if op.kind in (DELETE, REWRITE):
-        for x in between:
+    if kind == TAG_OP:
+        if ref_head(pre, TAG) != op.start:
+            return f"the tag had moved from {op.start} to {ref_head(pre, TAG)}"
+        return None
+    if kind == FAST_FORWARD:
+        if pre.head != op.start:
+            return f"main moved from {op.start} to {pre.head} after it read it"
+        if op.start not in ancestors(pre, op.target):
+            return f"main's head {op.start} is not an ancestor of {op.target} among the retained snapshots"
+        return None
+    pairs = R.between(pre, ref_head(pre, op.ref), op.start)
+    if pairs is None:
+        return f"its starting snapshot {op.start} is not an ancestor of {op.ref}'s head {ref_head(pre, op.ref)}"
+    if kind in (DELETE, REWRITE, ROW_DELETE, ROW_UPDATE):
+        for _, x in pairs:
             if not op.files <= x.files:
                 return f"files {sorted(op.files - x.files)} were no longer live in snapshot {x.id}"
-    if op.kind == OVERWRITE and b.isolation == SERIALIZABLE and between:
-        return f"snapshots {[x.id for x in between]} added data matching its filter"
-    if op.kind == ROLLBACK and between:
+    if kind == REWRITE:
+        for p, x in pairs:
+            if R.adds_position_delete_for(s, p, x, op.files):
+                return f"snapshot {x.id} added a position delete for files it rewrote, {sorted(op.files)}"
+    if kind in (ROW_DELETE, ROW_UPDATE):
+        for p, x in pairs:
+            if R.adds_delete_for(s, p, x, op.files):
+                return f"snapshot {x.id} added a delete file for {sorted(op.files)}, whose row it deletes"
+            if b.isolation == SERIALIZABLE and R.adds_data_in(s, p, x, op.part):
+                return f"snapshot {x.id} added data to partition {op.part}, which its filter reads"
+    if kind == OVERWRITE and b.isolation == SERIALIZABLE:
+        touching = [x.id for p, x in pairs if R.touches(s, p, x, op.part)]
+        if touching:
+            return f"snapshots {touching} changed partition {op.part}, which its filter reads"
+    if kind == ROLLBACK and pairs:
         return f"main moved from {op.start} to {pre.head} after it read it"
     return None
 
 
 def check_validation_sound(b: Bounds, s: State) -> str | None:
     """P5: every commit's assumptions held over all snapshots between its starting
-    snapshot and the head of the version it replaced."""
+    snapshot and the head of its ref in the version it replaced."""
     for pre, post, mid in _transitions(s):
         why = _assumptions_hold(b, s, pre, post)
         if why:
@@ -128,40 +171,74 @@ def check_validation_sound(b: Bounds, s: State) -> str | None:
     return None
 
 
+def _other_refs_kept(pre: Meta, post: Meta, moved: tuple) -> str | None:
+    for ref in REFS:
+        if ref not in moved and ref_head(pre, ref) != ref_head(post, ref):
+            return f"moved {ref} from {ref_head(pre, ref)} to {ref_head(post, ref)}"
+    return None
+
+
+def _effect(b: Bounds, s: State, pre: Meta, post: Meta, mid) -> str | None:
+    """P6 for one transition: None, or what its effect got wrong."""
+    op = post.op
+    kind, ref = op.kind, op.ref
+    fid = (mid[0], mid[1])
+    moved = {TAG_OP: (TAG,), FAST_FORWARD: (MAIN,), ROLLBACK: (MAIN,), EXPIRE: ()}.get(kind, (ref,))
+    why = _other_refs_kept(pre, post, moved)
+    if why:
+        return f"{kind} {mid} {why}"
+    if kind in (ROLLBACK, FAST_FORWARD):
+        if pre.head != op.start:
+            return f"{kind} {mid} read main at {op.start} but replaced {pre.head}"
+        if post.head != op.target:
+            return f"{kind} {mid} set main to {post.head}, not {op.target}"
+        if kind == FAST_FORWARD and op.start not in ancestors(post, op.target):
+            return f"fast_forward {mid} moved main from {op.start} to {op.target}, not a descendant"
+        return None
+    if kind == TAG_OP:
+        if ref_head(pre, TAG) != op.start or ref_head(post, TAG) != op.target:
+            return f"tag {mid} read the tag at {op.start} and moved it from {ref_head(pre, TAG)} to {ref_head(post, TAG)}, not {op.target}"
+        return None
+    before, after = _live(s, pre, ref), _live(s, post, ref)
+    if kind == APPEND:
+        want = tuple(sorted(before + _rows(s, [fid])))
+    elif kind == OVERWRITE:
+        head = _ref_snap(pre, ref)
+        if b.isolation == SERIALIZABLE and op.files != R.files_in(s, head.files, op.part):
+            return f"overwrite {mid} read {sorted(op.files)} but replaced {sorted(R.files_in(s, head.files, op.part))}"
+        want = tuple(sorted(R.rows_outside(s, head, op.part) + _rows(s, [fid])))
+    elif kind == UPSERT:
+        want = tuple(sorted(R.rows_outside(s, _ref_snap(pre, ref), op.part) + _rows(s, [fid])))
+    elif kind == DELETE:
+        if not op.files <= _head_files(pre, ref):
+            return f"delete {mid} removed {sorted(op.files)}, not all live in {ref_head(pre, ref)}"
+        want = R.multiset_minus(before, R.live_rows(s, _ref_snap(pre, ref), op.files))
+    elif kind == REWRITE:
+        if not op.files <= _head_files(pre, ref):
+            return f"rewrite {mid} replaced {sorted(op.files)}, not all live in {ref_head(pre, ref)}"
+        want = before
+    elif kind in (ROW_DELETE, ROW_UPDATE):
+        # DELETE / UPDATE ... WHERE key = r, applied to the version it replaced: every copy
+        # of row r goes (an update writes it once more).
+        r = op.row[1]
+        want = tuple(x for x in before if x != r) + ((r,) if kind == ROW_UPDATE else ())
+        want = tuple(sorted(want))
+    else:
+        assert kind == EXPIRE, kind
+        want = before
+    if after != want:
+        return f"{kind} {mid} turned rows {list(before)} into {list(after)}, expected {list(want)}"
+    return None
+
+
 def check_isolation(b: Bounds, s: State) -> str | None:
-    """P6: each commit's effect on the table's rows equals its operation applied to the
-    version it replaced (serializable: reading that version; snapshot isolation: reading
-    its starting snapshot, with its named deletes still live)."""
+    """P6: each commit's effect on the rows of its ref equals its operation applied to
+    the version it replaced (serializable: reading that version; snapshot isolation:
+    reading its starting snapshot, with what it writes still as it read it)."""
     for pre, post, mid in _transitions(s):
-        op = post.op
-        before, after = _rows(s, _head_files(pre)), _rows(s, _head_files(post))
-        w, k = mid[0], mid[1]
-        if op.kind == APPEND:
-            want = tuple(sorted(before + _rows(s, [(w, k)])))
-        elif op.kind == OVERWRITE:
-            if b.isolation == SERIALIZABLE and op.files != _head_files(pre):
-                return f"overwrite {mid} read {sorted(op.files)} but replaced {sorted(_head_files(pre))}"
-            want = _rows(s, [(w, k)])
-        elif op.kind == DELETE:
-            if not op.files <= _head_files(pre):
-                return f"delete {mid} removed {sorted(op.files)}, not all live in {pre.head}"
-            gone = Counter(_rows(s, op.files))
-            want = tuple(sorted((Counter(before) - gone).elements()))
-        elif op.kind == REWRITE:
-            if not op.files <= _head_files(pre):
-                return f"rewrite {mid} replaced {sorted(op.files)}, not all live in {pre.head}"
-            want = before
-        elif op.kind == ROLLBACK:
-            if pre.head != op.start:
-                return f"rollback {mid} read main at {op.start} but replaced {pre.head}"
-            want = _rows(s, _head_files(post))
-            if post.head != op.target:
-                return f"rollback {mid} set main to {post.head}, not {op.target}"
-        else:
-            assert op.kind == EXPIRE
-            want = before
-        if after != want:
-            return f"{op.kind} {mid} turned rows {list(before)} into {list(after)}, expected {list(want)}"
+        why = _effect(b, s, pre, post, mid)
+        if why:
+            return why
     return None
 
 
@@ -223,6 +300,19 @@ def check_lone_writer_commits(b: Bounds, s: State) -> str | None:
     return lone_not_committed(s.outcomes, (COMMITTED, NOOP), healed_only=True)
 
 
+def check_no_spurious_conflict(b: Bounds, s: State) -> str | None:
+    """L3: an operation scoped to a partition ends in conflict by a failed validation only
+    if a commit in between overlapped its partition (added or removed a data file of it,
+    or added a delete file of it) or its starting snapshot left its ref's ancestry.
+    Operations on disjoint partitions both commit. (An outcome never changes once
+    recorded, so this is checked in every state.)"""
+    for w, row in enumerate(s.outcomes, start=1):
+        for k, o in enumerate(row, start=1):
+            if o.spurious:
+                return f"operation ({w}, {k}) ended in conflict although no concurrent commit touched its partition"
+    return None
+
+
 # Checks that read only the pointer's history (hist and the versions it names): their
 # verdict is a function of `history_key`, so the explorer caches it across the many
 # states that differ only in what in-progress writers are doing.
@@ -246,6 +336,7 @@ SAFETY_CHECKS = {
     "P8 NoDanglingRefs": check_no_dangling_refs,
     "P9 CleanupSafe": check_cleanup_safe,
     "P10 IncrementalComplete": check_incremental_complete,
+    "L3 NoSpuriousConflict": check_no_spurious_conflict,
 }
 TERMINAL_CHECKS = {
     "L1 LoneWriterCommits": check_lone_writer_commits,

@@ -88,12 +88,12 @@ def test_overwrite_is_two_snapshots_in_one_swap_and_rollback_restores(table):
 
 
 def test_bounded_conformance_run_writes_a_verdict(tmp_path, monkeypatch, capsys):
-    """Goal: `icefloe conform --engine pyiceberg` produces a verdict.json with a verdict per
+    """Goal: `icefloe conform --engine pyiceberg-sql` produces a verdict.json with a verdict per
     property, holds or not. Method: the ci profile bounded to one S3 example of 12 steps (a
     run this small may be judged vacuous: then the exit code is 1 and says so)."""
     monkeypatch.setitem(PROFILES, "ci", Profile("ci", examples_memory=0, examples_s3=1, steps=12, directed=False))
     report = tmp_path / "report"
-    code = conform.main(["--engine", "pyiceberg", "--profile", "ci", "--seed", "0", "--report", str(report),
+    code = conform.main(["--engine", "pyiceberg-sql", "--profile", "ci", "--seed", "0", "--report", str(report),
                          "--no-progress"])
     out = capsys.readouterr().out
     verdict = json.loads((report / "verdict.json").read_text())

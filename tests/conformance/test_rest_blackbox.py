@@ -13,11 +13,13 @@ from icefloe.conformance import adapter as A
 from icefloe.conformance.backends import Backends
 from icefloe.conformance.engines import icefloe_rest as R
 from icefloe.conformance.profiles import PROFILES, REST, bounds_for
-from icefloe.conformance.runs import new_lockstep
+from icefloe.conformance.runs import new_lockstep, replay
 from icefloe.conformance.stats import Stats
 from icefloe.conformance.view import END_UNKNOWN, REST as REST_VIEW, steps, view_of, visible
 from icefloe.conformance.violation import InvalidProgram, Violation
+from icefloe.impl.catalog.rest import RestCatalog
 from icefloe.impl.outcomes import SwapRejected, SwapUnknown, Unknown
+from icefloe.impl.table import commit as C
 from icefloe.model import iceberg
 
 pytest.importorskip("starlette")
@@ -37,7 +39,7 @@ def run(backends, program, engine=None, finish=True, check=None):
     """Run `program` on the REST store (then, with `finish`, the liveness phase, the
     history checker, every retained snapshot); the model labels the program took, and the
     Lockstep. `check(lock)` runs before the liveness phase."""
-    engine = engine or R.engine()
+    engine = engine or R.engine_unresolving()
     lock = new_lockstep(engine, backends, REST, bounds_for(engine, PROFILES["ci"]), 0, Stats())
     taken = []
     lock.observers.append(lambda s, label, t: taken.append(label))
@@ -81,14 +83,32 @@ MIRRORS = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(MIRRORS))
-def test_each_commit_fault_is_mirrored_on_the_model(backends, case):
+# The same faults met by icefloe as it ships (its REST client replays a request whose answer
+# was lost, with its Idempotency-Key, and the commit loop resolves what stays unknown): the
+# replays are the same request sent again, released as they come.
+RESOLVING = {
+    "fail_before 503": (BEGIN + [("CommitFault", 1, "fail_before", 503)],
+                        BEGIN + WRITES + [("AckLost", 1), ("Resolve", 1)], 1, 0),
+    "fail_after 502": (BEGIN + [("CommitFault", 1, "fail_after", 502)],
+                       BEGIN + WRITES + [("AckLost", 1), ("Resolve", 1)], 1, 0),
+    "lost": (BEGIN + [("CommitFault", 1, "lost", None)], BEGIN + WRITES + [("AckLost", 1), ("Resolve", 1)], 1, 0),
+    "delay": (BEGIN + [("CommitFault", 1, "delay", None)],
+              BEGIN + WRITES + [("SwapDelayed", 1), ("Deliver", 1, 1, 1), ("Resolve", 1)], 1, 0),
+    "reject": (BEGIN + [("CommitFault", 1, "reject", None)],
+               BEGIN + WRITES + [("SwapFails", 1), ("Retry", 1), ("WriteManifestList", 1), ("WriteMetadata", 1)], 0, 0),
+}
+
+
+@pytest.mark.parametrize("engine, case", [("unresolving", c) for c in sorted(MIRRORS)] +
+                         [("resolving", c) for c in sorted(RESOLVING)])
+def test_each_commit_fault_is_mirrored_on_the_model(backends, engine, case):
     """Goal: each fault at the held commit, by the model's name or the layer's, takes the
     model actions of the mapping, and the Unknown it leaves is resolved the way the server
-    applied it. Method: replay it on the icefloe REST engine, record the model's labels,
-    then the liveness phase, the history checker and every retained snapshot."""
-    program, want, committed, not_committed = MIRRORS[case]
-    got, lock = run(backends, program)
+    applied it, by the engine or by its caller. Method: replay it on the icefloe REST engine
+    that ends an unknown commit Unknown and on icefloe as it ships, record the model's
+    labels, then the liveness phase, the history checker and every retained snapshot."""
+    program, want, committed, not_committed = (MIRRORS if engine == "unresolving" else RESOLVING)[case]
+    got, lock = run(backends, program, engine=R.engine_unresolving() if engine == "unresolving" else R.engine())
     assert got == want
     assert (lock.stats.unknown_resolved_committed, lock.stats.unknown_resolved_not_committed) == (committed,
                                                                                                   not_committed)
@@ -127,7 +147,7 @@ def test_commit_faults_are_offered_only_at_a_held_commit(backends):
 
 # -- engines that mishandle an unknown outcome ---------------------------------------------
 
-class DeleteButReportUnknown(R.RestCommit):
+class DeleteButReportUnknown(R.UnresolvingCommit):
     """Deletes its files after a 5xx yet reports Unknown (duckdb-iceberg #1120's shape)."""
 
     def unknown(self, p):
@@ -136,7 +156,7 @@ class DeleteButReportUnknown(R.RestCommit):
         return super().unknown(p)
 
 
-class RetryingPointer(R.RestPointer):
+class RetryingCatalog(RestCatalog):
     """Takes a 5xx for a rejection and retries (iceberg-go #1603, apache/iceberg #12818)."""
 
     def swap(self, identifier, expected_location, new_location):
@@ -146,27 +166,32 @@ class RetryingPointer(R.RestPointer):
         return result
 
 
-class _Table(R.IcefloeRestTable):
-    def parts(self, writer):
-        if writer not in self.io:
-            store, _ = super().parts(writer)
-            if self.engine.pointer is not None:
-                self.catalogs[writer] = self.engine.pointer(self.ctx.catalog_uri, writer, store)
-        return self.io[writer], self.catalogs[writer]
+class KeylessRetryCatalog(RestCatalog):
+    """Sends the commit again after a 5xx, as an HTTP layer retries, without an
+    Idempotency-Key: the copy meets 409 although the first landed, and the commit loop,
+    told "rejected", builds its next attempt (apache/iceberg #12818, #13867)."""
+
+    def _request(self, method, path, body=None, key=None):
+        return super()._request(method, path, body, None)
 
 
-def flawed(commit_class=R.RestCommit, pointer=None):
-    table = type("Table", (_Table,), {"commit_class": commit_class})
-    return type("Flawed", (R.IcefloeRestEngine,), {"name": "flawed", "table_class": table, "pointer": pointer})()
+def flawed(commit_class=R.UnresolvingCommit, catalog=None, replays_max=0):
+    def catalog_for(self, writer, store):
+        return (catalog or RestCatalog)(self.ctx.catalog_uri, store, headers={A.WRITER_HEADER: str(writer)},
+                                        replays_max=replays_max)
+    table = type("Table", (R.UnresolvingTable,), {"commit_class": commit_class, "catalog_for": catalog_for})
+    return type("Flawed", (R.IcefloeRestEngine,), {"name": "flawed", "table_class": table})()
 
 
 @pytest.mark.parametrize("engine, fault, prop", [
     (R.engine_cleanup_after_unknown(), ("AckLost", 1), "P4 ReadersSeeCommitted"),
     (R.engine_cleanup_after_unknown(), ("CommitFault", 1, "lost", None), "P4 ReadersSeeCommitted"),
     (flawed(DeleteButReportUnknown), ("CommitFault", 1, "fail_after", 502), "P8 NoDanglingRefs"),
-    (flawed(pointer=RetryingPointer), ("CommitFault", 1, "fail_after", 500), "P3 NoDuplicateCommit"),
+    (flawed(catalog=RetryingCatalog), ("CommitFault", 1, "fail_after", 500), "P3 NoDuplicateCommit"),
+    (flawed(catalog=KeylessRetryCatalog, replays_max=1), ("CommitFault", 1, "fail_after", 502),
+     "P3 NoDuplicateCommit"),
 ], ids=["cleanup-after-unknown, 500", "cleanup-after-unknown, lost", "delete-but-report-unknown",
-        "retry-after-unknown"])
+        "retry-after-unknown", "keyless-http-retry"])
 def test_engines_that_mishandle_an_unknown_commit_are_caught(backends, engine, fault, prop):
     """Goal: the bug classes of duckdb-iceberg #1120, apache/iceberg #12818 and iceberg-go
     #1603 are named by the property they break. Method: each flawed engine meets the fault
@@ -176,13 +201,40 @@ def test_engines_that_mishandle_an_unknown_commit_are_caught(backends, engine, f
     assert caught.value.prop == prop, caught.value
 
 
-def test_the_correct_engine_reports_unknown_and_keeps_its_files(backends):
-    """Goal: the reference REST engine stops at an unknown outcome with an Unknown naming
+def test_the_unresolving_engine_reports_unknown_and_keeps_its_files(backends):
+    """Goal: the unresolving REST engine stops at an unknown outcome with an Unknown naming
     its snapshot, as Iceberg-Java and pyiceberg do. Method: a lost answer, then the outcome."""
     def check(lock):
         out = lock.ops[(1, 1)].outcome
         assert isinstance(out, Unknown) and out.snapshot_id == lock.snapshot_id[(1, 1)]
     run(backends, BEGIN + [("CommitFault", 1, "lost", None)], check=check)
+
+
+class _NoRetryTable(R.UnresolvingTable):
+    """Makes one attempt per commit (as pyiceberg 0.12 does for a rollback)."""
+
+    def __init__(self, engine, ctx):
+        super().__init__(engine, ctx)
+        self.retry = C.RetryPolicy(num_retries=0, retry_wait_ms_min=0, retry_wait_ms_max=0)
+
+
+def no_retry():
+    return type("NoRetry", (R.IcefloeRestEngine,), {"name": "no-retry", "table_class": _NoRetryTable})()
+
+
+def test_an_engine_that_stops_retrying_ends_in_conflict_as_the_model_would(backends):
+    """Goal: a Conflict after a rejection while the model has attempts left is mirrored as
+    the model's Retry at the attempts made (a loop stopped early, spec/PROTOCOL.md 6.3) and
+    counted; a directed program that expected the retry ends there, saying so. Method: a
+    one-attempt engine meets a 409; then the same program with the retry's Swap named."""
+    got, lock = run(backends, BEGIN + [("SwapFails", 1)], engine=no_retry())
+    assert got[-2:] == [("SwapFails", 1), ("Retry", 1)] and lock.stats.gave_up == 1
+    assert lock.ops[(1, 1)].result == "conflict"
+    program = BEGIN + [("SwapFails", 1), ("Swap", 1)]
+    with pytest.raises(InvalidProgram):
+        replay(no_retry(), program, store=REST, backends=backends)
+    lock = replay(no_retry(), program, store=REST, backends=backends, lenient=True)
+    assert lock.left == "the engine left its directed program before Swap"
 
 
 # -- the view a REST engine is driven by ------------------------------------------------------
@@ -214,3 +266,25 @@ def test_capabilities_tie_rest_transport_to_the_rest_store():
     with pytest.raises(A.EngineSpecError):
         A.Capabilities(operations=frozenset({A.APPEND}), mode=A.STEPPING, stores=frozenset({"rest"}),
                        transport=frozenset({A.TRANSPORT_REST}))
+
+
+def test_the_directed_plan_gives_a_rest_engine_what_it_can_reach_and_says_why_not():
+    """Goal: coverage by construction for a REST engine: every commit fault kind and status
+    in the rest family, the swap faults in the faults and unknowns families where the model
+    has the class, and a reason for each class out of reach. Method: the plan for the icefloe REST engine at ci."""
+    from icefloe.conformance import directed
+    the_plan = directed.plan(R.engine(), PROFILES["ci"])
+    families = {f.family.name: f for f in the_plan.families}
+    rest = families["rest"]
+    assert rest.reachable == rest.total and len(rest.programs) == len(rest.total) == 10
+    assert {c[0] for c in rest.total} == {"reject", "fail_before", "fail_after", "lost", "delay", "duplicate"}
+    faults = families["faults"]
+    assert {c[2] for c in faults.reachable} == {A.SWAP_FAIL}      # an unknown one ends Unknown: no model class
+    # a lost answer of an applied commit resolves committed in the model, never Unknown: its
+    # classes are the rest family's (fail_after, lost); a delayed one lands or not after the end
+    assert {c[1] for c in families["unknowns"].reachable} == {A.SWAP_DELAYED}
+    reasons = set(faults.why_not.values()) | set(families["unknowns"].why_not.values())
+    assert "fault crash not injectable at a REST commit" in reasons
+    assert any("without resolving it" in why for why in reasons)
+    assert set(families["orphans"].why_not.values()) == {"operation orphans not supported"}
+    assert not families["transport"].reachable

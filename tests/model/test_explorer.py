@@ -74,7 +74,7 @@ def test_cli_exit_codes_and_output(capsys):
     the violated property, 2 on usage errors. Method: call main() in-process."""
     assert main(["--writers", "1", "--ops", "1", "--faults", "none"]) == 0
     out = capsys.readouterr().out
-    assert "states:" in out and "coverage" in out and "all 12 properties hold" in out
+    assert "states:" in out and "coverage" in out and "all 13 properties hold" in out
     assert main(["--variant", "no-lineage-check"]) == 1
     out = capsys.readouterr().out
     assert "VIOLATION of P3 NoDuplicateCommit" in out and "shortest counterexample" in out

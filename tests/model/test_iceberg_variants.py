@@ -20,7 +20,7 @@ def test_iceberg_variant_is_caught(name):
     assert res.verdict == "violated", name
     assert res.property in v.breaks, (name, res.property, res.message)
     steps = len(res.trace) - 1
-    assert 0 < steps <= 20, steps
+    assert 0 < steps <= 22, steps     # stale-sequence-number-on-retry: two rival commits land in an append
 
 
 @pytest.mark.parametrize("name", FLAWED)

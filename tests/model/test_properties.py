@@ -9,8 +9,8 @@ from __future__ import annotations
 from icefloe.model import checks
 from icefloe.model.iceberg import Bounds, current
 from icefloe.model.state import (
-    CONFLICT, COMMITTED, PENDING, UNKNOWN_OUTCOME, Meta, OpInfo, Outcome, Snap, meta_obj, mget,
-    mput,
+    CONFLICT, COMMITTED, MAIN, NO_ROW, PENDING, UNKNOWN_OUTCOME, Meta, OpInfo, Outcome, Snap, meta_obj,
+    mget, mput,
 )
 from model_helpers import committed_append, run, spec
 
@@ -83,7 +83,7 @@ def test_check_readers_see_committed_rejects_uncommitted_head():
     leaked = meta._replace(snaps=(meta.snaps - {head}) | {head._replace(files=head.files | {(2, 1)})})
     leaked_state = s._replace(metas=mput(s.metas, s.cat, leaked))
     assert "never committed" in checks.check_readers_see_committed(B, leaked_state)
-    aborted = s._replace(outcomes=((Outcome(CONFLICT, False, False),), s.outcomes[1]))
+    aborted = s._replace(outcomes=((Outcome(CONFLICT, False, False, False),), s.outcomes[1]))
     assert "ended in conflict" in checks.check_readers_see_committed(B, aborted)
 
 
@@ -92,7 +92,7 @@ def test_check_validation_sound_rejects_stale_delete():
     s = appended()
     meta = mget(s.metas, s.cat)
     s = s._replace(metas=mput(s.metas, s.cat, meta._replace(
-        op=OpInfo("delete", (0, 1), frozenset({(0, 1), (9, 9)}), (0, 0)))))
+        op=OpInfo("delete", (0, 1), frozenset({(0, 1), (9, 9)}), (0, 0), 1, MAIN, NO_ROW))))
     assert "no longer live" in checks.check_validation_sound(B, s)
 
 
@@ -102,7 +102,7 @@ def test_check_isolation_rejects_resurrected_rows():
     s = appended()
     meta = mget(s.metas, s.cat)
     s = s._replace(metas=mput(s.metas, s.cat, meta._replace(
-        op=OpInfo("rewrite", (0, 2), frozenset({(0, 1), (0, 2)}), (0, 0)))))
+        op=OpInfo("rewrite", (0, 2), frozenset({(0, 1), (0, 2)}), (0, 0), 1, MAIN, NO_ROW))))
     assert "expected" in checks.check_isolation(B, s)
 
 
@@ -111,7 +111,7 @@ def test_check_isolation_serializable_rejects_stale_overwrite_read():
     s = appended()
     meta = mget(s.metas, s.cat)
     s = s._replace(metas=mput(s.metas, s.cat, meta._replace(
-        op=OpInfo("overwrite", (0, 2), frozenset({(0, 1)}), (0, 0)))))
+        op=OpInfo("overwrite", (0, 2), frozenset({(0, 1)}), (0, 0), 1, MAIN, NO_ROW))))
     assert "read" in checks.check_isolation(B, s)
     snap_b = Bounds(writers=2, ops=1, isolation="snapshot")
     assert "read" not in (checks.check_isolation(snap_b, s) or "")
@@ -155,11 +155,11 @@ def test_liveness_checks_reject_pending_and_unknown():
     """Goal: L1/L2 (final-state forms) fail on an unfinished op, an unknown after healing,
     and a lone op that did not commit."""
     s = appended()
-    pending = s._replace(outcomes=((Outcome(COMMITTED, False, False),), (Outcome(PENDING, False, False),)))
+    pending = s._replace(outcomes=((Outcome(COMMITTED, False, False, False),), (Outcome(PENDING, False, False, False),)))
     assert "never ended" in checks.check_operations_terminate(B, pending)
-    unk = s._replace(outcomes=((Outcome(UNKNOWN_OUTCOME, False, True),), (Outcome(COMMITTED, False, True),)))
+    unk = s._replace(outcomes=((Outcome(UNKNOWN_OUTCOME, False, True, False),), (Outcome(COMMITTED, False, True, False),)))
     assert "ended unknown" in checks.check_operations_terminate(B, unk)
-    lone = s._replace(outcomes=((Outcome(CONFLICT, True, True),), (Outcome(COMMITTED, False, True),)))
+    lone = s._replace(outcomes=((Outcome(CONFLICT, True, True, False),), (Outcome(COMMITTED, False, True, False),)))
     assert "lone operation" in checks.check_lone_writer_commits(B, lone)
     assert checks.check_lone_writer_commits(B, unk) is None
 

@@ -39,6 +39,13 @@ REGRESSION_ROWS = {
     "no-lineage-check": (5,),
     "expire-deleted-entries": (9,),
     "orphans-no-threshold": (),          # maintenance, not a listed bug (see the invariants line)
+    "row-delete-ignores-concurrent-deletes": (),   # Vanlightly's Iceberg model (docs/merge-on-read-anomaly.md)
+    "rewrite-ignores-new-deletes": (8,),
+    "rewrite-takes-new-sequence": (8,),
+    "stale-sequence-number-on-retry": (),  # a mutant of our own retry (issue 11), no listed bug
+    "expire-keeps-main-only": (9,),
+    "validation-ignores-partitions": (),   # a liveness finding: disjoint partitions abort
+    "branch-commit-on-main": (),
     "hive-listing": (6,),
     "hudi": (11, 12),
     "hudi-collision": (12,),

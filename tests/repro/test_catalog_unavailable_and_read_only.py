@@ -27,9 +27,11 @@ def files_under(root: Path) -> set[str]:
 
 
 @pytest.mark.parametrize("command", [["scan", "db.t"], ["history", "db.t"], ["scan", "db.t", "--format", "json"],
-                                     ["history", "db.t", "--json"]])
+                                     ["history", "db.t", "--json"], ["describe", "db.t"], ["list"],
+                                     ["namespace", "list"], ["remove-orphans", "db.t", "--dry-run"]])
 def test_read_only_commands_create_no_database_and_no_directory(tmp_path, monkeypatch, capsys, command):
-    """Goal: scan and history against a catalog database that does not exist create nothing (it
+    """Goal: commands that only read (scan, history, describe, list, namespace list, a dry run
+    of orphan removal) against a catalog database that does not exist create nothing (scan
     used to create an empty icefloe.db, and the error then said NoSuchTable). Method: run each
     in an empty directory with the default catalog and an explicit one; list the directory."""
     monkeypatch.chdir(tmp_path)

@@ -12,7 +12,8 @@ value maps by its shape:
     tuple (ids, hist, writers, outcome rows)    sequence <<...>>      (tuple)
     frozenset                                   set {...}             (frozenset)
     NamedTuple Snap/OpInfo/Meta/Writer/Outcome  record [f |-> ...]    (tlc.Rec)
-    sorted pair tuple `metas`, `content`        function (k :> v @@ ...)  (tlc.Fn)
+    sorted pair tuple `metas`, `content`,       function (k :> v @@ ...)  (tlc.Fn)
+      `parts`, `dels`, Snap.dseq, Meta.refs
 
 `writers` and `outcomes` are tuples indexed from 1 in TLA+ ([w \\in Writers |-> ...]
 with Writers = 1..W), which TLC prints as sequences: both sides become tuples. The
@@ -36,8 +37,10 @@ VARIABLE_OF = {
     "orphan_runs": "orphanRuns",
     "reader_at": "readerAt",
 }
-# Fields held as sorted ((key, value), ...) tuples in Python, functions in TLA+.
-FUNCTION_FIELDS = ("metas", "content")
+# Fields held as sorted ((key, value), ...) tuples in Python, functions in TLA+: of the
+# state, and of its records (Snap.dseq, Meta.refs).
+FUNCTION_FIELDS = ("metas", "content", "parts", "dels")
+RECORD_FUNCTION_FIELDS = ("dseq", "refs")
 
 
 def canonical(x, memo: dict | None = None):
@@ -52,7 +55,8 @@ def canonical(x, memo: dict | None = None):
     if memo is not None and key in memo:
         return memo[key]
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        out = make_record({f: canonical(getattr(x, f), memo) for f in x._fields})
+        out = make_record({f: _function(getattr(x, f), memo) if f in RECORD_FUNCTION_FIELDS
+                           else canonical(getattr(x, f), memo) for f in x._fields})
     elif isinstance(x, tuple):
         out = tuple(canonical(v, memo) for v in x)
     elif isinstance(x, frozenset):
@@ -64,6 +68,10 @@ def canonical(x, memo: dict | None = None):
     return out
 
 
+def _function(pairs: tuple, memo: dict | None):
+    return make_function((canonical(k, memo), canonical(v, memo)) for k, v in pairs)
+
+
 def abstract(state: State, memo: dict | None = None) -> Rec:
     """A Python State -> the Rec of TLA+ variables that TLC's dump of it parses to."""
     memo = {} if memo is None else memo
@@ -73,8 +81,7 @@ def abstract(state: State, memo: dict | None = None) -> Rec:
         if name in FUNCTION_FIELDS:
             key = ("fn", value)
             if key not in memo:
-                memo[key] = make_function((canonical(k, memo), canonical(v, memo))
-                                          for k, v in value)
+                memo[key] = _function(value, memo)
             out = memo[key]
         else:
             out = canonical(value, memo)
@@ -90,6 +97,7 @@ MC_DEFINITIONS = {
     "TwoWriters": frozenset({1, 2}),
     "ThreeWriters": frozenset({1, 2, 3}),
     "AllKinds": frozenset(OP_KINDS),
+    "ClassicKinds": frozenset(("append", "overwrite", "delete", "rewrite", "rollback", "expire")),
     "AllFaults": frozenset(FAULT_KINDS),
     "NoFaults": frozenset(),
 }
@@ -129,6 +137,7 @@ def bounds_from_cfg(path) -> Bounds:
         faults=tuple(f for f in FAULT_KINDS if f in c["Faults"]),
         fault_budget=c["FaultBudget"], attempts_max=c["AttemptsMax"],
         isolation=c["IsolationLevel"], orphan_runs=c["OrphanRunsMax"], variant=c["Variant"],
+        partitions=c["Partitions"], refs=c["Refs"] == TRUE,
         # The TLA+ spec lets every operation pick any kind, and TLC explores every
         # interleaving: no round-robin workload, no partial-order reduction.
         workload="any", por=False)

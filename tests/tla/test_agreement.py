@@ -48,9 +48,17 @@ def check_agreement(cfg: str, tlc_result) -> None:
     assert res.depth == py.depth + 1, (res.depth, py.depth)
 
 
-def test_small_config_state_sets_agree(tlc_result):
-    """Goal: TLC and the explorer reach the same states (CI size). Method: compare sets."""
-    check_agreement("MCIcebergCommit_small.cfg", tlc_result)
+# The CI configurations: the classic one (one partition, no deletes, no refs, every
+# fault, with the liveness properties) and one per feature of issue 12.
+SMALL_CONFIGS = ("MCIcebergCommit_small.cfg", "MCIcebergCommit_partitions.cfg",
+                 "MCIcebergCommit_deletes.cfg", "MCIcebergCommit_refs.cfg")
+
+
+@pytest.mark.parametrize("cfg", SMALL_CONFIGS)
+def test_small_config_state_sets_agree(cfg, tlc_result):
+    """Goal: TLC and the explorer reach the same states (CI size), for the classic model
+    and for partitions, row-level deletes and refs. Method: compare the sets."""
+    check_agreement(cfg, tlc_result)
 
 
 @pytest.mark.deep
