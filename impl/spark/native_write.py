@@ -98,9 +98,6 @@ def _widens(src, dst) -> bool:
 def conform(df, schema: T.Schema):
     """`df` as the table's columns, in schema order, each with its field id."""
     from pyspark.sql import functions as F
-    fast = _conform_by_reconcile(df, schema)
-    if fast is not None:
-        return fast
     by_name = {c: c for c in df.columns}
     lower = {}
     for c in df.columns:
@@ -132,27 +129,6 @@ def conform(df, schema: T.Schema):
     if extra:
         raise SchemaMismatch(f"columns {extra} are not in the table's schema")
     return df.select(*columns)
-
-
-def _conform_by_reconcile(df, schema: T.Schema):
-    """The common case in one step (`DataFrame.to`, a single call into the JVM rather than
-    several per column): the DataFrame has exactly the table's top-level columns by name,
-    none a struct, each of the same type or a safe widening, and no required column is
-    nullable in Spark. Spark then projects them in schema order, casts the widenings and
-    puts each field id in the column's metadata. None: conform column by column."""
-    from pyspark.sql import types as S
-    fields = {f.name: f for f in df.schema.fields}
-    if len(df.schema.fields) != len(schema.fields) or sorted(fields) != sorted(f.name for f in schema.fields):
-        return None
-    target = []
-    for f in schema.fields:
-        source = fields[f.name]
-        dst = spark_type(f.type)
-        if (isinstance(dst, S.StructType) or isinstance(source.dataType, S.StructType)
-                or not _widens(source.dataType, dst) or (f.required and source.nullable)):
-            return None
-        target.append(S.StructField(f.name, dst, True, {FIELD_ID: f.field_id}))  # nullability: the source's
-    return df.to(S.StructType(target))
 
 
 def fallback_reason(table, schema: T.Schema) -> str | None:
