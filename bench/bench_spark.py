@@ -21,7 +21,7 @@ from pathlib import Path
 TITLE = "Spark: icefloe's native paths vs Spark's Parquet writer and reader"
 
 FULL_ROWS, QUICK_ROWS = 1_000_000, 100_000
-FULL_REPEATS, QUICK_REPEATS = 5, 1
+FULL_REPEATS, QUICK_REPEATS = 4, 1
 WARMUP_ROUNDS = 1
 QUERY = ["sum(id) as s_id", "sum(v) as s_v", "max(length(s)) as m_s", "count(distinct cat) as n_cat"]
 
