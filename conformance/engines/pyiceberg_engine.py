@@ -46,9 +46,11 @@ CATALOG_NAME = "conform"   # the same for every writer: SqlCatalog rows are per 
 # deletes and overwrites are copy-on-write: no row_delete, row_update or upsert), and the
 # adapter's table is unpartitioned (partitions=1) with main only (refs=False: pyiceberg can
 # create branches and tags, but its appends to a branch are not driven here). The verdict's
-# coverage therefore names the partitions, deltas and refs families' classes unreachable
-# ("operation ... not supported"), and what those classes judge (P5/P6 over delete files and
-# sequence numbers, P8/P9 over refs, L3) stays unknown for pyiceberg.
+# coverage names the partitions, deltas and refs families' classes it cannot reach and why
+# ("operation row_delete not supported", "one partition (capability partitions=1)", "no
+# commits to a branch (capability refs=False)"): the clauses those classes judge (P5/P6 over
+# delete files and sequence numbers, P8 over a tag's or branch's files, L3 across
+# partitions) are not tested on pyiceberg.
 CAPABILITIES = A.Capabilities(
     operations=frozenset({A.APPEND, A.OVERWRITE, A.DELETE, A.ROLLBACK}), mode=A.BLACK_BOX,
     faults=frozenset(), swap_over_s3=False, reads=frozenset({A.READ_CURRENT, A.READ_AT}),

@@ -154,3 +154,19 @@ def test_expiry_keeps_what_the_branch_reaches():
 
 def outcome_of(lock, k: int):
     return type(lock.ops[(1, k)].outcome).__name__
+
+
+def test_an_engine_without_partitions_or_refs_is_told_why_their_classes_are_out_of_reach():
+    """Goal: the verdict's coverage says why an engine with one partition and main only
+    (pyiceberg 0.12's adapter) cannot reach a class of the partitions or refs families.
+    Method: directed._why on such classes with those capabilities."""
+    from icefloe.conformance import directed
+    from icefloe.conformance.engines.icefloe_engine import CAPABILITIES
+    caps = replace(CAPABILITIES, partitions=1, refs=False,
+                   operations=frozenset({A.APPEND, A.OVERWRITE, A.DELETE, A.EXPIRE}))
+    assert directed._why(("overwrite", "append", "other partition", "data", "committed"), caps) == \
+        "one partition (capability partitions=1)"
+    assert directed._why((("append@b", "delete", "expire"),), caps) == "no commits to a branch (capability refs=False)"
+    assert directed._why((("append", "tag", "expire"),), caps) == "operation tag not supported"
+    assert directed._why(("overwrite", "append", "same partition", "data", "committed"), caps) != \
+        directed._why(("overwrite", "append", "other partition", "data", "committed"), caps)
