@@ -273,10 +273,10 @@ def _race(jobs: list, timeout_s: float) -> tuple[list, float]:
     for w in workers:
         w.start()
     try:
-        _collect(results, workers, "ready", len(jobs), START_TIMEOUT_S)
+        collect(results, workers, "ready", len(jobs), START_TIMEOUT_S)
         go.set()
         started = time.monotonic()
-        out = _collect(results, workers, "done", len(jobs), timeout_s)
+        out = collect(results, workers, "done", len(jobs), timeout_s)
         elapsed = time.monotonic() - started
     finally:
         go.set()
@@ -287,7 +287,9 @@ def _race(jobs: list, timeout_s: float) -> tuple[list, float]:
     return sorted(out, key=lambda r: r["process"]), elapsed
 
 
-def _collect(results, workers, want: str, n: int, timeout_s: float) -> list:
+def collect(results, workers, want: str, n: int, timeout_s: float) -> list:
+    """The payloads of `n` messages of kind `want` from writer processes (an "error"
+    message, a dead writer or the timeout raise)."""
     import queue
     out, deadline = [], time.monotonic() + timeout_s
     while len(out) < n:

@@ -31,6 +31,21 @@ FILES_READ_ATTEMPTS_MAX = 5   # a rollback's files, read after its commit throug
 FILES_READ_WAIT_S = 0.5
 
 
+def outcome_fields(outcome) -> dict:
+    """What a commit returned (Committed, Conflict or Unknown) as OpRecord fields; a commit
+    that had nothing to do (no attempt) is a noop."""
+    from icefloe.impl.outcomes import Committed, Conflict, Unknown
+    if isinstance(outcome, Committed):
+        return dict(outcome=NOOP if outcome.attempts == 0 else COMMITTED, snapshot_id=outcome.snapshot_id,
+                    committed_location=outcome.metadata_location, attempts=outcome.attempts)
+    if isinstance(outcome, Conflict):
+        return dict(outcome=CONFLICT, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
+                    reason=outcome.reason)
+    assert isinstance(outcome, Unknown), outcome
+    return dict(outcome=UNKNOWN, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
+                reason=outcome.reason, attempted_locations=tuple(outcome.attempted_locations))
+
+
 def rows(ids, cat):
     import pyarrow as pa
     return pa.table({"id": pa.array(ids, pa.int64()), "cat": [cat] * len(ids),
@@ -123,7 +138,7 @@ def _sql_faults(job: dict):
 
 def run_writer(job: dict, ready=None) -> dict:
     """One writer: `job["commits"]` operations, each recorded. Runs in a spawned process."""
-    from icefloe.impl.outcomes import Committed, Conflict, IcefloeError, Unknown
+    from icefloe.impl.outcomes import IcefloeError
     from icefloe.impl.table.env import Env
     from icefloe.impl.table.table import Table
     p, rng = job["process"], random.Random(job["seed"])
@@ -158,17 +173,7 @@ def run_writer(job: dict, ready=None) -> dict:
                                 **{k2: v for k2, v in known.items() if k2 != "rows"}))
             continue
         files = _files_read(commit, kind, operation, table, known.get("rollback_to"), errors)
-        if isinstance(outcome, Committed):
-            name = NOOP if outcome.attempts == 0 else COMMITTED
-            rec = dict(outcome=name, snapshot_id=outcome.snapshot_id,
-                       committed_location=outcome.metadata_location, attempts=outcome.attempts)
-        elif isinstance(outcome, Conflict):
-            rec = dict(outcome=CONFLICT, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
-                       reason=outcome.reason)
-        else:
-            assert isinstance(outcome, Unknown), outcome
-            rec = dict(outcome=UNKNOWN, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
-                       reason=outcome.reason, attempted_locations=tuple(outcome.attempted_locations))
+        rec = outcome_fields(outcome)
         ops.append(OpRecord(op_id, p, kind, start_snapshot_id=commit.starting_snapshot_id,
                             base_location=commit.first_base_location, started_s=started, ended_s=time.time(),
                             **rec, **known, **files))

@@ -13,8 +13,13 @@ any random search (conformance.directed), and a `Tracker` records the classes ea
 executed step covered, so a run's coverage is measured on the engine, never assumed.
 
 Families (a class is a tuple; every writer phase, fault, outcome is the model's name):
-  faults      (operation, phase, fault, outcome): an operation meets a fault in a phase
-              and ends so (a crash at every phase is among them);
+  faults      (operation, phase, fault, outcome, attempt): an operation meets a fault in a
+              phase, on its first attempt or a later one (its base moved on by a rival's
+              commit), and ends so (a crash at every phase is among them). A write failure
+              in the manifests phase is one class for every attempt ("any"): a later
+              attempt may keep the manifests an earlier one filtered when the new base left
+              them alone (as Iceberg Java's filter manager does), and then makes no request
+              such a fault could hit;
   unknowns    (operation, fault, attempt, fate, outcome): an unknown swap outcome (ack_lost
               or swap_delayed) on the first, a middle or the last attempt; the fate of the
               request: applied / not applied (lost ack), landed before or after the
@@ -33,15 +38,13 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from icefloe.conformance.transport import OUTAGE_REQUESTS
+from icefloe.conformance.profiles import classic_bounds
 from icefloe.conformance.view import FAULT_OF_ACTION, steps
 from icefloe.model import iceberg
-from icefloe.model.state import ACK_LOST, CLASSIC_KINDS, SWAP_DELAYED, SWAP_FAIL, ancestors
+from icefloe.model.state import ACK_LOST, MANIFESTS, SWAP_DELAYED, SWAP_FAIL, WRITE_FAIL, ancestors
 
 STATES_MAX = 2_000_000   # an instance larger than this is a mistake in a family's bounds
-
-
-def _classic(b: iceberg.Bounds) -> iceberg.Bounds:   # one partition, no delete files, no refs
-    return replace(b, kinds=tuple(k for k in b.kinds if k in CLASSIC_KINDS) or ("append",), partitions=1, refs=False)
 
 
 def _ended(s, label, t):
@@ -76,26 +79,35 @@ class Family:
 
 class Faults(Family):
     def bounds(self, base):
-        return replace(_classic(base), writers=min(base.writers, 2), ops=1, fault_budget=min(base.fault_budget, 1) if base.faults
-                       else 0, orphan_runs=0)
+        return replace(classic_bounds(base), writers=min(base.writers, 2), ops=1,
+                       fault_budget=min(base.fault_budget, 1) if base.faults else 0, orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
         fault = FAULT_OF_ACTION.get(label[0])
         if fault is not None:
             wr = s.writers[label[1] - 1]
-            tags = tags | {(label[1], wr.k, wr.kind, wr.phase, fault)}
+            tags = tags | {(label[1], wr.k, wr.kind, wr.phase, fault, _attempt(wr, fault))}
         done = []
         for w, k, _, res in _ended(s, label, t):
             hits = {h for h in tags if h[0] == w and h[1] == k}
-            done += [(h[2], h[3], h[4], res) for h in hits]
+            done += [(h[2], h[3], h[4], res, h[5]) for h in hits]
             tags = tags - hits
         return tags, tuple(done)
+
+
+def _attempt(wr, fault: str) -> str:
+    """The faults family's attempt: "first", "later", or "any" where a later attempt need not
+    write (the module docstring)."""
+    if fault == WRITE_FAIL and wr.phase == MANIFESTS:
+        return "any"
+    return "first" if wr.attempt == 1 else "later"
 
 
 class Unknowns(Family):
     def bounds(self, base):
         faults = tuple(f for f in (SWAP_FAIL, ACK_LOST, SWAP_DELAYED) if f in base.faults)
-        return replace(_classic(base), writers=1, ops=1, faults=faults, fault_budget=base.attempts_max if faults else 0,
+        return replace(classic_bounds(base), writers=1, ops=1, faults=faults,
+                       fault_budget=base.attempts_max if faults else 0,
                        orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
@@ -129,7 +141,7 @@ class Unknowns(Family):
 
 class Rivals(Family):
     def bounds(self, base):
-        return replace(_classic(base), writers=2, ops=1, faults=(), fault_budget=0, orphan_runs=0)
+        return replace(classic_bounds(base), writers=2, ops=1, faults=(), fault_budget=0, orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
         if t.cat != s.cat:
@@ -148,7 +160,7 @@ class Rivals(Family):
 
 class Sequences(Family):
     def bounds(self, base):
-        return replace(_classic(base), writers=1, ops=3, faults=(), fault_budget=0, orphan_runs=0)
+        return replace(classic_bounds(base), writers=1, ops=3, faults=(), fault_budget=0, orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
         if t.cat == s.cat or t.cat[0] == 0:
@@ -169,7 +181,7 @@ class Validations(Family):
     def bounds(self, base):
         # Two rivals commit while an operation waits; partial-order reduction is sound here
         # (no fault, and a class reads only what lands between a start and a validation).
-        return replace(_classic(base), writers=3, ops=1, faults=(), fault_budget=0, orphan_runs=0, por=True)
+        return replace(classic_bounds(base), writers=3, ops=1, faults=(), fault_budget=0, orphan_runs=0, por=True)
 
     def observe(self, b, tags, s, label, t):
         if label[0] not in ("Retry", "Resolve"):
@@ -187,7 +199,8 @@ class Validations(Family):
 class Orphans(Family):
     def bounds(self, base):
         # orphan_runs as the run's bounds say (0 for an engine without orphan removal)
-        return replace(_classic(base), writers=1, ops=1, fault_budget=min(base.fault_budget, 1) if base.faults else 0)
+        return replace(classic_bounds(base), writers=1, ops=1,
+                       fault_budget=min(base.fault_budget, 1) if base.faults else 0)
 
     def observe(self, b, tags, s, label, t):
         ended = tuple((kind, res) for _, _, kind, res in _ended(s, label, t))
@@ -348,8 +361,10 @@ TRANSPORT_DESCRIPTION = "a transport fault (S3 request or answer lost, SQL COMMI
 # the outcome that results does, and the faults and unknowns families cover that per operation
 # on the memory store), so on S3 an append is faulted at each of its phases.
 _S3_WRITES = ("data", "manifests", "list", "metadata")
-MODEL_FAULT_AT = {"swap": "AckLost", "data": "WriteFails", "manifests": "WriteFails", "list": "WriteFails",
-                  "metadata": "WriteFails"}
+_S3_WRITE_FAULTS = ("ResponseLost", "RequestLost", "Blackout", "ServerError", "Partition")
+# the swap's also: an outage of n requests (transport.fault_name), a held answer
+_S3_SWAP_FAULTS = _S3_WRITE_FAULTS + tuple(f"Outage{n}" for n in OUTAGE_REQUESTS) + ("HoldAnswer", "HoldAnswer+rival")
+MODEL_FAULT_AT = {"swap": "AckLost", **{phase: "WriteFails" for phase in _S3_WRITES}}
 
 
 def transport_classes(kinds: tuple, layers: tuple, faults: tuple) -> list:
@@ -362,11 +377,9 @@ def transport_classes(kinds: tuple, layers: tuple, faults: tuple) -> list:
     if "sql" in layers and swaps:
         out += [("sql", fault, "swap", kind) for fault in ("ResponseLost", "RequestLost") for kind in kinds]
     if "s3" in layers and writes:
-        out += [("s3", fault, phase, "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "ServerError")
-                for phase in _S3_WRITES if "append" in kinds]
+        out += [("s3", fault, phase, "append") for fault in _S3_WRITE_FAULTS for phase in _S3_WRITES if "append" in kinds]
     if "s3" in layers and swaps:
-        out += [("s3", fault, "swap", "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "ServerError",
-                                                              "HoldAnswer", "HoldAnswer+rival") if "append" in kinds]
+        out += [("s3", fault, "swap", "append") for fault in _S3_SWAP_FAULTS if "append" in kinds]
     return out
 
 
@@ -377,8 +390,8 @@ def transport_programs(faults: Graph, classes: list) -> dict:
     out = {}
     for cls in classes:
         layer, fault, phase, kind = cls
-        witness = next((p for c, p in faults.witnesses.items()
-                        if c[0] == kind and c[1] == phase and c[2] == _FAULT_KIND[MODEL_FAULT_AT[phase]]), None)
+        witness = next((p for c, p in faults.witnesses.items() if c[0] == kind and c[1] == phase
+                        and c[2] == _FAULT_KIND[MODEL_FAULT_AT[phase]] and c[4] != "later"), None)
         if witness is None:
             continue
         cut = next(i for i, lab in enumerate(witness.labels) if lab[0] == MODEL_FAULT_AT[phase])
@@ -390,6 +403,8 @@ def transport_programs(faults: Graph, classes: list) -> dict:
                        ("WriteManifestList", rival), ("WriteMetadata", rival), ("Swap", rival), ("LoseAnswer", w))
         elif fault == "HoldAnswer":
             labels += (("HoldAnswer", w), ("LoseAnswer", w))
+        elif fault.startswith("Outage"):
+            labels += (("Outage", w, int(fault[len("Outage"):])),)
         else:
             labels += ((fault, w),)
         store, catalog = ("memory", None) if layer == "sql" else ("s3", "s3")

@@ -12,6 +12,9 @@ so their instances keep their size): each has its own small instance of the mode
   refs        (kind, kind, kind): three commits in a row with a branch and a tag (a
               commit to the branch, a tag, a fast-forward, an expiry that must keep what
               any ref reaches).
+
+coverage.py appends these families to its FAMILIES at its end: import that module (this
+one, imported first, would meet it half-initialized).
 """
 from __future__ import annotations
 

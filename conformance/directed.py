@@ -145,7 +145,11 @@ def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, s
     """Every directed program on the engine, in order; the first failure, shrunk."""
     tracker = sink.coverage
     pairs = [(f, p) for f in the_plan.families for p in f.programs]
-    for family, program in sorted(pairs, key=lambda fp: fp[1].store is not None and fp[1].store != store):
+    ordered = sorted(pairs, key=lambda fp: fp[1].store is not None and fp[1].store != store)
+    for i, (family, program) in enumerate(ordered):
+        if sink.out_of_time():
+            sink.cut = f"{len(ordered) - i} of {len(ordered)} directed programs"
+            return None
         watch = [tracker.watch(program.bounds)] if tracker is not None else []
         where = program.store or store
         stats.examples += 1

@@ -66,6 +66,8 @@ class Lockstep:
         self.observers: list = []            # callables (state, label, next state)
         self._enabled_key, self._enabled = None, {}
         self.handles_to_read: list = []      # writers whose operation just ended
+        self.step_bases: tuple = ()          # each model writer's base when the current step began
+        self.handle_floor: dict = {}         # w -> the base its last operation ended on (readers.check_handle)
         self.driver = RestDriver(self, rest) if self.black_box == REST else (BlackBoxDriver(self) if self.black_box
                                                                              else None)
         self.last_history = self.last_history_verdict = None
@@ -117,6 +119,7 @@ class Lockstep:
         self.program.append(label)
         self.stats.steps += 1
         self.stats.rules[rule_of(label)] += 1
+        self.step_bases = tuple(wr.base for wr in self.model.writers)
         try:
             if nxt is None:
                 self.readers.read(label)
@@ -297,6 +300,8 @@ class Lockstep:
                             f"{out}", res, out)
         if A.READ_HANDLE in self.caps.reads:
             self.handles_to_read.append(w)     # after the table's rows (check)
+            # its base as the step that ended it began (an early abort's solo steps move it on)
+            self.handle_floor[w] = self.step_bases[w - 1] if self.step_bases else None
         if res == NOOP:
             self.stats.noops += 1
             if out.snapshot_id is not None and out.attempts != 0:

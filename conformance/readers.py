@@ -139,14 +139,21 @@ class Readers:
     def check_handle(self, w: int) -> None:
         """After writer w's operation ended: its own table handle, as it stands, shows a
         state the table really had (main's head at some value of the pointer, with that
-        snapshot's rows); never the metadata of an attempt that did not land."""
+        snapshot's rows); never the metadata of an attempt that did not land, and never a
+        state older than the one its operation last built on (its base: a handle does not
+        go back in time behind what its own commit read, whatever the outcome)."""
         lock = self.lock
         lock.stats.reads += 1
-        heads = {}
+        heads, since = {}, set()
+        floor = lock.handle_floor.get(w)
+        reached = floor is None or floor not in lock.model.hist
         for mid in lock.model.hist:
+            reached = reached or mid == floor
             meta = iceberg.mget(lock.model.metas, mid)
             if meta.head in lock.snapshot_id:
                 heads[lock.snapshot_id[meta.head]] = self.rows_at(snap_of(meta, meta.head))
+                if reached:
+                    since.add(lock.snapshot_id[meta.head])
         try:
             got = lock.table.read_handle(w)
         except A.UnreadableSnapshot as e:
@@ -163,6 +170,11 @@ class Readers:
             raise Violation("P4 ReadersSeeCommitted", f"writer {w}'s own handle shows snapshot {got.snapshot_id}, "
                             "which was never main's head (a commit that did not land)",
                             sorted(heads), got.snapshot_id)
+        if got.snapshot_id not in since:
+            raise Violation(AGREEMENT, f"writer {w}'s own handle went back in time: it shows snapshot "
+                            f"{got.snapshot_id}, main's head only before the table state its operation last "
+                            "built on (a handle that kept stale metadata after its outcome)", sorted(since),
+                            got.snapshot_id)
         if got.rows != heads[got.snapshot_id]:
             raise Violation("P6 Isolation", f"writer {w}'s own handle shows snapshot {got.snapshot_id} with rows "
                             f"{list(got.rows)}, the model's {list(heads[got.snapshot_id])}",

@@ -10,17 +10,17 @@ shrinks with Hypothesis' own shrinker (conformance.machine).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance.backends import Backends
 from icefloe.conformance.lockstep import Lockstep
-from icefloe.conformance.profiles import MEMORY, REST, S3
+from icefloe.conformance.profiles import MEMORY, REST, S3, classic_bounds
 from icefloe.conformance.readers import READ_LABELS
 from icefloe.conformance.stats import Stats
 from icefloe.conformance.violation import InvalidProgram, Violation
 from icefloe.model import iceberg
-from icefloe.model.state import APPEND, CLASSIC_KINDS
+from icefloe.model.state import CLASSIC_KINDS
 
 SHRINK_REPLAYS_MAX = 400
 SHRINK_SECONDS_MAX = 90.0
@@ -47,6 +47,11 @@ class Sink:
     on_example: object = None          # callable(stats) for progress
     extra: dict = field(default_factory=dict)
     coverage: object = None            # a coverage.Tracker, when the run measures coverage
+    deadline: float | None = None      # time.monotonic() past which no program or example starts
+    cut: str = ""                      # what the time budget left unrun, if it ran out
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
 
 def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds, seed: int, stats: Stats,
@@ -107,12 +112,6 @@ def _names_rows_or_refs(program) -> bool:
     """Whether a program uses partitions, row-level deletes or refs: a Begin label with a
     partition or ref after its kind, or of a kind only that instance has."""
     return any(label[0] == "Begin" and (len(label) > 3 or label[2] not in CLASSIC_KINDS) for label in program)
-
-
-def classic_bounds(b: iceberg.Bounds) -> iceberg.Bounds:
-    """The instance without partitions, delete files or refs (one unpartitioned table on
-    main, the six classic kinds), where a program written without them runs as written."""
-    return replace(b, kinds=tuple(k for k in b.kinds if k in CLASSIC_KINDS) or (APPEND,), partitions=1, refs=False)
 
 
 def _fails(engine, program, failure: Failure, backends, finish: bool = True) -> Violation | None:

@@ -21,8 +21,8 @@ import pytest
 from icefloe.conformance import adapter as A
 from icefloe.conformance import suite
 from icefloe.conformance.backends import Backends
-from icefloe.conformance.profiles import MEMORY, PROFILES, Profile, bounds_for
-from icefloe.conformance.runs import Sink, classic_bounds, new_lockstep
+from icefloe.conformance.profiles import MEMORY, PROFILES, Profile, bounds_for, classic_bounds
+from icefloe.conformance.runs import Sink, new_lockstep
 from icefloe.conformance.engines.flawed import DESCRIPTIONS, VARIANTS
 from icefloe.conformance.engines.icefloe_engine import engine as reference_engine
 from icefloe.conformance.stats import Stats
