@@ -136,8 +136,10 @@ def _sql_faults(job: dict):
     return UnresolvedCommits(job["seed"], spec.pop("probability"), **spec)
 
 
-def run_writer(job: dict, ready=None) -> dict:
-    """One writer: `job["commits"]` operations, each recorded. Runs in a spawned process."""
+def run_writer(job: dict, ready=None, stop=None, ended=None) -> dict:
+    """One writer: `job["commits"]` operations, each recorded. Runs in a spawned process.
+    It starts no new operation once `stop` (an Event: the campaign's budget is spent) is
+    set, and calls `ended()` after each operation (the campaign's progress)."""
     from icefloe.impl.outcomes import IcefloeError
     from icefloe.impl.table.env import Env
     from icefloe.impl.table.table import Table
@@ -150,6 +152,10 @@ def run_writer(job: dict, ready=None) -> dict:
         ready.wait(START_TIMEOUT_S)
     table = None
     for k in range(job["commits"]):
+        if stop is not None and stop.is_set():
+            break
+        if k and ended is not None:
+            ended()
         op_id = f"p{p}.{k}"
         kind = _choose(rng, job["mix"])
         ids = [p * 1_000_000 + k * 100 + j for j in range(ROWS_PER_OP)]
@@ -196,10 +202,10 @@ def run_writer(job: dict, ready=None) -> dict:
             "read_errors": dict(errors), "requests": dict(store.counts), "sql_faults": sql_injected}
 
 
-def writer_main(job: dict, go, results) -> None:
+def writer_main(job: dict, go, results, stop=None) -> None:
     try:
         results.put(("ready", job["process"]))
-        results.put(("done", run_writer(job, go)))
+        results.put(("done", run_writer(job, go, stop, lambda: results.put(("op", job["process"])))))
     except BaseException as e:  # noqa: BLE001 - the parent reports it as a setup failure
         import traceback
         results.put(("error", f"writer {job['process']}: {e!r}\n{traceback.format_exc()}"))
