@@ -26,12 +26,11 @@ Families (a class is a tuple; every writer phase, fault, outcome is the model's 
               operation ended, stale, dropped (delayed);
   rivals      (operation, rival's operation, phase, outcome): another writer's commit lands
               while the operation is in that phase;
-  validations (operation, commits in between, result): a retry validates against the
-              snapshots that landed since its start (newest first; up to two rivals), and
-              starts its next attempt or ends;
-  sequences   (kind, kind, kind): three commits in a row on main (expiry after a rollback
-              after a delete, say);
+  validations (operation, commits in between, result): a retry validates against the snapshots
+              that landed since its start (newest first; up to two), starts its next attempt or ends;
+  sequences   (kind, kind, kind): three commits in a row on main (expiry, rollback, delete, say);
   orphans     (operation, outcome): orphan removal after an operation ended so.
+Partitions, row-level deletes and refs have families of their own (conformance.coverage_rows).
 The transport family (faults one layer down, conformance.transport) derives its programs
 from the faults family's: conformance.transport_coverage.
 """
@@ -41,6 +40,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from icefloe.conformance.profiles import classic_bounds
 from icefloe.conformance.view import FAULT_OF_ACTION, steps
 from icefloe.model import iceberg
 from icefloe.model.state import ACK_LOST, MANIFESTS, SWAP_DELAYED, SWAP_FAIL, WRITE_FAIL, ancestors
@@ -60,9 +60,8 @@ def _ended(s, label, t):
 
 
 def _position(b: iceberg.Bounds, attempt: int) -> str:
-    if b.attempts_max == 1:
-        return "only"
-    return "first" if attempt == 1 else "last" if attempt == b.attempts_max else "middle"
+    return "only" if b.attempts_max == 1 else "first" if attempt == 1 else "last" if attempt == b.attempts_max \
+        else "middle"
 
 
 @dataclass(frozen=True)
@@ -81,8 +80,8 @@ class Family:
 
 class Faults(Family):
     def bounds(self, base):
-        return replace(base, writers=min(base.writers, 2), ops=1, fault_budget=min(base.fault_budget, 1) if base.faults
-                       else 0, orphan_runs=0)
+        return replace(classic_bounds(base), writers=min(base.writers, 2), ops=1,
+                       fault_budget=min(base.fault_budget, 1) if base.faults else 0, orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
         fault = FAULT_OF_ACTION.get(label[0])
@@ -108,7 +107,8 @@ def _attempt(wr, fault: str) -> str:
 class Unknowns(Family):
     def bounds(self, base):
         faults = tuple(f for f in (SWAP_FAIL, ACK_LOST, SWAP_DELAYED) if f in base.faults)
-        return replace(base, writers=1, ops=1, faults=faults, fault_budget=base.attempts_max if faults else 0,
+        return replace(classic_bounds(base), writers=1, ops=1, faults=faults,
+                       fault_budget=base.attempts_max if faults else 0,
                        orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
@@ -142,7 +142,7 @@ class Unknowns(Family):
 
 class Rivals(Family):
     def bounds(self, base):
-        return replace(base, writers=2, ops=1, faults=(), fault_budget=0, orphan_runs=0)
+        return replace(classic_bounds(base), writers=2, ops=1, faults=(), fault_budget=0, orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
         if t.cat != s.cat:
@@ -161,7 +161,7 @@ class Rivals(Family):
 
 class Sequences(Family):
     def bounds(self, base):
-        return replace(base, writers=1, ops=3, faults=(), fault_budget=0, orphan_runs=0)
+        return replace(classic_bounds(base), writers=1, ops=3, faults=(), fault_budget=0, orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
         if t.cat == s.cat or t.cat[0] == 0:
@@ -182,7 +182,7 @@ class Validations(Family):
     def bounds(self, base):
         # Two rivals commit while an operation waits; partial-order reduction is sound here
         # (no fault, and a class reads only what lands between a start and a validation).
-        return replace(base, writers=3, ops=1, faults=(), fault_budget=0, orphan_runs=0, por=True)
+        return replace(classic_bounds(base), writers=3, ops=1, faults=(), fault_budget=0, orphan_runs=0, por=True)
 
     def observe(self, b, tags, s, label, t):
         if label[0] not in ("Retry", "Resolve"):
@@ -200,7 +200,8 @@ class Validations(Family):
 class Orphans(Family):
     def bounds(self, base):
         # orphan_runs as the run's bounds say (0 for an engine without orphan removal)
-        return replace(base, writers=1, ops=1, fault_budget=min(base.fault_budget, 1) if base.faults else 0)
+        return replace(classic_bounds(base), writers=1, ops=1,
+                       fault_budget=min(base.fault_budget, 1) if base.faults else 0)
 
     def observe(self, b, tags, s, label, t):
         ended = tuple((kind, res) for _, _, kind, res in _ended(s, label, t))
@@ -217,6 +218,8 @@ FAMILIES = (
     Sequences("sequences", "three commits in a row on main", ()),
     Orphans("orphans", "orphan removal after an operation ended so"),
 )
+from icefloe.conformance.coverage_rows import ROW_FAMILIES  # noqa: E402 - they extend these classes
+FAMILIES += ROW_FAMILIES
 FAMILY_NAMES = tuple(f.name for f in FAMILIES) + ("transport",)
 
 

@@ -76,6 +76,10 @@ def _why(cls, caps: A.Capabilities) -> str:
     for op in A.COMMIT_OPERATIONS:
         if op in words and op not in caps.operations:
             return f"operation {op} not supported"
+    if caps.partitions < 2 and "other partition" in words:
+        return "one partition (capability partitions=1)"
+    if not caps.refs and any(w.endswith("@" + A.BRANCH) for w in words):
+        return "no commits to a branch (capability refs=False)"
     injectable = caps.faults | (set(REST_FAULTS) if caps.rest else set())
     for fault in A.FAULT_KINDS:
         if fault in words and fault not in injectable:
