@@ -212,9 +212,7 @@ class JavaTable:
         Java's CommitReport (a rollback or expiry reports none: one is counted)."""
         if op.kind in (A.ROLLBACK, A.EXPIRE):
             return A.Committed(None, 1)
-        rows = worker().sql(f"SELECT snapshot_id FROM {self.table_name(READER)}.snapshots "
-                            f"WHERE summary[{sql_string(A.OP_ID_PROPERTY)}] = {sql_string(op.op_id)} "
-                            f"ORDER BY committed_at DESC")
+        rows = worker().call("tagged", table=self.table_name(READER), property=A.OP_ID_PROPERTY, value=op.op_id)
         if not rows:
             return A.Committed(None, 0)      # nothing to do: no commit
         sid = int(rows[0][0])
@@ -227,9 +225,14 @@ class JavaTable:
 
     # -- readers ---------------------------------------------------------------------------
 
+    def _head(self) -> tuple:
+        """(main's head snapshot id or None, the current metadata file), as the catalog
+        loads the table now (Iceberg's Table API: no Spark job)."""
+        head, location = worker().call("head", table=self.table_name(READER))[0]
+        return (None if head is None else int(head)), location
+
     def current_snapshot_id(self) -> int | None:
-        rows = worker().sql(f"SELECT snapshot_id FROM {self.table_name(READER)}.refs WHERE name = 'main'")
-        return int(rows[0][0]) if rows else None
+        return self._head()[0]
 
     def read_current(self) -> A.ReadResult:
         sid = self.current_snapshot_id()
@@ -240,7 +243,7 @@ class JavaTable:
     def read_at(self, snapshot_id: int) -> A.ReadResult:
         rows = worker().sql(f"SELECT _file, {A.COLUMN} FROM {self.table_name(READER)} "
                             f"VERSION AS OF {int(snapshot_id)}")
-        files = self._live[snapshot_id] = self._file_names(rows)
+        files = self._live[snapshot_id] = self._file_names(rows, snapshot_id)
         return A.ReadResult(snapshot_id, tuple(sorted(r[1] for r in rows)), files)
 
     def read_incremental(self, since_snapshot_id: int) -> A.ReadResult:
@@ -248,16 +251,17 @@ class JavaTable:
                              options={"start-snapshot-id": str(int(since_snapshot_id))})
         return A.ReadResult(None, tuple(sorted(r[0] for r in rows)), None)
 
-    def _file_names(self, rows) -> frozenset:
-        """Data files as the reader saw them: path, or path#live-rows once deletes hide some."""
+    def _file_names(self, rows, snapshot_id: int) -> frozenset:
+        """Data files as the reader saw them: path, or path#live-rows once deletes hide some
+        (a file's rows written: from the snapshot's scan plan, once per file)."""
         live: dict = {}
         for path, row in rows:
             live.setdefault(path, []).append(row)
         unknown = [p for p in live if p not in self._record_counts]
         if unknown:
             self._record_counts.update(
-                (r[0], int(r[1])) for r in worker().sql(f"SELECT file_path, record_count FROM "
-                                                        f"{self.table_name(READER)}.all_data_files"))
+                (r[0], int(r[1])) for r in worker().call("data_files", table=self.table_name(READER),
+                                                         snapshot_id=int(snapshot_id)))
         out = set()
         for path, vals in live.items():
             full = self._record_counts.get(path)
@@ -268,9 +272,7 @@ class JavaTable:
     # -- history ---------------------------------------------------------------------------------
 
     def history(self) -> A.TableHistory:
-        rows = worker().sql(f"SELECT file FROM {self.table_name(READER)}.metadata_log_entries "
-                            f"ORDER BY timestamp DESC LIMIT 1")
-        location = rows[0][0]
+        location = self._head()[1]
         return A.history_from_metadata_log(location, read_metadata(location), read_metadata, self._snapshot_record)
 
     def _files_live(self, snapshot_id) -> frozenset | None:
