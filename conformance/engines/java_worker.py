@@ -29,6 +29,8 @@ line, and answers each with one line carrying the request's "id":
         [[snapshot id]] of the newest snapshot whose summary carries property = value;
     {"id": n, "op": "data_files", "table": "...", "snapshot_id": n}  [[path, record
         count]] of the data files live in the snapshot (its scan plan);
+    {"id": n, "op": "set_main", "table": "...", "target": n, "expected_head": n, "attempts": n}
+        rollback as the spec's: main to target while its head is still expected_head;
     {"id": n, "op": "last_commit", "catalog": "..."}  [[snapshot id, attempts,
         operation]] of the catalog's last CommitReport (Java's own count of attempts);
     {"id": n, "op": "conf", "values": {...}}  runtime SQL conf (e.g. another catalog);
@@ -66,8 +68,18 @@ def _jsonable(value):
     return repr(value)
 
 
+class Refused(Exception):
+    """A refusal the worker decides itself, named by the Java exception class it stands for."""
+
+    def __init__(self, java_class: str, message: str):
+        super().__init__(message)
+        self.java_class = java_class
+
+
 def _error(e: BaseException) -> dict:
     """The exception as classes (outermost first, down its Java cause chain) and a message."""
+    if isinstance(e, Refused):
+        return {"classes": [e.java_class], "message": str(e), "messages": [str(e)], "python": str(e)}
     classes, messages = [], []
     java = getattr(e, "java_exception", None) or getattr(e, "_origin", None)
     if java is not None:
@@ -267,6 +279,35 @@ class Worker:
             return out
         finally:
             tasks.close()
+
+    def op_set_main(self, req) -> list:
+        """Rollback as spec/PROTOCOL.md's table has it: main moves to `target` only while its
+        head is still `expected_head` (None: no snapshot) and `target` is retained. Each
+        attempt is one commit of Iceberg-Java's TableOperations (RESTTableOperations: a
+        SetSnapshotRef with AssertRefSnapshotId main; a 409 is CommitFailedException), at
+        most `attempts`; unknown states propagate as Java raises them. Java's own
+        rollback_to_snapshot re-checks only that the target is an ancestor on a retry
+        (docs/verdicts.md, J2). Answers [[attempts, the metadata file written]]."""
+        jvm = self.jvm
+        ops = self._table(req["table"]).operations()
+        expected, target = req.get("expected_head"), int(req["target"])
+        for attempt in range(1, int(req["attempts"]) + 1):
+            base = ops.refresh()
+            head = base.currentSnapshot()
+            if (None if head is None else head.snapshotId()) != expected:
+                raise Refused("org.apache.iceberg.exceptions.ValidationException",
+                              f"main moved from {expected} since the rollback read it")
+            if base.snapshot(target) is None:
+                raise Refused("org.apache.iceberg.exceptions.ValidationException", f"{target} is not retained")
+            updated = jvm.org.apache.iceberg.TableMetadata.buildFrom(base).setBranchSnapshot(target, "main").build()
+            try:
+                ops.commit(base, updated)
+            except Exception as e:  # noqa: BLE001 - a 409 is another attempt; the rest propagates
+                if "CommitFailedException" not in _error(e)["classes"][0]:
+                    raise
+                continue
+            return [[attempt, ops.current().metadataFileLocation()]]
+        raise Refused("org.apache.iceberg.exceptions.CommitFailedException", f"refused {req['attempts']} times")
 
     def op_last_commit(self, req) -> list:
         """The last CommitReport of catalog `catalog` (a REST catalog whose
