@@ -51,3 +51,16 @@ def test_j2_rollback_is_reapplied_over_a_concurrent_append(java_worker, backends
     assert found.value.prop.startswith("A0") and "another commit request" in str(found.value), found.value
     lock = replay(J.engine(), J2_PROGRAM, bounds=J1_BOUNDS, store=REST, backends=backends, ctx_seed=0)
     assert lock.stats.conflicts == 1 and lock.stats.commits >= 1, lock.stats   # the spec's rollback: refused
+
+
+def test_j3_incremental_read_from_the_head_is_refused(java_worker, tmp_path):
+    """Goal: the known observation J3 (why the adapter answers an incremental read from
+    main's head itself) still holds. Method: read with start-snapshot-id = the head."""
+    from icefloe.conformance.testing import java_env
+    java_env.add_catalog(java_worker, "j3", "hadoop", warehouse=f"file://{tmp_path}")
+    java_worker.sql("CREATE TABLE j3.db.t (id string NOT NULL) USING iceberg")
+    java_worker.call("append", table="j3.db.t", values=["a"])
+    head = java_worker.call("head", table="j3.db.t")[0][0]
+    with pytest.raises(java_env.JavaError) as refused:
+        java_worker.call("read", table="j3.db.t", options={"start-snapshot-id": str(head)})
+    assert refused.value.caused_by("IllegalArgumentException") and "parent ancestor" in refused.value.message
