@@ -2,9 +2,10 @@
 implementation, one per class of commit-protocol bug (mutants/__init__.py).
 
 Each mutant replaces one exact snippet of one file. `area` says which part of the code it
-breaks; `model_covers` says whether the conformance model has that area today (a mutant
-there must be killed by `icefloe conform` itself; the others are killed by unit tests until
-the model grows: partitions, row deltas with sequence numbers, refs, issue 12);
+breaks; `model_covers` says whether the conformance model has that area (a mutant there
+must be killed by `icefloe conform` itself; the others are killed by unit tests). Since
+issue 12 the model has partitions, row deltas with sequence numbers and refs, and the
+suite's table with them (conformance/coverage_rows.py);
 `unit_tests` are the tests the gate runs when conform lets the mutant through; `like`
 names the real bug of the same class.
 """
@@ -127,7 +128,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "        entries = [ManifestEntry(ManifestEntryStatus.ADDED, f, sequence_number=seq) for f in self.files]\n"
            "        self.manifest = _write_manifest(c, entries, c.base.default_spec_id)",
            ROW_DELTAS, "a reused manifest carries an explicit data sequence number from a stale base",
-           "spec: sequence-number inheritance", model_covers=False,
+           "spec: sequence-number inheritance",
            unit_tests=("tests/impl/table/test_table_commit.py",)),
     # -- requirements (7.3) --------------------------------------------------------------------
     Mutant("files-live-checks-one-snapshot", REQUIREMENTS_PY,
@@ -162,7 +163,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "        keep = {canonical_location(x) for s in post.ancestors_of(post.current_snapshot_id)\n"
            "                for x in tree.reach(s)}  # mutant: blind to tags and branches\n    except _READ_ERRORS",
            REFS, "expiry keeps only what main's ancestry reaches, deleting files a tag or branch still reaches",
-           "apache/iceberg #13568", model_covers=False,
+           "apache/iceberg #13568",
            unit_tests=("tests/impl/table/test_table_maintenance.py",)),
     Mutant("orphans-keep-current-only", MAINTENANCE_PY,
            "    keep = reachable(tree, metadata)\n    gone: dict[str, str] = {}",
@@ -214,8 +215,8 @@ MUTANTS: tuple[Mutant, ...] = (
            S3_STORE, "the S3 pointer swap is a plain PUT: two writers from one base both win",
            "delta-io/delta #1410 class", unit_tests=(S3_TESTS,)),
     Mutant("s3-no-read-back", "impl/s3/store.py",
-           "        return self._read_back(kind, location, data, ambiguous, last)",
-           "        raise StoreUnavailable(location, f\"{kind}: gave up; last: {last}\")  # mutant",
+           "        return self._read_back(kind, location, data, tries.ambiguous, tries.last)",
+           "        raise StoreUnavailable(location, f\"{kind}: gave up; last: {tries.last}\")  # mutant",
            S3_STORE, "a write whose response was lost is reported as definitely not written",
            "apache/iceberg #7151", unit_tests=(S3_TESTS,)),
     Mutant("s3-catalog-unknown-as-rejected", "impl/catalog/s3.py",
@@ -325,7 +326,7 @@ BLIND: tuple[Mutant, ...] = (
            SQL_CATALOG, "a rejected SQL swap leaves its write transaction open on the shared connection",
            "driver state after a conflict", unit_tests=(CATALOG_TESTS,), blind=True),
     Mutant("handle-keeps-stale-after-failure", TABLE_PY,
-           "        else:\n            self.refresh()\n        return outcome",
+           "        else:\n            self._refresh_after(commit)\n        return outcome",
            "        return outcome  # mutant: no refresh after a failed or unknown commit",
            HANDLE, "a table handle keeps its old metadata after its commit failed or ended unknown",
            "a handle shows the table as it is after each outcome", blind=True),
