@@ -109,6 +109,8 @@ def plan(engine, profile: Profile) -> Plan:
             families.append(_transport_plan(engine, caps, family, full, mine, model, engine_view))
             if caps.rest:
                 families.append(_rest_plan(engine_view))
+    if profile.families:
+        families = [f for f in families if f.family.name in profile.families]
     return Plan(families)
 
 
