@@ -9,6 +9,7 @@ each changes one rule and is named after the real bug it reproduces.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from icefloe.model import operations as O
 from icefloe.model.operations import apply_actions, current, head_snap, justified, manifest_obj, validate
@@ -117,7 +118,9 @@ def bootstrap_metas(b: Bounds) -> tuple:
     return frozenset({((0, 1, 1), m1), ((0, 2, 1), m2)})
 
 
+@lru_cache(maxsize=None)
 def idle_writer(k: int, ops: int) -> Writer:
+    """A writer before operation k (of `ops`); one shared record per (k, ops)."""
     return Writer(k, "", PLAN if k <= ops else DONE, 0, NO_META, NO_SNAP,
                   frozenset(), NO_SNAP, frozenset(), False, False, NO_PART, MAIN, NO_ROW, 0)
 
