@@ -40,7 +40,7 @@ def parse(argv) -> argparse.Namespace:
                    help="module:factory, or a shortcut: " + ", ".join(sorted(A.ENGINE_SHORTCUTS)))
     p.add_argument("--variant", help="a flawed variant (negative control) instead of --engine")
     p.add_argument("--list-variants", action="store_true", help="print the variants' names and exit")
-    p.add_argument("--profile", default="ci", choices=("ci", "deep"))
+    p.add_argument("--profile", default="ci", choices=("ci", "ci-slow", "deep"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--report", default=REPORT_DIR_DEFAULT, help=f"report directory (default {REPORT_DIR_DEFAULT})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")

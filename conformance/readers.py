@@ -11,6 +11,7 @@ from __future__ import annotations
 from icefloe.conformance import adapter as A
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model import iceberg
+from icefloe.model import rows as R
 from icefloe.model.checks import history as H
 from icefloe.model.state import APPEND, OVERWRITE, ancestors, snap_of
 
@@ -43,8 +44,14 @@ class Readers:
         return out
 
     def rows(self, files) -> tuple:
+        """Every row of the data files (an incremental append read applies no deletes)."""
         content = dict(self.lock.model.content)
         return tuple(sorted(row_id(r) for f in files for r in content[f]))
+
+    def rows_at(self, snap) -> tuple:
+        """The rows a reader of the model's snapshot sees: its delete files applied by
+        data sequence number (model/rows.py)."""
+        return tuple(sorted(row_id(r) for r in R.live_rows(self.lock.model, snap)))
 
     def _appended(self, meta, sid) -> bool:
         """Whether an incremental (append) reader takes snapshot `sid`'s rows: an append,
@@ -65,11 +72,11 @@ class Readers:
         try:
             if name == READ_CURRENT:
                 got = lock.table.read_current()
-                want = self.rows(iceberg.head_snap(meta).files)
+                want = self.rows_at(iceberg.head_snap(meta))
                 prop = "P6 Isolation"
             elif name == READ_AT:
                 got = lock.table.read_at(lock.snapshot_id[label[2]])
-                want = self.rows(snap_of(meta, label[2]).files)
+                want = self.rows_at(snap_of(meta, label[2]))
                 first = self.time_travel.setdefault(got.snapshot_id, got.rows)
                 if first != got.rows:
                     raise Violation("P7 TimeTravelImmutable", f"snapshot {got.snapshot_id} read {got.rows}, "
@@ -113,7 +120,7 @@ class Readers:
         except Exception as e:  # noqa: BLE001 - an engine that cannot read what it committed
             raise Violation("P8 NoDanglingRefs", f"reading the current snapshot failed: {type(e).__name__}: {e}",
                             "rows", repr(e)) from e
-        want = self.rows(iceberg.head_snap(meta).files)
+        want = self.rows_at(iceberg.head_snap(meta))
         if got.rows != want:
             raise Violation("P6 Isolation", f"current rows: the model's {list(want)}, the engine's {list(got.rows)}",
                             want, got.rows)
@@ -144,7 +151,7 @@ class Readers:
             reached = reached or mid == floor
             meta = iceberg.mget(lock.model.metas, mid)
             if meta.head in lock.snapshot_id:
-                heads[lock.snapshot_id[meta.head]] = self.rows(snap_of(meta, meta.head).files)
+                heads[lock.snapshot_id[meta.head]] = self.rows_at(snap_of(meta, meta.head))
                 if reached:
                     since.add(lock.snapshot_id[meta.head])
         try:

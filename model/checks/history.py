@@ -258,6 +258,14 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
         for sid, snap in sorted(new.items()):
             introduced_at[sid].append(i)
             siblings[snap.parent_id].append(sid)
+            if post.main == pre.main and sid != post.main:
+                # A commit to another branch: main did not move, and the snapshot descends
+                # from one the version it replaced held (that branch's head).
+                if snap.parent_id not in old and snap.parent_id not in new:
+                    anomalies.append(Anomaly("forked history", (str(sid),),
+                                             f"snapshot {sid} in {line[i]}, on a branch, has parent "
+                                             f"{snap.parent_id}, which {line[i - 1]} did not hold"))
+                continue
             if snap.parent_id != pre.main and snap.parent_id not in new:
                 anomalies.append(Anomaly("forked history", (str(sid),),
                                          f"snapshot {sid} in {line[i]} has parent {snap.parent_id}, "
