@@ -1,12 +1,19 @@
 """icefloe's native Spark paths vs Spark's own Parquet writer and reader, in one local-mode
 Spark session, on the same data and files (issue 15); merge-on-read reads; planning at
-10^5 and 10^6 data files (bench/spark_planning.py)."""
+10^5 and 10^6 data files (bench/spark_planning.py).
+
+The machine is shared, so the two sides of each comparison run alternately (A B, B A,
+A B, ...) after an unrecorded warm-up round, the figure of each side is its median, and
+the 1-minute load average is recorded at every round.
+"""
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -14,7 +21,8 @@ from pathlib import Path
 TITLE = "Spark: icefloe's native paths vs Spark's Parquet writer and reader"
 
 FULL_ROWS, QUICK_ROWS = 1_000_000, 100_000
-FULL_REPEATS, QUICK_REPEATS = 3, 1
+FULL_REPEATS, QUICK_REPEATS = 4, 1
+WARMUP_ROUNDS = 1
 QUERY = ["sum(id) as s_id", "sum(v) as s_v", "max(length(s)) as m_s", "count(distinct cat) as n_cat"]
 
 
@@ -24,18 +32,64 @@ def _frame(spark, n: int):
         "concat('row-', cast(id * 7919 % 1000003 as string)) as s")
 
 
-def _timed(fn):
-    started = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - started, out
+def tree_cpu_s(root: int | None = None) -> float:
+    """CPU seconds (user + system, reaped children included) of this process and every
+    descendant: the Spark JVM and its Python workers. Unlike wall time it hardly depends on
+    how many other processes share the cores."""
+    root = root or os.getpid()
+    parents, ticks = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # gone meanwhile
+        fields = stat[stat.rindex(")") + 2:].split()
+        parents[int(entry)] = int(fields[1])
+        ticks[int(entry)] = sum(int(x) for x in fields[11:15])  # utime stime cutime cstime
+    tree, frontier = {root}, [root]
+    while frontier:  # bounded by the number of processes
+        parent = frontier.pop()
+        children = [p for p, pp in parents.items() if pp == parent and p not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(ticks.get(p, 0) for p in tree) / os.sysconf("SC_CLK_TCK")
+
+
+def alternate(sides: dict, repeats: int, warmup: int = WARMUP_ROUNDS) -> tuple[dict, dict, list]:
+    """Run the sides in turn, round r in the order rotated by r, `warmup` rounds unrecorded.
+    Returns the wall seconds and the CPU seconds (tree_cpu_s) per side, and the 1-minute
+    load average at each recorded round."""
+    names = list(sides)
+    times: dict = {n: [] for n in names}
+    cpu: dict = {n: [] for n in names}
+    loads = []
+    for r in range(warmup + repeats):
+        order = names[r % len(names):] + names[:r % len(names)]
+        for name in order:
+            cpu_before, started = tree_cpu_s(), time.perf_counter()
+            sides[name]()
+            if r >= warmup:
+                times[name].append(time.perf_counter() - started)
+                cpu[name].append(tree_cpu_s() - cpu_before)
+        if r >= warmup:
+            loads.append(os.getloadavg()[0])
+    return times, cpu, loads
+
+
+def _load_range(loads: list) -> str:
+    return f"{min(loads):.0f}-{max(loads):.0f}" if loads else "-"
 
 
 def _delete_file(table, kind: str, data_file=None, ids=None):
     """A position delete file for every 10th row of `data_file`, or an equality delete file
     on id for `ids` (Parquet with the spec's field ids), described for a row delta."""
+    import uuid
+
     import pyarrow as pa
     import pyarrow.parquet as pq
-    import uuid
     from icefloe.impl.format import types as T
     from icefloe.impl.format.manifest import DataFile, DataFileContent
     from icefloe.impl.format.parquet import data_file_metrics
@@ -69,124 +123,178 @@ def _same(a, b) -> bool:
                for x, y in zip((r.asDict() for r in a), (r.asDict() for r in b))) and len(a) == len(b)
 
 
-def run(quick: bool) -> str:
+def _row(what: str, n: int, times: dict, cpu: dict, loads: list, theirs_note: str = "") -> str:
+    a, b = statistics.median(times["icefloe"]), statistics.median(times["spark"])
+    ca, cb = statistics.median(cpu["icefloe"]), statistics.median(cpu["spark"])
+    print(f"{what}: icefloe {times['icefloe']} s, spark {times['spark']} s, loads {loads}", file=sys.stderr, flush=True)
+    return (f"| {what} | {n / a / 1e6:.2f} | {n / b / 1e6:.2f}{theirs_note} | **{b / a:.2f}** | "
+            f"{ca:.1f} / {cb:.1f} = {cb / ca:.2f} | {len(times['icefloe'])} | {_load_range(loads)} |")
+
+
+def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
+    from icefloe.impl.spark import native_write as NW
+    from icefloe.impl.spark import write
+    from icefloe.impl.spark.options import table_ref
+    from icefloe.impl.spark.source import _load_or_create
+    names = itertools.count()
+    real_describe = NW.describe_files
+
+    def timed_describe(*args, **kwargs):  # where the native write's time goes
+        started = time.perf_counter()
+        try:
+            return real_describe(*args, **kwargs)
+        finally:
+            breakdown["footers"].append(time.perf_counter() - started)
+    NW.describe_files = timed_describe
+    try:
+        for layout, partition_by in (("unpartitioned", None), ("partitioned by cat (8)", "cat")):
+            opts = {"catalog-uri": f"sqlite:///{work / 'catalog.db'}", "warehouse": str(work / "wh"),
+                    "create-table": "true", **({"partition-by": partition_by} if partition_by else {})}
+            # Each write goes to a place of its own: icefloe appends to an empty table created
+            # before the clock starts (a table exists before a job writes to it), Spark writes
+            # a new folder (no overwrite to clean up first).
+            fresh = [f"icefloe.bench.t_{partition_by or 'flat'}_{next(names)}" for _ in range(WARMUP_ROUNDS + repeats)]
+            for name in fresh:
+                _load_or_create(table_ref(opts, name), df.schema)
+            outs = (work / f"parquet-{partition_by or 'flat'}-{k}" for k in itertools.count())
+            last = {}
+
+            def ours():
+                last["name"] = fresh.pop(0)
+                result = write(df, last["name"], opts)
+                breakdown["commit"].append(result.commit_ms / 1000)
+
+            def theirs():
+                w = df.write
+                (w.partitionBy(partition_by) if partition_by else w).parquet(str(next(outs)))
+            times, cpu, loads = alternate({"icefloe": ours, "spark": theirs}, repeats)
+            tables[layout] = (last["name"], opts)
+            lines.append(_row(f"write, {layout}", n, times, cpu, loads))
+            breakdown["write"].extend(times["icefloe"])
+    finally:
+        NW.describe_files = real_describe
+
+
+def _reads(spark, n, repeats, lines, tables):
+    from icefloe.impl.spark import read
+    from icefloe.impl.spark.options import open_table, table_ref
+    for layout, (name, opts) in tables.items():
+        table = open_table(table_ref(opts, name))
+        files = sorted(table.tree.live_data_paths(table.current_snapshot()))
+        got, want = {}, {}
+        times, cpu, loads = alternate({
+            "icefloe": lambda: got.setdefault("rows", read(spark, name, opts).selectExpr(*QUERY).collect()),
+            "spark": lambda: want.setdefault("rows", spark.read.parquet(*files).selectExpr(*QUERY).collect())},
+            repeats)
+        assert _same(got["rows"], want["rows"]), (got, want)
+        lines.append(_row(f"read, {layout} ({len(files)} files)", n, times, cpu, loads))
+
+
+def _merge_on_read(spark, df, n, work, repeats, lines) -> dict:
+    """10% of the rows of a native table deleted by position, then (on a second table) by
+    equality on id. Spark's plain read of the same data files is the reference (it returns
+    the deleted rows too); icefloe's own scan and pyiceberg's (position deletes; pyiceberg
+    0.12 refuses equality deletes) read the same tables in this process, once each."""
     from icefloe.impl.spark import plan, read, write
     from icefloe.impl.spark.options import open_table, table_ref
+    base = {"catalog-uri": f"sqlite:///{work / 'catalog.db'}", "warehouse": str(work / "wh"), "create-table": "true"}
+    expected = n - len(range(0, n, 10))
+    refs = {}
+    for kind in ("position", "equality"):
+        name = f"icefloe.bench.mor_{kind}"
+        write(df, name, base)
+        table = open_table(table_ref(base, name))
+        live = [e.data_file for _, e in table.tree.live_entries(table.current_snapshot())]
+        if kind == "position":
+            deletes = [_delete_file(table, kind, f) for f in live]
+        else:
+            deletes = [_delete_file(table, kind, ids=list(range(0, n, 10)))]
+        table.add_delete_files(deletes, [f.file_path for f in live] if kind == "position" else ())
+        files = sorted(f.file_path for f in live)
+        got = {}
+        query = ["count(*) as n", "sum(id) as s"]
+        times, cpu, loads = alternate({
+            "icefloe": lambda: got.setdefault("rows", read(spark, name, base).selectExpr(*query).collect()),
+            "spark": lambda: spark.read.parquet(*files).selectExpr(*query).collect()}, repeats)
+        table.refresh()
+        started = time.perf_counter()
+        own = table.scan(columns=["id"]).num_rows
+        own_s = time.perf_counter() - started
+        assert got["rows"][0]["n"] == own == expected, (got, own, expected)
+        extra = f"icefloe's own scan (one process) {n / own_s / 1e6:.2f} M rows/s"
+        if kind == "position":
+            from pyiceberg.table import StaticTable
+            started = time.perf_counter()
+            theirs = StaticTable.from_metadata(table.metadata_location).scan(selected_fields=("id",)).to_arrow()
+            py_s = time.perf_counter() - started
+            assert theirs.num_rows == expected, theirs.num_rows
+            extra += f", pyiceberg 0.12 {n / py_s / 1e6:.2f} M rows/s (same count)"
+        else:
+            extra += ", pyiceberg 0.12 refuses equality deletes"
+        lines.append(_row(f"read, 10% deleted by {kind} deletes ({len(deletes)} delete files)", n,
+                          times, cpu, loads, " (no deletes applied)"))
+        refs[kind] = extra
+    refs["stats"] = plan(spark, "icefloe.bench.mor_equality", base).stats.to_json()
+    return refs
+
+
+def run(quick: bool) -> str:
     from icefloe.impl.spark.session import local_session
     n = QUICK_ROWS if quick else FULL_ROWS
     repeats = QUICK_REPEATS if quick else FULL_REPEATS
     work = Path(tempfile.mkdtemp(prefix="icefloe-bench-spark-"))
     load_at_start = os.getloadavg()[0]
     spark = local_session("icefloe-bench", cores=2)
-    lines, tables = [], {}
+    lines, tables, breakdown = [], {}, {"write": [], "footers": [], "commit": []}
     try:
         df = _frame(spark, n).cache()
         df.count()
-        for layout, partition_by in (("unpartitioned", None), ("partitioned by cat (8)", "cat")):
-            ours_s, theirs_s = [], []
-            for r in range(repeats):
-                opts = {"catalog-uri": f"sqlite:///{work / 'catalog.db'}", "warehouse": str(work / "wh"),
-                        "create-table": "true", **({"partition-by": partition_by} if partition_by else {})}
-                name = f"icefloe.bench.t_{partition_by or 'flat'}_{r}"
-                out = work / f"parquet-{partition_by or 'flat'}-{r}"
-
-                def theirs():
-                    w = df.write.mode("overwrite")
-                    return (w.partitionBy(partition_by) if partition_by else w).parquet(str(out))
-                first, second = (lambda: write(df, name, opts), theirs) if r % 2 == 0 else (theirs, lambda: write(df, name, opts))
-                a, _ = _timed(first)
-                b, _ = _timed(second)
-                ours_s.append(a if r % 2 == 0 else b)
-                theirs_s.append(b if r % 2 == 0 else a)
-            tables[layout] = (name, opts)
-            ours, theirs_t = statistics.median(ours_s), statistics.median(theirs_s)
-            lines.append(f"| write, {layout} | {n / ours / 1e6:.2f} | {n / theirs_t / 1e6:.2f} | {theirs_t / ours:.2f} |")
-        for layout, (name, opts) in tables.items():
-            table = open_table(table_ref(opts, name))
-            files = sorted(table.tree.live_data_paths(table.current_snapshot()))
-            ours_s, theirs_s = [], []
-            for r in range(repeats):
-                a, got = _timed(lambda: read(spark, name, opts).selectExpr(*QUERY).collect())
-                b, want = _timed(lambda: spark.read.parquet(*files).selectExpr(*QUERY).collect())
-                assert _same(got, want), (got, want)
-                ours_s.append(a)
-                theirs_s.append(b)
-            ours, theirs_t = statistics.median(ours_s), statistics.median(theirs_s)
-            lines.append(f"| read, {layout} ({len(files)} files) | {n / ours / 1e6:.2f} | {n / theirs_t / 1e6:.2f} | "
-                         f"{theirs_t / ours:.2f} |")
-        # Merge-on-read: 10% of the rows of a native table deleted by position, then (on a
-        # second table) by equality on id; Spark's plain read of the same data files is the
-        # reference (it returns the deleted rows too).
-        mor = []
-        for kind in ("position", "equality"):
-            base = {"catalog-uri": f"sqlite:///{work / 'catalog.db'}", "warehouse": str(work / "wh"), "create-table": "true"}
-            name = f"icefloe.bench.mor_{kind}"
-            write(df, name, base)
-            table = open_table(table_ref(base, name))
-            live = [e.data_file for _, e in table.tree.live_entries(table.current_snapshot())]
-            if kind == "position":
-                deletes = [_delete_file(table, kind, f) for f in live]
-            else:
-                deletes = [_delete_file(table, kind, ids=list(range(0, n, 10)))]
-            table.add_delete_files(deletes, [f.file_path for f in live] if kind == "position" else ())
-            files = sorted(f.file_path for f in live)
-            ours_s, theirs_s = [], []
-            for _ in range(repeats):
-                a, got = _timed(lambda: read(spark, name, base).selectExpr("count(*) as n", "sum(id) as s").collect())
-                b, _ = _timed(lambda: spark.read.parquet(*files).selectExpr("count(*) as n", "sum(id) as s").collect())
-                ours_s.append(a)
-                theirs_s.append(b)
-            table.refresh()
-            assert got[0]["n"] == table.scan(columns=["id"]).num_rows == n - len(range(0, n, 10)), got
-            ours, theirs_t = statistics.median(ours_s), statistics.median(theirs_s)
-            mor.append(f"| read, 10% deleted by {kind} deletes ({len(deletes)} delete files) | {n / ours / 1e6:.2f} | "
-                       f"{n / theirs_t / 1e6:.2f} (no deletes applied) | {theirs_t / ours:.2f} |")
-        scan = plan(spark, "icefloe.bench.mor_equality", base)
-        planning_stats = scan.stats.to_json()
+        _writes(spark, df, n, work, repeats, lines, tables, breakdown)
+        _reads(spark, n, repeats, lines, tables)
+        mor = _merge_on_read(spark, df, n, work, repeats, lines)
     finally:
         spark.stop()
     import sys
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import spark_planning
     sizes = (10_000, 100_000) if quick else (100_000, 1_000_000)
-    planned = spark_planning.measure(work / "planning", sizes)
+    planned = spark_planning.measure(work / "planning", sizes, rounds=1 if quick else None)
     shutil.rmtree(work, ignore_errors=True)
-    plan_rows = []
-    for r in planned:
-        plan_rows.append(f"| {r['size']:,} | {r['filter']} | {r['who']} ({r['mode']}) | {r['seconds']:.2f} | "
-                         f"{r['files']:,} | {r['rss_mb']:.0f} | {r['requests']:,} |")
     load_at_end = os.getloadavg()[0]
+    med = {k: statistics.median(v) if v else 0.0 for k, v in breakdown.items()}
     return "\n".join([
-        f"{n:,} rows (id bigint, cat string, v double, s string), cached in Spark before the writes; `local[2]`; "
-        f"median of {repeats} run(s), icefloe and Spark alternating; load average {load_at_start:.1f} at start, "
-        f"{load_at_end:.1f} at the end (2 cores shared with other work). icefloe writes with "
-        "`icefloe.impl.spark.write`: Spark's own Parquet writer under the job prefix (field ids, the partition "
-        "spec's transforms computed in Spark), a Spark job reading each file's footer for its DataFile, one "
-        "commit (manifest, manifest list, metadata, SQLite swap). Spark's writer is `df.write.parquet` (no table, "
-        "no commit). Reads run the same aggregate over every column: `icefloe.impl.spark.read` (icefloe plans, "
-        "Spark's vectorized reader reads by field id) vs `spark.read.parquet(files)` on the same files.",
+        f"{n:,} rows (id bigint, cat string, v double, s string), cached in Spark before the writes; `local[2]`. "
+        f"Each comparison: {WARMUP_ROUNDS} unrecorded warm-up round, then {repeats} rounds with the two sides "
+        "alternating (icefloe first in odd rounds, Spark first in even ones); figures are medians. Load average "
+        f"{load_at_start:.1f} at the start, {load_at_end:.1f} at the end; the last column is the range of the "
+        "1-minute load average over a comparison's rounds (2 cores shared with other engineers' work). icefloe "
+        "writes with `icefloe.impl.spark.write` into an empty table created before the clock starts: Spark's own Parquet writer under the job prefix (field ids, the "
+        "partition spec's transforms computed in Spark), each file's footer read for its DataFile (on the driver "
+        "for at most 256 files, else in a Spark job), one commit (manifest, manifest list, metadata, SQLite swap). "
+        "Spark's writer is `df.write.parquet` into a new folder (no table, no commit). Reads run the same aggregate over every "
+        "column: `icefloe.impl.spark.read` (icefloe plans, Spark's vectorized reader reads by field id) vs "
+        "`spark.read.parquet(files)` on the same files. The wall ratio is Spark's median seconds over icefloe's "
+        "(above 1: icefloe faster); the CPU column gives the median CPU seconds of the whole process tree (Python "
+        "driver, Spark's JVM, its Python workers) per run of each side and Spark's over icefloe's, a figure the "
+        "load hardly moves.",
         "",
-        "| what | icefloe M rows/s | Spark Parquet M rows/s | ratio icefloe/Spark |",
-        "|---|---|---|---|",
-        *lines, *mor,
-        "",
-        "Merge-on-read rows: the read applies the deletes as anti-joins in Spark (position deletes on "
-        "`_metadata.file_path` / `_metadata.row_index`; equality deletes on id with sequence numbers), and its "
-        "count equals icefloe's own scan; Spark's plain read of the same data files returns the deleted rows as "
-        f"well, so its ratio is the cost of applying the deletes. Plan stats of the equality table: {planning_stats}.",
-        "",
-        "Planning (bench/spark_planning.py): one synthesized snapshot of N data files in 1,000 manifests "
-        "(partition, counts and id bounds per file; the files do not exist: planning never opens one), planned "
-        "unfiltered and with `id >= ...` keeping 1% (pruned by column bounds, every manifest read), each planner "
-        "in a fresh process: icefloe's single-process planner, icefloe's executor planner (the native read's "
-        "`planning='distributed'`: the manifest list on the driver, the manifests decoded and pruned in a Spark "
-        "job, file tasks back as Arrow), pyiceberg 0.12's `plan_files`. RSS: the planning process's peak (for "
-        "Spark, the Python driver's, where the plan lands; the JVM's is not counted); requests: storage reads "
-        "(metadata, manifest list, manifests; for Spark driver plus executors).",
-        "",
-        "| data files | filter | planner | seconds | files planned | peak RSS MB | storage reads |",
+        "| what | icefloe M rows/s | Spark Parquet M rows/s | ratio icefloe/Spark (wall) | CPU s icefloe / Spark "
+        "= ratio | rounds | load |",
         "|---|---|---|---|---|---|---|",
-        *plan_rows,
+        *lines,
+        "",
+        f"Where a native write's time goes (medians over every recorded write): {med['write']:.2f} s per write, "
+        f"of which footers {med['footers']:.3f} s and the commit {med['commit']:.3f} s; the rest is Spark's "
+        "own Parquet write job.",
+        "",
+        "Merge-on-read: the read applies the deletes as anti-joins in Spark (position deletes on "
+        "`_metadata.file_path` / `_metadata.row_index`; equality deletes on id with sequence numbers) and its "
+        "count equals icefloe's own scan (and pyiceberg's, for position deletes); Spark's plain read of the same "
+        "data files returns the deleted rows as well, so its ratio is the cost of applying the deletes. In the same "
+        f"run: position deletes: {mor['position']}; equality deletes: {mor['equality']}. Plan stats of the "
+        f"equality table: {mor['stats']}.",
+        "",
+        spark_planning.render(planned),
     ])
 
 

@@ -85,8 +85,16 @@ def make(directory: Path, files: int) -> str:
     return table.metadata_location
 
 
+def _warm(x):
+    """In a Spark Python worker: import the planner, as a session that has read before has."""
+    import icefloe.impl.spark.planning  # noqa: F401
+    return x
+
+
 def plan(who: str, metadata_location: str, row_filter: str | None) -> dict:
-    started = time.monotonic()
+    """Plan once in this (fresh) process; the clock starts after the imports (and, for
+    Spark, after the session and its Python workers are up), as in a warm process."""
+    from bench_spark import tree_cpu_s  # this directory is on sys.path (run as a script)
     if who == "pyiceberg":
         from pyiceberg.io import pyarrow as PA
         from pyiceberg.table import StaticTable
@@ -97,14 +105,16 @@ def plan(who: str, metadata_location: str, row_filter: str | None) -> dict:
             opened[0] += 1
             return real(self, location)
         PA.PyArrowFileIO.new_input = counting
+        started, cpu_before = time.monotonic(), tree_cpu_s()
         t = StaticTable.from_metadata(metadata_location)
-        files = len(list(t.scan(row_filter=row_filter.replace(">=", ">=") if row_filter else "True").plan_files()))
+        files = len(list(t.scan(row_filter=row_filter or "True").plan_files()))
         requests, mode = opened[0], "-"
     elif who == "icefloe":
         from icefloe.impl.format.metadata import from_json
         from icefloe.impl.io.local import LocalStore
         from icefloe.impl.table.files import TreeReader
         from icefloe.impl.table.scan import plan_files
+        started, cpu_before = time.monotonic(), tree_cpu_s()
         io = LocalStore()
         metadata = from_json(io.get(metadata_location), metadata_location)
         files = len(plan_files(TreeReader(io), metadata, metadata.current_snapshot(), row_filter))
@@ -113,19 +123,33 @@ def plan(who: str, metadata_location: str, row_filter: str | None) -> dict:
         from icefloe.impl.spark import plan as native_plan
         from icefloe.impl.spark.session import local_session
         spark = local_session("bench-plan", cores=2)
-        spark.sparkContext.parallelize(range(4), 2).count()  # Python workers up: not the plan's cost
-        started = time.monotonic()
+        spark.sparkContext.parallelize(range(4), 2).map(_warm).count()  # workers up, planner imported
+        started, cpu_before = time.monotonic(), tree_cpu_s()
         scan = native_plan(spark, metadata_location, {}, row_filter=row_filter, planning="distributed")
         files = scan.plan.num_rows
         requests = scan.stats.driver_requests + scan.stats.executor_requests
         mode = f"{scan.stats.mode}, {scan.stats.tasks} tasks"
-    took = time.monotonic() - started
+    took, cpu_s = time.monotonic() - started, tree_cpu_s() - cpu_before
+    # On idle cores the plan takes about its CPU outside the planning tasks (driver, JVM,
+    # workers' overhead: all counted as if serial) plus the busiest worker's task CPU.
+    critical_s = cpu_s
+    if who == "spark":
+        critical_s = cpu_s - (scan.stats.executor_cpu_ms - scan.stats.executor_cpu_busiest_ms) / 1000
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return {"who": who, "seconds": took, "files": files, "requests": requests, "rss_mb": rss_mb, "mode": mode}
+    return {"who": who, "seconds": took, "cpu_s": cpu_s, "critical_s": critical_s, "files": files,
+            "requests": requests, "rss_mb": rss_mb, "mode": mode}
 
 
-def measure(work: Path, sizes=(100_000, 1_000_000)) -> list[dict]:
-    """Every planner at every size and filter, each in a fresh process, side by side."""
+PLANNERS = ("icefloe", "spark", "pyiceberg")
+ROUNDS = {1_000_000: 2}  # rounds per size (default 3): a round at 10^6 takes minutes of CPU
+ROUNDS_DEFAULT = 3
+LABELS = {"icefloe": "icefloe, one process", "spark": "icefloe on executors", "pyiceberg": "pyiceberg 0.12"}
+
+
+def measure(work: Path, sizes=(100_000, 1_000_000), rounds: int | None = None) -> list[dict]:
+    """Every planner at every size and filter, each run in a fresh process; the planners
+    take turns (the order rotated each round) and each figure is the median of `rounds`."""
+    import statistics
     out = []
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     for files in sizes:
@@ -134,14 +158,63 @@ def measure(work: Path, sizes=(100_000, 1_000_000)) -> list[dict]:
         location = done.stdout.strip().splitlines()[-1]
         for name, template in FILTERS.items():
             row_filter = None if template is None else template.format(cut=int(files * 1000 * 0.99))
-            for who in ("icefloe", "spark", "pyiceberg"):
-                done = subprocess.run([sys.executable, __file__, "plan", who, location, json.dumps(row_filter)],
-                                      capture_output=True, text=True, env=env)
-                if done.returncode != 0:
-                    raise RuntimeError(f"{who} at {files}: {done.stderr[-2000:]}")
-                result = json.loads(done.stdout.strip().splitlines()[-1])
-                out.append({**result, "size": files, "filter": name})
+            runs: dict = {who: [] for who in PLANNERS}
+            loads = []
+            for r in range(rounds or ROUNDS.get(files, ROUNDS_DEFAULT)):
+                for who in PLANNERS[r % 3:] + PLANNERS[:r % 3]:
+                    done = subprocess.run([sys.executable, __file__, "plan", who, location, json.dumps(row_filter)],
+                                          capture_output=True, text=True, env=env)
+                    if done.returncode != 0:
+                        raise RuntimeError(f"{who} at {files}: {done.stderr[-2000:]}")
+                    runs[who].append(json.loads(done.stdout.strip().splitlines()[-1]))
+                    print(f"planning {files} {name} {who}: {runs[who][-1]}", file=sys.stderr, flush=True)
+                loads.append(os.getloadavg()[0])
+            for who, results in runs.items():
+                files_planned = {x["files"] for x in results}
+                assert len(files_planned) == 1, (who, files_planned)
+                out.append({"who": who, "size": files, "filter": name, "files": files_planned.pop(),
+                            "seconds": statistics.median(x["seconds"] for x in results),
+                            "cpu_s": statistics.median(x["cpu_s"] for x in results),
+                            "critical_s": statistics.median(x["critical_s"] for x in results),
+                            "rss_mb": max(x["rss_mb"] for x in results),
+                            "requests": max(x["requests"] for x in results), "mode": results[0]["mode"],
+                            "rounds": len(results), "load": f"{min(loads):.0f}-{max(loads):.0f}"})
     return out
+
+
+def render(planned: list[dict]) -> str:
+    """The planning section's Markdown: a table, and executor planning vs one process."""
+    rows = []
+    by = {(r["size"], r["filter"], r["who"]): r for r in planned}
+    for r in planned:
+        local = by[(r["size"], r["filter"], "icefloe")]
+        rows.append(f"| {r['size']:,} | {r['filter']} | {LABELS[r['who']]} ({r['mode']}) | {r['seconds']:.2f} | "
+                    f"**{local['seconds'] / r['seconds']:.2f}** | {r['cpu_s']:.1f} | {r['critical_s']:.1f} | "
+                    f"**{local['critical_s'] / r['critical_s']:.2f}** | {r['files']:,} | {r['rss_mb']:.0f} | "
+                    f"{r['requests']:,} | {r['rounds']} | {r['load']} |")
+    return "\n".join([
+        "Planning (bench/spark_planning.py): one synthesized snapshot of N data files in 1,000 manifests "
+        "(partition, counts and id bounds per file; the files do not exist: planning never opens one), planned "
+        "unfiltered and with `id >= ...` keeping 1% (pruned by column bounds, every manifest read), each planner "
+        "in a fresh process, the three taking turns, the median of the rounds: icefloe's single-process planner, "
+        "icefloe's executor planner (the native read's `planning='distributed'`: the manifest list on the driver, "
+        "the manifests decoded and pruned in a Spark job of `local[2]`, file tasks back as Arrow; the session is "
+        "started and its Python workers are up before the clock starts), pyiceberg 0.12's `plan_files`. "
+        "Speed-up: the single-process planner's seconds over this planner's (medians); CPU s: the CPU seconds of "
+        "the planning process tree (for the executor planner: Python driver, JVM and Python workers). This machine "
+        "runs the kernel's autogroup scheduler (`/proc/sys/kernel/sched_autogroup_enabled` = 1) and is shared, so a "
+        "process tree gets one share of the CPU however many processes it runs: measured seconds cannot show the "
+        "executor planner's parallelism. Critical-path CPU: for the executor planner, its CPU outside the planning "
+        "tasks (driver, JVM, the workers' own overhead, all counted as if serial) plus the task CPU of the busiest of "
+        "its two Python workers, i.e. about its seconds on two idle cores; for the others, their CPU. Peak RSS: the planning process's "
+        "(for the executor planner the Python driver's, where the plan lands; the JVM's is not counted); storage "
+        "reads: metadata, manifest list and manifests (for the executor planner, driver plus executors).",
+        "",
+        "| data files | filter | planner | seconds | speed-up vs one process | CPU s | critical-path CPU s "
+        "| speed-up on idle cores (estimate) | files planned | peak RSS MB | storage reads | rounds | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        *rows,
+    ])
 
 
 if __name__ == "__main__":

@@ -159,6 +159,9 @@ PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE = (
 PHASES = (PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE)
 
 COLUMN = "id"
+PART_COLUMN = "part"      # the partition column (identity-partitioned) of an engine with partitions
+MAIN_REF, BRANCH, TAG_REF = "main", "b", "t"   # main, the model's branch (created with the table at
+                                                # main's head) and its tag
 TABLE_IDENTIFIER = "db.t"
 
 ENGINE_SHORTCUTS = {
@@ -201,6 +204,8 @@ class Capabilities:
     isolation: str = SERIALIZABLE
     stores: frozenset = frozenset({"memory", "s3"})
     transport: frozenset = frozenset()
+    partitions: int = 1       # 2: its table can be identity-partitioned by PART_COLUMN
+    refs: bool = False        # it can commit to a branch, tag, fast-forward main
 
     def __post_init__(self):
         bad = set(self.operations) - set(OPERATIONS)
@@ -220,6 +225,10 @@ class Capabilities:
         if not set(self.transport) <= set(allowed):
             raise EngineSpecError(f"transport must be among {allowed} for a {self.mode} engine: "
                                   f"{sorted(self.transport)}")
+        if self.partitions not in (1, 2):
+            raise EngineSpecError(f"partitions must be 1 or 2, not {self.partitions!r}")
+        if not self.refs and {TAG, FAST_FORWARD} & set(self.operations):
+            raise EngineSpecError("operations tag and fast_forward need refs")
         if (TRANSPORT_REST in self.transport) != ("rest" in self.stores):
             raise EngineSpecError("a black-box engine whose swap is a REST commit (transport 'rest') runs on the "
                                   "'rest' store, and only such an engine does")
@@ -327,6 +336,8 @@ class TableContext:
     commit_attempts_max: int = 2
     seed: int = 0
     workdir: str | None = None
+    partitions: int = 1       # the run's model: > 1, or row-level kinds, need PART_COLUMN
+    refs: bool = False        # the run's model has branch BRANCH (created by create_branch)
 
     def access_key(self, writer: int) -> str:
         return self.access_keys.get(writer, self.access_keys.get(0, "testing"))
@@ -341,10 +352,15 @@ class OpSpec:
     None means every row (`true`), otherwise the rows whose id is in `where`."""
     kind: str
     op_id: str
-    rows: tuple = ()                      # append / overwrite: the rows to add
+    rows: tuple = ()                      # append / overwrite / upsert / row_update: the rows to add
     where: frozenset | None = None        # overwrite / delete / rewrite: rows selected
-    target_snapshot_id: int | None = None  # rollback: main's new head (an ancestor)
+    target_snapshot_id: int | None = None  # rollback: main's new head (an ancestor); tag,
+                                           # fast_forward: the snapshot the ref moves to
     retain_last: int = 1                  # expire: keep this many snapshots of main
+    partition: int = 1                    # PART_COLUMN of rows added; the partition an
+                                          # overwrite, rewrite, upsert or row-level op works on
+    ref: str = "main"                     # the branch an append commits to
+    row: str | None = None                # row_delete / row_update: the row (its id); None: no-op
 
     def __post_init__(self):
         assert self.kind in COMMIT_OPERATIONS, self.kind
@@ -447,6 +463,8 @@ class TableHandle(Protocol):
     def history(self) -> TableHistory: ...
     def remove_orphans(self, older_than_ms: int) -> list: ...
     def close(self) -> None: ...
+    # Only for an engine with refs (Capabilities.refs): the branch `name` at `snapshot_id`.
+    def create_branch(self, name: str, snapshot_id: int) -> None: ...
 
 
 class Engine(Protocol):

@@ -22,6 +22,20 @@ GATE_ARRIVE_S = 30.0
 GATE_POLL_S = 0.05
 
 
+
+def await_outcome(w: int, rec) -> None:
+    """Wait for writer `w`'s engine thread (released from its gate) to end; its outcome goes
+    to `rec.outcome`. A commit that does not end in time breaks L2; one that raises, AGREEMENT."""
+    rec.thread.join(BLACK_BOX_WAIT_S)
+    if rec.thread.is_alive():
+        raise Violation("L2 OperationsTerminate", f"writer {w}: the commit did not end within "
+                        f"{BLACK_BOX_WAIT_S:.0f} s", "ended", "running")
+    if "error" in rec.box:
+        e = rec.box["error"]
+        raise Violation(AGREEMENT, f"writer {w}: the engine's commit raised {type(e).__name__}: {e}",
+                        "an outcome", repr(e))
+    rec.outcome = rec.box.get("outcome")
+
 class BlackBoxDriver:
     def __init__(self, lock):
         self.lock = lock
@@ -61,15 +75,7 @@ class BlackBoxDriver:
     def join(self, w: int, rec) -> None:
         if rec.gate is not None:
             rec.gate.release()
-        rec.thread.join(BLACK_BOX_WAIT_S)
-        if rec.thread.is_alive():
-            raise Violation("L2 OperationsTerminate", f"writer {w}: the commit did not end within "
-                            f"{BLACK_BOX_WAIT_S:.0f} s", "ended", "running")
-        if "error" in rec.box:
-            e = rec.box["error"]
-            raise Violation(AGREEMENT, f"writer {w}: the engine's commit raised {type(e).__name__}: {e}",
-                            "an outcome", repr(e))
-        rec.outcome = rec.box.get("outcome")
+        await_outcome(w, rec)
 
     def finish(self, w: int) -> None:
         """`("WriteMetadata", w)`: release the writer and wait for its outcome."""

@@ -38,6 +38,7 @@ import uuid
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 
+from icefloe.conformance.campaign_budget import Budget, Watch, fault_counts
 from icefloe.conformance.campaign_evidence import gather_evidence, resolve_unknowns
 from icefloe.conformance.campaign_faults import PLANS, STANDARD, FaultPlan, fault_plan
 from icefloe.conformance.campaign_judge import (
@@ -81,6 +82,9 @@ class CampaignResult:
     load_avg: tuple = ()            # 1, 5, 15-minute load when the writers ended
     server_errors: int = 0          # 5xx answers moto gave on its own (not injected)
     phases: dict = field(default_factory=dict)   # seconds after the writers: heal, resolve, evidence, judge
+    stopped: str = ""               # why the writers stopped early (campaign_budget), "" if they ran to the end
+    stopped_at_s: float | None = None
+    ops_per_writer: tuple = ()      # operations each writer ended, by process
 
     @property
     def committed(self) -> int:
@@ -118,6 +122,8 @@ class CampaignResult:
             f"{self.retries} retries; {self.requests} S3 requests through the proxy "
             f"({self.server_errors} 5xx of moto's own); judged in {self.judge_s:.1f} s"
             + (f"; load {self.load_avg[0]:.1f}" if self.load_avg else ""),
+            *([f"  stopped early at {self.stopped_at_s} s ({self.stopped}); operations per writer "
+               f"{min(self.ops_per_writer)}-{max(self.ops_per_writer)}"] if self.stopped else []),
             "  outcomes: " + ", ".join(f"{k}={v}" for k, v in sorted(self.outcomes.items())),
             "  operations: " + ", ".join(f"{k}={v}" for k, v in sorted(self.kinds.items())),
             f"  faults injected: {self.faults_injected}: "
@@ -139,6 +145,7 @@ class CampaignResult:
                 "outcomes": self.outcomes, "kinds": self.kinds, "retries": self.retries,
                 "faults": self.faults, "faults_injected": self.faults_injected, "requests": self.requests,
                 "server_errors": self.server_errors, "phases": self.phases,
+                "stopped": self.stopped, "stopped_at_s": self.stopped_at_s, "ops_per_writer": list(self.ops_per_writer),
                 "unknown_resolved": self.unknown_resolved, "read_errors": self.read_errors,
                 "anomalies": self.judgement.names(), "tally": self.judgement.tally(),
                 "verdict": self.judgement.verdict.to_json(),
@@ -148,11 +155,13 @@ class CampaignResult:
 def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults: bool = True,
                  fault_rate: float = 1.0, catalog: str = "s3", isolation: str = SERIALIZABLE,
                  mix: dict | None = None, plan: str = STANDARD, postgres_dsn: str | None = None,
-                 result_timeout_s: float | None = None, separate_moto: bool = True) -> CampaignResult:
+                 result_timeout_s: float | None = None, separate_moto: bool = True,
+                 budget: Budget | None = None, label: str = "campaign") -> CampaignResult:
     """Start moto (atomic; in a process of its own unless `separate_moto` is False) and the
     proxy (and, for `catalog="postgresql"` without a `postgres_dsn`, a throwaway PostgreSQL
     server), create the table, race `processes` writers of `commits` operations each, heal,
-    gather the evidence and judge it."""
+    gather the evidence and judge it. With a `budget` (campaign_budget) the writers stop
+    starting operations once it is spent, and a progress line is printed now and then."""
     from icefloe.conformance.testing.moto_server import MotoS3Server
     from icefloe.conformance.testing.proxy import FaultProxy
     if processes < 1 or commits < 1:
@@ -195,7 +204,8 @@ def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults
                      catalog_uri=catalog_uri, catalog_name=catalog_name, isolation=isolation,
                      store_attempts_max=faults_plan.store_attempts_max, commit_faults=faults_plan.commits)
                 for p in range(processes)]
-        results, elapsed = _race(jobs, result_timeout_s or RESULT_TIMEOUT_S * max(1.0, commits / 25))
+        watch = None if budget is None else (lambda stop: Watch(budget, proxy, stop, label))
+        results, elapsed, watch = _race(jobs, result_timeout_s or RESULT_TIMEOUT_S * max(1.0, commits / 25), watch)
         load = os.getloadavg()
         judging = time.monotonic()
         proxy.clear(forget=False)  # heal: no new fault; what is still inside the proxy goes on to S3
@@ -206,7 +216,7 @@ def run_campaign(processes: int = 4, commits: int = 25, seed: int = 1, *, faults
             direct_catalog.close()
             _, direct_catalog = open_catalog(direct)
         return _assemble(processes, commits, seed, faults_plan, (faults, fault_rate), catalog, isolation,
-                         elapsed, results, exchanges, schedule, direct_store, direct_catalog, judging, load)
+                         elapsed, results, exchanges, schedule, direct_store, direct_catalog, judging, load, watch)
 
 
 MOTO_START_TIMEOUT_S = 60.0
@@ -265,18 +275,22 @@ def _create(store, catalog, warehouse: str) -> None:
                  RETRY_PROPERTIES, io=store)
 
 
-def _race(jobs: list, timeout_s: float) -> tuple[list, float]:
-    """Spawn the writers, start them together once all are ready, collect their records."""
+def _race(jobs: list, timeout_s: float, watching=None) -> tuple[list, float, Watch | None]:
+    """Spawn the writers, start them together once all are ready, collect their records
+    (with `watching`, a Watch built on the writers' stop event, ticked meanwhile)."""
     ctx = mp.get_context("spawn")
-    go, results = ctx.Event(), ctx.Queue()
-    workers = [ctx.Process(target=writer_main, args=(job, go, results), daemon=True) for job in jobs]
+    go, stop, results = ctx.Event(), ctx.Event(), ctx.Queue()
+    watch = watching(stop) if watching is not None else None
+    workers = [ctx.Process(target=writer_main, args=(job, go, results, stop), daemon=True) for job in jobs]
     for w in workers:
         w.start()
     try:
-        _collect(results, workers, "ready", len(jobs), START_TIMEOUT_S)
+        collect(results, workers, "ready", len(jobs), START_TIMEOUT_S)
         go.set()
         started = time.monotonic()
-        out = _collect(results, workers, "done", len(jobs), timeout_s)
+        if watch is not None:
+            watch.started = watch.clock()
+        out = collect(results, workers, "done", len(jobs), timeout_s, watch)
         elapsed = time.monotonic() - started
     finally:
         go.set()
@@ -284,13 +298,18 @@ def _race(jobs: list, timeout_s: float) -> tuple[list, float]:
             w.join(timeout=10)
             if w.is_alive():
                 w.kill()
-    return sorted(out, key=lambda r: r["process"]), elapsed
+    return sorted(out, key=lambda r: r["process"]), elapsed, watch
 
 
-def _collect(results, workers, want: str, n: int, timeout_s: float) -> list:
+def collect(results, workers, want: str, n: int, timeout_s: float, watch: Watch | None = None) -> list:
+    """The payloads of `n` messages of kind `want` from writer processes (an "error"
+    message, a dead writer or the timeout raise); with a `watch` (campaign_budget), ticked
+    meanwhile and told of each "op" message."""
     import queue
     out, deadline = [], time.monotonic() + timeout_s
     while len(out) < n:
+        if watch is not None:
+            watch.tick()
         if time.monotonic() > deadline:
             raise RuntimeError(f"writers not {want} after {timeout_s:.0f} s")
         try:
@@ -304,11 +323,13 @@ def _collect(results, workers, want: str, n: int, timeout_s: float) -> list:
             raise RuntimeError(f"a writer process failed: {payload}")
         if kind == want:
             out.append(payload)
+        elif kind == "op" and watch is not None:
+            watch.op_ended()
     return out
 
 
 def _assemble(processes, commits, seed, plan: FaultPlan, faults, catalog, isolation, elapsed, results, exchanges,
-              schedule, store, catalog_obj, judging, load) -> CampaignResult:
+              schedule, store, catalog_obj, judging, load, watch: Watch | None = None) -> CampaignResult:
     ops = tuple(o for r in results for o in r["ops"])
     phases = {"heal_s": time.monotonic() - judging}
     t = time.monotonic()
@@ -318,13 +339,9 @@ def _assemble(processes, commits, seed, plan: FaultPlan, faults, catalog, isolat
                                tuple(x for r in results for x in r["reads"]),
                                tuple(x for r in results for x in r["observed"]), TABLE)
     phases["evidence_s"], t = time.monotonic() - t, time.monotonic()
-    fault_counts = Counter()
-    for e in exchanges:
-        for label in (e.fault or "").split("+"):
-            if label and label != "gate":
-                fault_counts[label] += 1
+    faults_by_kind = fault_counts(exchanges)
     for r in results:
-        fault_counts.update(r.get("sql_faults", {}))
+        faults_by_kind.update(r.get("sql_faults", {}))
     server_errors = sum(1 for e in exchanges if e.fault is None and isinstance(e.upstream_status, int)
                         and e.upstream_status >= 500)
     judgement = judge(evidence, isolation)
@@ -332,12 +349,14 @@ def _assemble(processes, commits, seed, plan: FaultPlan, faults, catalog, isolat
     return CampaignResult(
         processes, commits, seed, faults[0], faults[1], catalog, isolation, elapsed,
         outcomes=dict(Counter(o.outcome for o in ops)), kinds=dict(Counter(o.kind for o in ops)),
-        retries=sum(max(0, o.attempts - 1) for o in ops), faults=dict(fault_counts),
+        retries=sum(max(0, o.attempts - 1) for o in ops), faults=dict(faults_by_kind),
         requests=len(exchanges), unknown_resolved=dict(Counter(v[0] for v in resolutions.values())),
         read_errors=sum(sum(r["read_errors"].values()) for r in results),
         judgement=judgement, evidence=evidence, plan=plan.name,
         judge_s=time.monotonic() - judging, load_avg=tuple(round(x, 2) for x in load),
-        server_errors=server_errors, phases={k: round(v, 1) for k, v in phases.items()})
+        server_errors=server_errors, phases={k: round(v, 1) for k, v in phases.items()},
+        stopped=watch.stopped if watch else "", stopped_at_s=watch.stopped_at_s if watch else None,
+        ops_per_writer=tuple(len(r["ops"]) for r in results))
 
 
 def main(argv=None) -> int:

@@ -10,6 +10,12 @@ instead of running the part again (`--force` runs it anyway, `--part` runs one p
 shared 2-core machine takes a long time over a part, so run it with `nice` (the make target
 does).
 
+A budget (`--fault-budget N` faults per part, `--time-budget S` seconds per part) tells the
+writers to start no new operation once it is spent (icefloe.conformance.campaign_budget):
+the run then has 16 writer processes with fewer than 100 operations each, sized to the
+fault target by the proxy's own count, and the figures say so. Either way a progress line
+is printed every minute.
+
 Targets (the issue's): at least 100,000 injected faults over all kinds in the campaign, at
 least 100 Unknown outcomes resolved each way (landed, not landed), and 0 lost, 0 duplicated,
 0 dangling, 0 dirty. Exit 0 when every part is valid and the targets are met, 1 otherwise.
@@ -26,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 
 from icefloe.conformance.campaign import run_campaign
+from icefloe.conformance.campaign_budget import Budget
 from icefloe.conformance.campaign_faults import DEEP
 
 PARTS = ("s3", "postgresql")
@@ -35,14 +42,18 @@ RESULT_TIMEOUT_S = 6 * 3600.0   # the writers of one part, on a loaded 2-core ma
 BEGIN, END = "<!-- campaign-deep:begin -->", "<!-- campaign-deep:end -->"
 
 
-def part_config(catalog: str, processes: int, commits: int, seed: int) -> dict:
-    return {"catalog": catalog, "processes": processes, "commits": commits, "seed": seed, "plan": DEEP}
+def part_config(catalog: str, processes: int, commits: int, seed: int, budget: Budget | None = None) -> dict:
+    config = {"catalog": catalog, "processes": processes, "commits": commits, "seed": seed, "plan": DEEP}
+    if budget is not None and budget.bounded:
+        config["budget"] = {"faults": budget.faults, "seconds": budget.seconds}
+    return config
 
 
-def run_part(catalog: str, processes: int, commits: int, seed: int, out: Path, force: bool) -> dict:
+def run_part(catalog: str, processes: int, commits: int, seed: int, out: Path, force: bool,
+             budget: Budget | None = None) -> dict:
     """One part's figures: from its report when one with this configuration exists (resume),
     else from a fresh run, written to the report as soon as it ends."""
-    config = part_config(catalog, processes, commits, seed)
+    config = part_config(catalog, processes, commits, seed, budget)
     path = out / f"deep-{catalog}.json"
     if path.exists() and not force:
         saved = json.loads(path.read_text())
@@ -52,7 +63,8 @@ def run_part(catalog: str, processes: int, commits: int, seed: int, out: Path, f
     print(f"campaign-deep: {catalog}: {processes} processes x {commits} operations, seed {seed} ...", flush=True)
     started = time.time()
     result = run_campaign(processes, commits, seed, faults=True, catalog=catalog, plan=DEEP,
-                          result_timeout_s=RESULT_TIMEOUT_S)
+                          result_timeout_s=RESULT_TIMEOUT_S, budget=budget or Budget(),
+                          label=f"campaign-deep: {catalog}")
     print(result.summary(), flush=True)
     saved = {"config": config, "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
              "wall_s": time.time() - started, "cpus": os.cpu_count(), **result.to_json()}
@@ -92,9 +104,12 @@ def render(parts: list) -> str:
     met = targets_met(t)
     p0 = parts[0]
     lines = [BEGIN, "",
-             f"Last run: {', '.join(p['finished'] for p in parts)}; `make campaign-deep` "
+             f"Last run: {', '.join(p['finished'] for p in parts)}; {_command(p0)} "
              f"({p0['processes']} processes x {p0['commits']} operations per part, seed {p0['seed']}, "
              f"deep plan, serializable; {p0.get('cpus', '?')} cores shared with other work, load averages below).",
+             *[f"{p['catalog']} part stopped early: the writers started no new operation after "
+               f"{p['stopped_at_s']:.0f} s ({p['stopped']}), so each ended {min(p['ops_per_writer'])} to "
+               f"{max(p['ops_per_writer'])} operations, not {p['commits']}." for p in parts if p.get("stopped")],
              "",
              "| part | operations | committed | conflict | unknown (landed / not / open) | failed | retries "
              "| faults injected | S3 requests | writers' wall s | judge s | load (1 min) | judged |",
@@ -127,6 +142,14 @@ def render(parts: list) -> str:
     return "\n".join(lines)
 
 
+def _command(part: dict) -> str:
+    """How the figures were made: the make target, or the module with the part's budget."""
+    b = part.get("config", {}).get("budget") or {}
+    args = ([f"--time-budget {b['seconds']:g}"] if b.get("seconds") else []) + \
+        ([f"--fault-budget {b['faults']}"] if b.get("faults") else [])
+    return f"`python -m icefloe.conformance.campaign_deep {' '.join(args)}`" if args else "`make campaign-deep`"
+
+
 def write_docs(docs: Path, text: str) -> None:
     current = docs.read_text() if docs.exists() else "# Campaigns\n"
     if BEGIN in current and END in current:
@@ -144,10 +167,18 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=14)
     ap.add_argument("--part", choices=PARTS, action="append", help="run only this part (repeatable)")
     ap.add_argument("--force", action="store_true", help="rerun parts that have a report")
+    ap.add_argument("--fault-budget", type=int, default=None,
+                    help="per part: writers start no new operation once the proxy injected this many faults")
+    ap.add_argument("--time-budget", type=float, default=None,
+                    help="per part: writers start no new operation after this many seconds")
     ap.add_argument("--out", type=Path, default=Path("reports/campaigns"))
     ap.add_argument("--docs", type=Path, default=Path("docs/campaigns.md"))
     args = ap.parse_args(argv)
-    parts = [run_part(c, args.processes, args.commits, args.seed, args.out, args.force or bool(args.part))
+    try:
+        args.budget = Budget(args.fault_budget, args.time_budget)
+    except ValueError as e:
+        ap.error(str(e))
+    parts = [run_part(c, args.processes, args.commits, args.seed, args.out, args.force or bool(args.part), args.budget)
              if (not args.part or c in args.part) else _saved(c, args, args.out)
              for c in PARTS]
     parts = [p for p in parts if p is not None]
@@ -166,7 +197,8 @@ def _saved(catalog: str, args, out: Path) -> dict | None:
     if not path.exists():
         return None
     saved = json.loads(path.read_text())
-    return saved if saved.get("config") == part_config(catalog, args.processes, args.commits, args.seed) else None
+    config = part_config(catalog, args.processes, args.commits, args.seed, args.budget)
+    return saved if saved.get("config") == config else None
 
 
 if __name__ == "__main__":

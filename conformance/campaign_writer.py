@@ -31,6 +31,21 @@ FILES_READ_ATTEMPTS_MAX = 5   # a rollback's files, read after its commit throug
 FILES_READ_WAIT_S = 0.5
 
 
+def outcome_fields(outcome) -> dict:
+    """What a commit returned (Committed, Conflict or Unknown) as OpRecord fields; a commit
+    that had nothing to do (no attempt) is a noop."""
+    from icefloe.impl.outcomes import Committed, Conflict, Unknown
+    if isinstance(outcome, Committed):
+        return dict(outcome=NOOP if outcome.attempts == 0 else COMMITTED, snapshot_id=outcome.snapshot_id,
+                    committed_location=outcome.metadata_location, attempts=outcome.attempts)
+    if isinstance(outcome, Conflict):
+        return dict(outcome=CONFLICT, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
+                    reason=outcome.reason)
+    assert isinstance(outcome, Unknown), outcome
+    return dict(outcome=UNKNOWN, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
+                reason=outcome.reason, attempted_locations=tuple(outcome.attempted_locations))
+
+
 def rows(ids, cat):
     import pyarrow as pa
     return pa.table({"id": pa.array(ids, pa.int64()), "cat": [cat] * len(ids),
@@ -121,9 +136,11 @@ def _sql_faults(job: dict):
     return UnresolvedCommits(job["seed"], spec.pop("probability"), **spec)
 
 
-def run_writer(job: dict, ready=None) -> dict:
-    """One writer: `job["commits"]` operations, each recorded. Runs in a spawned process."""
-    from icefloe.impl.outcomes import Committed, Conflict, IcefloeError, Unknown
+def run_writer(job: dict, ready=None, stop=None, ended=None) -> dict:
+    """One writer: `job["commits"]` operations, each recorded. Runs in a spawned process.
+    It starts no new operation once `stop` (an Event: the campaign's budget is spent) is
+    set, and calls `ended()` after each operation (the campaign's progress)."""
+    from icefloe.impl.outcomes import IcefloeError
     from icefloe.impl.table.env import Env
     from icefloe.impl.table.table import Table
     p, rng = job["process"], random.Random(job["seed"])
@@ -135,6 +152,10 @@ def run_writer(job: dict, ready=None) -> dict:
         ready.wait(START_TIMEOUT_S)
     table = None
     for k in range(job["commits"]):
+        if stop is not None and stop.is_set():
+            break
+        if k and ended is not None:
+            ended()
         op_id = f"p{p}.{k}"
         kind = _choose(rng, job["mix"])
         ids = [p * 1_000_000 + k * 100 + j for j in range(ROWS_PER_OP)]
@@ -158,17 +179,7 @@ def run_writer(job: dict, ready=None) -> dict:
                                 **{k2: v for k2, v in known.items() if k2 != "rows"}))
             continue
         files = _files_read(commit, kind, operation, table, known.get("rollback_to"), errors)
-        if isinstance(outcome, Committed):
-            name = NOOP if outcome.attempts == 0 else COMMITTED
-            rec = dict(outcome=name, snapshot_id=outcome.snapshot_id,
-                       committed_location=outcome.metadata_location, attempts=outcome.attempts)
-        elif isinstance(outcome, Conflict):
-            rec = dict(outcome=CONFLICT, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
-                       reason=outcome.reason)
-        else:
-            assert isinstance(outcome, Unknown), outcome
-            rec = dict(outcome=UNKNOWN, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
-                       reason=outcome.reason, attempted_locations=tuple(outcome.attempted_locations))
+        rec = outcome_fields(outcome)
         ops.append(OpRecord(op_id, p, kind, start_snapshot_id=commit.starting_snapshot_id,
                             base_location=commit.first_base_location, started_s=started, ended_s=time.time(),
                             **rec, **known, **files))
@@ -191,10 +202,10 @@ def run_writer(job: dict, ready=None) -> dict:
             "read_errors": dict(errors), "requests": dict(store.counts), "sql_faults": sql_injected}
 
 
-def writer_main(job: dict, go, results) -> None:
+def writer_main(job: dict, go, results, stop=None) -> None:
     try:
         results.put(("ready", job["process"]))
-        results.put(("done", run_writer(job, go)))
+        results.put(("done", run_writer(job, go, stop, lambda: results.put(("op", job["process"])))))
     except BaseException as e:  # noqa: BLE001 - the parent reports it as a setup failure
         import traceback
         results.put(("error", f"writer {job['process']}: {e!r}\n{traceback.format_exc()}"))

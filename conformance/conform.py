@@ -1,7 +1,7 @@
 """`icefloe conform`: the conformance suite against one engine (the main job; issue 5).
 
     icefloe conform [--engine module:factory|pyiceberg] [--variant NAME] [--list-variants]
-                    [--profile ci|deep] [--seed N] [--report DIR]
+                    [--profile ci|deep] [--seed N] [--report DIR] [--time-budget SECONDS]
 
 Default: icefloe's own engine, on the in-memory store for most examples and on moto S3
 (started here, on 127.0.0.1) with SQLite or the S3 catalog for the rest. Prints a line
@@ -9,13 +9,15 @@ per phase (and on a terminal a progress bar), the summary table (property x verd
 with the counts), writes the report directory (report.html, report.md, verdict.json,
 the version graph; for a failure the replayable program.py) and ends on one line:
 `OK: ...` or `FAILED: ...`. Exit 0: every property holds and the run was not vacuous;
-1: a property is violated (named) or the run proved too little; 2: usage or setup error.
+1: a property is violated (named) or the run proved too little (it was vacuous, or the
+profile's time budget cut it short: ci 1500 s, deep 4 h); 2: usage or setup error.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from dataclasses import replace
 
 from icefloe.conformance import adapter as A
 
@@ -38,10 +40,13 @@ def parse(argv) -> argparse.Namespace:
                    help="module:factory, or a shortcut: " + ", ".join(sorted(A.ENGINE_SHORTCUTS)))
     p.add_argument("--variant", help="a flawed variant (negative control) instead of --engine")
     p.add_argument("--list-variants", action="store_true", help="print the variants' names and exit")
-    p.add_argument("--profile", default="ci", choices=("ci", "deep"))
+    p.add_argument("--profile", default="ci", choices=("ci", "ci-slow", "deep"))
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--report", default=REPORT_DIR_DEFAULT, help=f"report directory (default {REPORT_DIR_DEFAULT})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--time-budget", type=float, metavar="SECONDS",
+                   help="wall-clock budget of the run (default: the profile's; 0: none); a run it cuts "
+                        "short is reported so (exit 1), never as a pass")
     return p.parse_args(argv)
 
 
@@ -123,6 +128,11 @@ def run(engine, args) -> int:
     from icefloe.conformance.profiles import PROFILES
 
     profile = PROFILES[args.profile]
+    if args.time_budget is not None:
+        if args.time_budget < 0:
+            print("icefloe conform: --time-budget must be 0 (none) or a number of seconds", file=sys.stderr)
+            return EXIT_USAGE
+        profile = replace(profile, seconds_max=args.time_budget or None)
     caps = engine.capabilities
     print(f"icefloe conform: engine {engine.name}{' (variant ' + args.variant + ')' if args.variant else ''}, "
           f"profile {profile.name}, seed {args.seed}; interleaving {caps.interleaving}", flush=True)

@@ -13,20 +13,26 @@ any random search (conformance.directed), and a `Tracker` records the classes ea
 executed step covered, so a run's coverage is measured on the engine, never assumed.
 
 Families (a class is a tuple; every writer phase, fault, outcome is the model's name):
-  faults      (operation, phase, fault, outcome): an operation meets a fault in a phase
-              and ends so (a crash at every phase is among them);
+  faults      (operation, phase, fault, outcome, attempt): an operation meets a fault in a
+              phase, on its first attempt or a later one (its base moved on by a rival's
+              commit), and ends so (a crash at every phase is among them). A write failure
+              in the manifests phase is one class for every attempt ("any"): a later
+              attempt may keep the manifests an earlier one filtered when the new base left
+              them alone (as Iceberg Java's filter manager does), and then makes no request
+              such a fault could hit;
   unknowns    (operation, fault, attempt, fate, outcome): an unknown swap outcome (ack_lost
               or swap_delayed) on the first, a middle or the last attempt; the fate of the
               request: applied / not applied (lost ack), landed before or after the
               operation ended, stale, dropped (delayed);
   rivals      (operation, rival's operation, phase, outcome): another writer's commit lands
               while the operation is in that phase;
-  validations (operation, commits in between, result): a retry validates against the
-              snapshots that landed since its start (newest first; up to two rivals), and
-              starts its next attempt or ends;
-  sequences   (kind, kind, kind): three commits in a row on main (expiry after a rollback
-              after a delete, say);
+  validations (operation, commits in between, result): a retry validates against the snapshots
+              that landed since its start (newest first; up to two), starts its next attempt or ends;
+  sequences   (kind, kind, kind): three commits in a row on main (expiry, rollback, delete, say);
   orphans     (operation, outcome): orphan removal after an operation ended so.
+Partitions, row-level deletes and refs have families of their own (conformance.coverage_rows).
+The transport family (faults one layer down, conformance.transport) derives its programs
+from the faults family's: conformance.transport_coverage.
 """
 from __future__ import annotations
 
@@ -34,9 +40,10 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from icefloe.conformance.profiles import classic_bounds
 from icefloe.conformance.view import FAULT_OF_ACTION, steps
 from icefloe.model import iceberg
-from icefloe.model.state import ACK_LOST, SWAP_DELAYED, SWAP_FAIL, ancestors
+from icefloe.model.state import ACK_LOST, MANIFESTS, SWAP_DELAYED, SWAP_FAIL, WRITE_FAIL, ancestors
 
 STATES_MAX = 2_000_000   # an instance larger than this is a mistake in a family's bounds
 
@@ -53,9 +60,8 @@ def _ended(s, label, t):
 
 
 def _position(b: iceberg.Bounds, attempt: int) -> str:
-    if b.attempts_max == 1:
-        return "only"
-    return "first" if attempt == 1 else "last" if attempt == b.attempts_max else "middle"
+    return "only" if b.attempts_max == 1 else "first" if attempt == 1 else "last" if attempt == b.attempts_max \
+        else "middle"
 
 
 @dataclass(frozen=True)
@@ -74,26 +80,35 @@ class Family:
 
 class Faults(Family):
     def bounds(self, base):
-        return replace(base, writers=min(base.writers, 2), ops=1, fault_budget=min(base.fault_budget, 1) if base.faults
-                       else 0, orphan_runs=0)
+        return replace(classic_bounds(base), writers=min(base.writers, 2), ops=1,
+                       fault_budget=min(base.fault_budget, 1) if base.faults else 0, orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
         fault = FAULT_OF_ACTION.get(label[0])
         if fault is not None:
             wr = s.writers[label[1] - 1]
-            tags = tags | {(label[1], wr.k, wr.kind, wr.phase, fault)}
+            tags = tags | {(label[1], wr.k, wr.kind, wr.phase, fault, _attempt(wr, fault))}
         done = []
         for w, k, _, res in _ended(s, label, t):
             hits = {h for h in tags if h[0] == w and h[1] == k}
-            done += [(h[2], h[3], h[4], res) for h in hits]
+            done += [(h[2], h[3], h[4], res, h[5]) for h in hits]
             tags = tags - hits
         return tags, tuple(done)
+
+
+def _attempt(wr, fault: str) -> str:
+    """The faults family's attempt: "first", "later", or "any" where a later attempt need not
+    write (the module docstring)."""
+    if fault == WRITE_FAIL and wr.phase == MANIFESTS:
+        return "any"
+    return "first" if wr.attempt == 1 else "later"
 
 
 class Unknowns(Family):
     def bounds(self, base):
         faults = tuple(f for f in (SWAP_FAIL, ACK_LOST, SWAP_DELAYED) if f in base.faults)
-        return replace(base, writers=1, ops=1, faults=faults, fault_budget=base.attempts_max if faults else 0,
+        return replace(classic_bounds(base), writers=1, ops=1, faults=faults,
+                       fault_budget=base.attempts_max if faults else 0,
                        orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
@@ -127,7 +142,7 @@ class Unknowns(Family):
 
 class Rivals(Family):
     def bounds(self, base):
-        return replace(base, writers=2, ops=1, faults=(), fault_budget=0, orphan_runs=0)
+        return replace(classic_bounds(base), writers=2, ops=1, faults=(), fault_budget=0, orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
         if t.cat != s.cat:
@@ -146,7 +161,7 @@ class Rivals(Family):
 
 class Sequences(Family):
     def bounds(self, base):
-        return replace(base, writers=1, ops=3, faults=(), fault_budget=0, orphan_runs=0)
+        return replace(classic_bounds(base), writers=1, ops=3, faults=(), fault_budget=0, orphan_runs=0)
 
     def observe(self, b, tags, s, label, t):
         if t.cat == s.cat or t.cat[0] == 0:
@@ -167,7 +182,7 @@ class Validations(Family):
     def bounds(self, base):
         # Two rivals commit while an operation waits; partial-order reduction is sound here
         # (no fault, and a class reads only what lands between a start and a validation).
-        return replace(base, writers=3, ops=1, faults=(), fault_budget=0, orphan_runs=0, por=True)
+        return replace(classic_bounds(base), writers=3, ops=1, faults=(), fault_budget=0, orphan_runs=0, por=True)
 
     def observe(self, b, tags, s, label, t):
         if label[0] not in ("Retry", "Resolve"):
@@ -185,7 +200,8 @@ class Validations(Family):
 class Orphans(Family):
     def bounds(self, base):
         # orphan_runs as the run's bounds say (0 for an engine without orphan removal)
-        return replace(base, writers=1, ops=1, fault_budget=min(base.fault_budget, 1) if base.faults else 0)
+        return replace(classic_bounds(base), writers=1, ops=1,
+                       fault_budget=min(base.fault_budget, 1) if base.faults else 0)
 
     def observe(self, b, tags, s, label, t):
         ended = tuple((kind, res) for _, _, kind, res in _ended(s, label, t))
@@ -202,6 +218,8 @@ FAMILIES = (
     Sequences("sequences", "three commits in a row on main", ()),
     Orphans("orphans", "orphan removal after an operation ended so"),
 )
+from icefloe.conformance.coverage_rows import ROW_FAMILIES  # noqa: E402 - they extend these classes
+FAMILIES += ROW_FAMILIES
 FAMILY_NAMES = tuple(f.name for f in FAMILIES) + ("transport",)
 
 
@@ -332,65 +350,3 @@ def simulate(program: Program, black_box: bool, tracker: Tracker) -> None:
                 break
         else:
             raise AssertionError(f"program step {label} is not enabled in the model")
-
-
-# -- transport faults (conformance.transport) -------------------------------------------------
-
-TRANSPORT = "transport"
-TRANSPORT_DESCRIPTION = "a transport fault (S3 request or answer lost, SQL COMMIT failing) at a phase"
-# (layer, fault, phase, operation kind) -> where the programs run: layer "sql" on the memory
-# store (its catalog is SQLite), "s3" on S3 with the S3 catalog. What the S3 store and catalog
-# do with a lost request or answer does not depend on the operation (how the commit loop takes
-# the outcome that results does, and the faults and unknowns families cover that per operation
-# on the memory store), so on S3 an append is faulted at each of its phases.
-_S3_WRITES = ("data", "manifests", "list", "metadata")
-MODEL_FAULT_AT = {"swap": "AckLost", "data": "WriteFails", "manifests": "WriteFails", "list": "WriteFails",
-                  "metadata": "WriteFails"}
-
-
-def transport_classes(kinds: tuple, layers: tuple, faults: tuple) -> list:
-    """The transport classes for an engine that can be faulted at `layers`, whose mirrors
-    are among the model's `faults` (a swap fault is mirrored as swap_fail, ack_lost or
-    swap_delayed, a write fault as write_fail)."""
-    out = []
-    swaps = {"swap_fail", "ack_lost", "swap_delayed"} <= set(faults)
-    writes = "write_fail" in faults
-    if "sql" in layers and swaps:
-        out += [("sql", fault, "swap", kind) for fault in ("ResponseLost", "RequestLost") for kind in kinds]
-    if "s3" in layers and writes:
-        out += [("s3", fault, phase, "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "ServerError")
-                for phase in _S3_WRITES if "append" in kinds]
-    if "s3" in layers and swaps:
-        out += [("s3", fault, "swap", "append") for fault in ("ResponseLost", "RequestLost", "Blackout", "ServerError",
-                                                              "HoldAnswer", "HoldAnswer+rival") if "append" in kinds]
-    return out
-
-
-def transport_programs(faults: Graph, classes: list) -> dict:
-    """class -> Program: the faults family's shortest program to the model fault at that
-    phase of that operation, with the fault replaced by the transport fault (and, for a
-    held swap answer, a rival append that commits on top before the answer is lost)."""
-    out = {}
-    for cls in classes:
-        layer, fault, phase, kind = cls
-        witness = next((p for c, p in faults.witnesses.items()
-                        if c[0] == kind and c[1] == phase and c[2] == _FAULT_KIND[MODEL_FAULT_AT[phase]]), None)
-        if witness is None:
-            continue
-        cut = next(i for i, lab in enumerate(witness.labels) if lab[0] == MODEL_FAULT_AT[phase])
-        w = witness.labels[cut][1]
-        labels = witness.labels[:cut]
-        if fault == "HoldAnswer+rival":
-            rival = 2 if w == 1 else 1
-            labels += (("HoldAnswer", w), ("Begin", rival, "append"), ("WriteData", rival), ("WriteManifests", rival),
-                       ("WriteManifestList", rival), ("WriteMetadata", rival), ("Swap", rival), ("LoseAnswer", w))
-        elif fault == "HoldAnswer":
-            labels += (("HoldAnswer", w), ("LoseAnswer", w))
-        else:
-            labels += ((fault, w),)
-        store, catalog = ("memory", None) if layer == "sql" else ("s3", "s3")
-        out[cls] = Program(TRANSPORT, witness.bounds, labels, store, catalog, cls)
-    return out
-
-
-_FAULT_KIND = {"AckLost": "ack_lost", "WriteFails": "write_fail"}

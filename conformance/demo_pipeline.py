@@ -10,7 +10,8 @@ swap. Then the appenders' swaps race (of two attempts on the same base one wins,
 other is rejected and retries: validation on retry, spec/PROTOCOL.md 7), and in a
 compaction's batch the compaction swaps first, so both appenders' attempts are rejected
 and retried on top of it: every batch shows contention, every compaction lands among
-the appends. Afterwards the judge
+the appends. No party goes on without the others (BarrierTimeout, a hang guard, fails its
+application instead), so the contention does not depend on timing or load. Afterwards the judge
 (demo_judge.py) runs the history checker (`icefloe.model.checks.history`) on the table's
 metadata chain and the recorded operations and checks the rows: linear history, no lost
 or duplicated commit or row, time travel to every snapshot; it reports commit retries,
@@ -38,8 +39,8 @@ from icefloe.conformance.demo_judge import (  # noqa: F401 - re-exported for the
     APPENDERS, TABLE, DemoVerdict, create_demo_table, judge, options, row_id,
 )
 
-ROLE_TIMEOUT_S = 600        # one Spark application, start to finish
-BARRIER_WAIT_S = 300        # waiting for the others to be ready
+ROLE_TIMEOUT_S = 1200       # the three Spark applications, start to finish (a hang guard)
+BARRIER_WAIT_S = 900        # a party waiting for the others: then it fails, never runs on alone
 POLL_S = 0.2
 COMPACTION_ROUNDS_MAX = 500
 COMPACTION_IDLE_S = 0.5      # between compactions that found nothing to do
@@ -85,12 +86,17 @@ def barrier(workdir: Path, batch: int, party: str) -> None:
         _wait_for_all([(workdir / f"swapped-{batch}-C", workdir / "gone-C")], BARRIER_WAIT_S)
 
 
+class BarrierTimeout(TimeoutError):
+    """A party waited `BARRIER_WAIT_S` for the others: the run fails rather than going on
+    without the overlap the schedule promises (the contention must not depend on timing)."""
+
+
 def _wait_for_all(alternatives: list[tuple], timeout_s: float) -> None:
-    """Until one path of every tuple exists (or `timeout_s`)."""
+    """Until one path of every tuple exists; BarrierTimeout after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if all(any(p.exists() for p in paths) for paths in alternatives):
-            return
+    while not all(any(p.exists() for p in paths) for paths in alternatives):
+        if time.monotonic() > deadline:
+            raise BarrierTimeout(f"waited {timeout_s} s for one of each of {[[p.name for p in ps] for ps in alternatives]}")
         time.sleep(POLL_S / 4)
 
 
@@ -109,6 +115,8 @@ def run_appender(workdir: Path, app: str, appends: int, rows: int, spark=None) -
                 "cast(id % 4 as string) as cat")
             try:  # Spark's own Parquet writer; the commit's first swap waits at the batch's barrier
                 write(df, TABLE, opts, before_swap=lambda b=batch: barrier(workdir, b, app))
+            except BarrierTimeout:
+                raise  # the schedule broke down: this application fails, the run reports it
             except Exception as e:  # noqa: BLE001 - the commit log holds the outcome; keep appending
                 print(f"appender {app} batch {batch}: {type(e).__name__}: {str(e).splitlines()[0][:200]}",
                       file=sys.stderr)
@@ -159,9 +167,7 @@ def _landed(result) -> int:
 
 
 def _wait_for_any(paths: list, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not any(p.exists() for p in paths) and time.monotonic() < deadline:
-        time.sleep(POLL_S)
+    _wait_for_all([tuple(paths)], timeout_s)
 
 
 # -- driving -----------------------------------------------------------------------------

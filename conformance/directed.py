@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance import coverage as C, graph_cache, rest_coverage
+from icefloe.conformance import coverage as C, graph_cache, rest_coverage, transport_coverage as TC
 from icefloe.conformance.profiles import MEMORY, REST_FAULTS, S3, Profile, bounds_for, model_bounds
 from icefloe.conformance.runs import Failure, replay, shrink
 from icefloe.conformance.stats import Stats
@@ -76,6 +76,10 @@ def _why(cls, caps: A.Capabilities) -> str:
     for op in A.COMMIT_OPERATIONS:
         if op in words and op not in caps.operations:
             return f"operation {op} not supported"
+    if caps.partitions < 2 and "other partition" in words:
+        return "one partition (capability partitions=1)"
+    if not caps.refs and any(w.endswith("@" + A.BRANCH) for w in words):
+        return "no commits to a branch (capability refs=False)"
     injectable = caps.faults | (set(REST_FAULTS) if caps.rest else set())
     for fault in A.FAULT_KINDS:
         if fault in words and fault not in injectable:
@@ -105,24 +109,26 @@ def plan(engine, profile: Profile) -> Plan:
             families.append(_transport_plan(engine, caps, family, full, mine, model, engine_view))
             if caps.rest:
                 families.append(_rest_plan(engine_view))
+    if profile.families:
+        families = [f for f in families if f.family.name in profile.families]
     return Plan(families)
 
 
 def _transport_plan(engine, caps, family, full, mine, model_faults, engine_faults) -> FamilyPlan:
     """The transport family: every transport fault at every phase it can hit, for the
     layers the engine's capabilities and stores allow (directed programs built from the
-    faults family's, conformance.coverage.transport_programs)."""
+    faults family's, conformance.transport_coverage)."""
     layers = []
     if A.TRANSPORT_SQL in caps.transport and MEMORY in caps.stores:
         layers.append("sql")
     if A.TRANSPORT_S3 in caps.transport and S3 in caps.stores:
         layers.append("s3")
-    total = frozenset(C.transport_programs(model_faults, C.transport_classes(full.kinds, ("sql", "s3"), full.faults)))
-    programs = C.transport_programs(engine_faults, C.transport_classes(mine.kinds, tuple(layers), mine.faults))
+    total = frozenset(TC.transport_programs(model_faults, TC.transport_classes(full.kinds, ("sql", "s3"), full.faults)))
+    programs = TC.transport_programs(engine_faults, TC.transport_classes(mine.kinds, tuple(layers), mine.faults))
     reachable = frozenset(programs) & total
     why_not = {c: ("transport " + c[0] + " not faultable" if c[0] not in layers else _why(c, caps))
                for c in total - reachable}
-    return FamilyPlan(C.Family(C.TRANSPORT, C.TRANSPORT_DESCRIPTION), total, reachable,
+    return FamilyPlan(C.Family(TC.TRANSPORT, TC.TRANSPORT_DESCRIPTION), total, reachable,
                       [programs[c] for c in sorted(reachable, key=repr)], why_not)
 
 
@@ -141,7 +147,11 @@ def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, s
     """Every directed program on the engine, in order; the first failure, shrunk."""
     tracker = sink.coverage
     pairs = [(f, p) for f in the_plan.families for p in f.programs]
-    for family, program in sorted(pairs, key=lambda fp: fp[1].store is not None and fp[1].store != store):
+    ordered = sorted(pairs, key=lambda fp: fp[1].store is not None and fp[1].store != store)
+    for i, (family, program) in enumerate(ordered):
+        if sink.out_of_time():
+            sink.cut = f"{len(ordered) - i} of {len(ordered)} directed programs"
+            return None
         watch = [tracker.watch(program.bounds)] if tracker is not None else []
         where = program.store or store
         stats.examples += 1

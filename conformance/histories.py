@@ -10,6 +10,8 @@ the property of each anomaly it finds.
 """
 from __future__ import annotations
 
+import re
+
 from icefloe.conformance import adapter as A
 from icefloe.conformance.readers import row_id
 from icefloe.conformance.violation import AGREEMENT, Violation
@@ -36,6 +38,7 @@ def record(lock) -> H.History:
     snaps = th.snapshots
     main_line = _main_line(th)
     operations, observed = [], []
+    partitioned = lock.ctx.partitions > 1
     for (w, k), rec in sorted(lock.ops.items()):
         out = rec.outcome
         if rec.result is None:
@@ -56,19 +59,36 @@ def record(lock) -> H.History:
         rec_s = snaps.get(sid) if sid is not None else None
         added = rec_s.added_files if rec_s else frozenset()
         removed = rec_s.removed_files if rec_s else frozenset()
-        if rec_s is not None and sid not in main_line:
-            # Rolled back: its effect on the table was undone by a later rollback, so
-            # it neither read for nor wrote to the transactions after it (the checker
-            # still sees its snapshot for the lost / duplicate commit checks).
+        if rec_s is not None and (sid not in main_line or rec.spec.ref != A.MAIN_REF):
+            # Rolled back, or committed to another branch: its effect on main was undone
+            # (or never made), so it neither read for nor wrote to main's transactions (the
+            # checker still sees its snapshot for the lost / duplicate commit checks).
             added = removed = frozenset()
         location = getattr(out, "metadata_location", None)
         if location:
             observed.append(location)
+        # An overwrite reads its partition (the whole table when it has one partition).
+        read = (frozenset({rec.spec.partition}) if partitioned else H.ALL) if rec.kind == OVERWRITE else frozenset()
         operations.append(H.Operation(
             row_id((w, k)), rec.kind, A.outcome_name(out) or A.UNKNOWN_OUTCOME, sid, location, rec.start_snapshot_id,
-            H.ALL if rec.kind == OVERWRITE else frozenset(),
-            removed if rec.kind in (DELETE, REWRITE) else frozenset(), added, removed))
-    return H.History(th, tuple(operations), tuple(lock.readers.reads), {}, tuple(observed))
+            read, removed if rec.kind in (DELETE, REWRITE) else frozenset(), added, removed))
+    return H.History(th, tuple(operations), tuple(lock.readers.reads), _partitions(th) if partitioned else {},
+                     tuple(observed))
+
+
+_PART = re.compile(rf"/{A.PART_COLUMN}=(\d+)/")
+
+
+def _partitions(th: A.TableHistory) -> dict:
+    """Each data file's partition, read off its location (`.../part=N/...`, where an engine
+    of the partitioned table writes it)."""
+    out = {}
+    for r in th.snapshots.values():
+        for f in r.files | r.added_files | r.removed_files:
+            m = _PART.search(f)
+            if m:
+                out[f] = int(m.group(1))
+    return out
 
 
 def judge(lock) -> H.Verdict:

@@ -40,6 +40,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from icefloe.conformance import interop_evidence as IE
+from icefloe.conformance.campaign import collect
 from icefloe.conformance.campaign_judge import judge
 from icefloe.conformance.interop_faults import Conductor, WriterPlan, fault_counts
 from icefloe.conformance.interop_writers import (
@@ -287,14 +288,14 @@ def _race(jobs, java_writers, store, uri, conductor, timeout_s):
     try:
         for p in procs:
             p.start()
-        _collect(results, procs, "ready", len(procs), 240.0, [])
+        collect(results, procs, "ready", len(procs), 240.0)
         for t in threads:
             t.start()
         conductor.start()
         started = time.monotonic()
         go.set()
         java_go.set()
-        out = _collect(results, procs, "done", len(procs), timeout_s, out)
+        out = collect(results, procs, "done", len(procs), timeout_s)
         for t in threads:
             t.join(max(1.0, timeout_s - (time.monotonic() - started)))
             if t.is_alive():
@@ -329,29 +330,6 @@ def _java_thread(java_writers, job, reader, go, out) -> None:
     except BaseException as e:  # noqa: BLE001 - reported by the parent
         import traceback
         out.append({"writer": job["writer"], "error": f"Java writer {job['writer']}: {e!r}\n{traceback.format_exc()}"})
-
-
-def _collect(results, procs, want: str, n: int, timeout_s: float, out: list) -> list:
-    import queue
-    deadline = time.monotonic() + timeout_s
-    got = 0
-    while got < n:
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"writers not {want} after {timeout_s:.0f} s")
-        try:
-            kind, payload = results.get(timeout=0.5)
-        except queue.Empty:
-            dead = [p for p in procs if p.exitcode not in (None, 0)]
-            if dead:
-                raise RuntimeError(f"a writer process died with exit code {dead[0].exitcode}") from None
-            continue
-        if kind == "error":
-            raise RuntimeError(payload)
-        if kind == want:
-            got += 1
-            if want == "done":
-                out.append(payload)
-    return out
 
 
 def main(argv=None) -> int:

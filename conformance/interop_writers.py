@@ -26,9 +26,9 @@ import random
 import time
 
 from icefloe.conformance.campaign_judge import (
-    APPEND, COMMITTED, CONFLICT, FAILED, NOOP, OVERWRITE, REWRITE, ROLLBACK, UNKNOWN, OpRecord,
+    APPEND, COMMITTED, CONFLICT, FAILED, OVERWRITE, REWRITE, ROLLBACK, UNKNOWN, OpRecord,
 )
-from icefloe.conformance.campaign_writer import PARTITIONS, ROWS_PER_OP, rows
+from icefloe.conformance.campaign_writer import PARTITIONS, ROWS_PER_OP, outcome_fields, rows
 from icefloe.model.checks.history import Read
 
 OP_ID_PROPERTY = "icefloe.conformance.op-id"      # adapter.OP_ID_PROPERTY
@@ -75,7 +75,7 @@ def run_icefloe(job: dict, ready=None) -> dict:
     from icefloe.conformance.campaign_writer import _build, _files_of   # the S3 campaign's own recipes
     from icefloe.impl.catalog.rest import RestCatalog
     from icefloe.impl.io.router import StoreRouter
-    from icefloe.impl.outcomes import Committed, Conflict, IcefloeError, Unknown
+    from icefloe.impl.outcomes import IcefloeError
     from icefloe.impl.table.env import Env
     from icefloe.impl.table.table import Table
     w, rng = job["writer"], random.Random(job["seed"])
@@ -116,16 +116,7 @@ def run_icefloe(job: dict, ready=None) -> dict:
                                **{k2: v for k2, v in known.items() if k2 != "rows"}))
             continue
         files = _files_of(commit, kind, operation, table, known.get("rollback_to"))
-        if isinstance(outcome, Committed):
-            rec = dict(outcome=NOOP if outcome.attempts == 0 else COMMITTED, snapshot_id=outcome.snapshot_id,
-                       committed_location=outcome.metadata_location, attempts=outcome.attempts)
-        elif isinstance(outcome, Conflict):
-            rec = dict(outcome=CONFLICT, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
-                       reason=outcome.reason)
-        else:
-            assert isinstance(outcome, Unknown), outcome
-            rec = dict(outcome=UNKNOWN, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,
-                       reason=outcome.reason, attempted_locations=tuple(outcome.attempted_locations))
+        rec = outcome_fields(outcome)
         ops.append(OpRecord(op_id, w, kind, start_snapshot_id=commit.starting_snapshot_id,
                             base_location=commit.first_base_location, started_s=started, ended_s=time.time(),
                             **rec, **known, **files))

@@ -28,7 +28,7 @@ from icefloe.conformance import adapter as A, histories
 from icefloe.conformance.blackbox import BlackBoxDriver
 from icefloe.conformance.rest_driver import COMMIT_FAULT, RestDriver
 from icefloe.conformance.divergence import check_retained, check_snapshot_ids, engine_failure
-from icefloe.conformance.operations import OpRecord, op_spec, run_whole
+from icefloe.conformance.operations import OpRecord, bootstrap, op_spec
 from icefloe.conformance.readers import READ_LABELS, Readers, row_id
 from icefloe.conformance.stats import WRITE_ACTIONS, Stats, rule_of
 from icefloe.conformance.transport import TRANSPORT_LABELS, Transport
@@ -66,16 +66,13 @@ class Lockstep:
         self.observers: list = []            # callables (state, label, next state)
         self._enabled_key, self._enabled = None, {}
         self.handles_to_read: list = []      # writers whose operation just ended
+        self.step_bases: tuple = ()          # each model writer's base when the current step began
+        self.handle_floor: dict = {}         # w -> the base its last operation ended on (readers.check_handle)
         self.driver = RestDriver(self, rest) if self.black_box == REST else (BlackBoxDriver(self) if self.black_box
                                                                              else None)
         self.last_history = self.last_history_verdict = None
         self.left = None                     # runs.replay(lenient): where the engine left the program
-        self.table = engine.create_table(ctx)
-        for k in (1, 2):
-            out = run_whole(self.table, 0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),)))
-            if not isinstance(out, A.Committed) or out.snapshot_id is None:
-                raise Violation(AGREEMENT, f"the bootstrap append 0.{k} did not commit: {out}")
-            self.snapshot_id[(0, k)] = out.snapshot_id
+        self.ctx, self.table = bootstrap(self, engine, ctx)
 
     # -- the program ----------------------------------------------------------------------
 
@@ -122,6 +119,7 @@ class Lockstep:
         self.program.append(label)
         self.stats.steps += 1
         self.stats.rules[rule_of(label)] += 1
+        self.step_bases = tuple(wr.base for wr in self.model.writers)
         try:
             if nxt is None:
                 self.readers.read(label)
@@ -163,7 +161,7 @@ class Lockstep:
         if fault is not None:
             self.stats.faults[fault] += 1
         if name == "Begin":
-            self._begin(w, label[2], before)
+            self._begin(w, label[2], before, label[3:])
         elif self.black_box == REST and name in RestDriver.RELEASES + ("Deliver", "Drop"):
             self.driver.mirror(label, before)
         elif self.black_box and name == "WriteMetadata":
@@ -212,9 +210,9 @@ class Lockstep:
         if kind != WRITE_FAIL:
             self._step_to(w)
 
-    def _begin(self, w: int, kind: str, before) -> None:
+    def _begin(self, w: int, kind: str, before, choices=()) -> None:
         k = before.writers[w - 1].k
-        spec = op_spec(self.model, self.snapshot_id, w, kind, before)
+        spec = op_spec(self.model, self.snapshot_id, w, kind, before, choices)
         rec = OpRecord(w, k, kind, spec)
         self.ops[(w, k)] = rec
         self.kind_of[(w, k)] = kind
@@ -302,6 +300,8 @@ class Lockstep:
                             f"{out}", res, out)
         if A.READ_HANDLE in self.caps.reads:
             self.handles_to_read.append(w)     # after the table's rows (check)
+            # its base as the step that ended it began (an early abort's solo steps move it on)
+            self.handle_floor[w] = self.step_bases[w - 1] if self.step_bases else None
         if res == NOOP:
             self.stats.noops += 1
             if out.snapshot_id is not None and out.attempts != 0:

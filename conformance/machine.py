@@ -14,6 +14,8 @@ labels, valid Python) that replays outside Hypothesis (conformance.runs.replay).
 """
 from __future__ import annotations
 
+import unittest
+
 from hypothesis import Phase, seed as hypothesis_seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test
@@ -53,7 +55,7 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     def __init__(self):
         super().__init__()
-        self.failed = False
+        self.failed = self.cut = False
         stats, sink = self.stats, self.sink
         stats.examples += 1
         stats.backends[self.store] += 1
@@ -82,6 +84,10 @@ class ConformanceMachine(RuleBasedStateMachine):
         self._apply(data.draw(st.sampled_from(self._labels(families)), label=name))
 
     def _apply(self, label) -> None:
+        if self.sink.out_of_time():
+            # Hypothesis re-raises a skip at once, with no shrinking (search() stops there)
+            self.cut = True
+            raise unittest.SkipTest("the run's time budget ran out")
         try:
             self.lock.apply(label)
         except BaseException as e:
@@ -149,7 +155,7 @@ class ConformanceMachine(RuleBasedStateMachine):
 
     def teardown(self):
         try:
-            if not self.failed:
+            if not self.failed and not self.cut:
                 self.lock.finish()
                 h, kept = self.lock.last_history, self.sink.extra.get("history")
                 if kept is None or _interest(h) > _interest(kept[0]):
@@ -182,8 +188,15 @@ def hypothesis_settings(examples: int, steps: int) -> settings:
 def search(engine, profile: Profile, seed: int, backends, store: str, examples: int, stats, sink) -> Failure | None:
     """Hypothesis' random search on one store; its shrunk failure, if any."""
     cls = hypothesis_seed(seed)(machine_class(engine, backends, store, profile, seed, stats, sink))
+    before = stats.examples
     try:
         run_state_machine_as_test(cls, settings=hypothesis_settings(examples, profile.steps))
+    except unittest.SkipTest:
+        if sink.failure is not None:
+            return sink.failure          # the budget ran out while shrinking: the smallest found yet
+        done = max(0, stats.examples - before - 1)
+        sink.cut = f"{examples - done} of {examples} random examples on the {store} store"
+        return None
     except BaseException:  # noqa: BLE001 - the failure is in the sink
         if sink.failure is None:
             raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 from icefloe.conformance import adapter as A
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model import iceberg
+from icefloe.model import rows as R
 from icefloe.model.checks import history as H
 from icefloe.model.state import APPEND, OVERWRITE, ancestors, snap_of
 
@@ -43,8 +44,14 @@ class Readers:
         return out
 
     def rows(self, files) -> tuple:
+        """Every row of the data files (an incremental append read applies no deletes)."""
         content = dict(self.lock.model.content)
         return tuple(sorted(row_id(r) for f in files for r in content[f]))
+
+    def rows_at(self, snap) -> tuple:
+        """The rows a reader of the model's snapshot sees: its delete files applied by
+        data sequence number (model/rows.py)."""
+        return tuple(sorted(row_id(r) for r in R.live_rows(self.lock.model, snap)))
 
     def _appended(self, meta, sid) -> bool:
         """Whether an incremental (append) reader takes snapshot `sid`'s rows: an append,
@@ -65,11 +72,11 @@ class Readers:
         try:
             if name == READ_CURRENT:
                 got = lock.table.read_current()
-                want = self.rows(iceberg.head_snap(meta).files)
+                want = self.rows_at(iceberg.head_snap(meta))
                 prop = "P6 Isolation"
             elif name == READ_AT:
                 got = lock.table.read_at(lock.snapshot_id[label[2]])
-                want = self.rows(snap_of(meta, label[2]).files)
+                want = self.rows_at(snap_of(meta, label[2]))
                 first = self.time_travel.setdefault(got.snapshot_id, got.rows)
                 if first != got.rows:
                     raise Violation("P7 TimeTravelImmutable", f"snapshot {got.snapshot_id} read {got.rows}, "
@@ -113,7 +120,7 @@ class Readers:
         except Exception as e:  # noqa: BLE001 - an engine that cannot read what it committed
             raise Violation("P8 NoDanglingRefs", f"reading the current snapshot failed: {type(e).__name__}: {e}",
                             "rows", repr(e)) from e
-        want = self.rows(iceberg.head_snap(meta).files)
+        want = self.rows_at(iceberg.head_snap(meta))
         if got.rows != want:
             raise Violation("P6 Isolation", f"current rows: the model's {list(want)}, the engine's {list(got.rows)}",
                             want, got.rows)
@@ -132,14 +139,21 @@ class Readers:
     def check_handle(self, w: int) -> None:
         """After writer w's operation ended: its own table handle, as it stands, shows a
         state the table really had (main's head at some value of the pointer, with that
-        snapshot's rows); never the metadata of an attempt that did not land."""
+        snapshot's rows); never the metadata of an attempt that did not land, and never a
+        state older than the one its operation last built on (its base: a handle does not
+        go back in time behind what its own commit read, whatever the outcome)."""
         lock = self.lock
         lock.stats.reads += 1
-        heads = {}
+        heads, since = {}, set()
+        floor = lock.handle_floor.get(w)
+        reached = floor is None or floor not in lock.model.hist
         for mid in lock.model.hist:
+            reached = reached or mid == floor
             meta = iceberg.mget(lock.model.metas, mid)
             if meta.head in lock.snapshot_id:
-                heads[lock.snapshot_id[meta.head]] = self.rows(snap_of(meta, meta.head).files)
+                heads[lock.snapshot_id[meta.head]] = self.rows_at(snap_of(meta, meta.head))
+                if reached:
+                    since.add(lock.snapshot_id[meta.head])
         try:
             got = lock.table.read_handle(w)
         except A.UnreadableSnapshot as e:
@@ -156,6 +170,11 @@ class Readers:
             raise Violation("P4 ReadersSeeCommitted", f"writer {w}'s own handle shows snapshot {got.snapshot_id}, "
                             "which was never main's head (a commit that did not land)",
                             sorted(heads), got.snapshot_id)
+        if got.snapshot_id not in since:
+            raise Violation(AGREEMENT, f"writer {w}'s own handle went back in time: it shows snapshot "
+                            f"{got.snapshot_id}, main's head only before the table state its operation last "
+                            "built on (a handle that kept stale metadata after its outcome)", sorted(since),
+                            got.snapshot_id)
         if got.rows != heads[got.snapshot_id]:
             raise Violation("P6 Isolation", f"writer {w}'s own handle shows snapshot {got.snapshot_id} with rows "
                             f"{list(got.rows)}, the model's {list(heads[got.snapshot_id])}",

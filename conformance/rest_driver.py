@@ -9,7 +9,7 @@ import threading
 from dataclasses import replace
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.blackbox import BLACK_BOX_WAIT_S, GATE_POLL_S
+from icefloe.conformance.blackbox import BLACK_BOX_WAIT_S, GATE_POLL_S, await_outcome
 from icefloe.conformance.view import END_UNKNOWN, FAULT_OF_ACTION, end_unknown, solo
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model import iceberg
@@ -294,15 +294,7 @@ class RestDriver:
         if gate is not None:
             self.faults.remove_gate(gate)
             gate.release()
-        rec.thread.join(BLACK_BOX_WAIT_S)
-        if rec.thread.is_alive():
-            raise Violation("L2 OperationsTerminate", f"writer {w}: the commit did not end within "
-                            f"{BLACK_BOX_WAIT_S:.0f} s", "ended", "running")
-        if "error" in rec.box:
-            e = rec.box["error"]
-            raise Violation(AGREEMENT, f"writer {w}: the engine's commit raised {type(e).__name__}: {e}",
-                            "an outcome", repr(e))
-        rec.outcome = rec.box.get("outcome")
+        await_outcome(w, rec)
         if rec.outcome is not None and rec.outcome.snapshot_id is not None:
             self.lock.snapshot_id.setdefault((w, rec.k), rec.outcome.snapshot_id)
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from icefloe.conformance import adapter as A
 from icefloe.conformance.backends import Backends
 from icefloe.conformance.lockstep import Lockstep
-from icefloe.conformance.profiles import MEMORY, REST, S3
+from icefloe.conformance.profiles import MEMORY, REST, S3, classic_bounds
 from icefloe.conformance.readers import READ_LABELS
 from icefloe.conformance.stats import Stats
 from icefloe.conformance.violation import InvalidProgram, Violation
 from icefloe.model import iceberg
+from icefloe.model.state import CLASSIC_KINDS
 
 SHRINK_REPLAYS_MAX = 400
 SHRINK_SECONDS_MAX = 90.0
@@ -46,6 +47,11 @@ class Sink:
     on_example: object = None          # callable(stats) for progress
     extra: dict = field(default_factory=dict)
     coverage: object = None            # a coverage.Tracker, when the run measures coverage
+    deadline: float | None = None      # time.monotonic() past which no program or example starts
+    cut: str = ""                      # what the time budget left unrun, if it ran out
+
+    def out_of_time(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
 
 
 def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds, seed: int, stats: Stats,
@@ -65,13 +71,16 @@ def replay(engine, program, *, bounds: iceberg.Bounds | None = None, store: str 
            stats: Stats | None = None, observers=(), catalog: str | None = None, lenient: bool = False) -> Lockstep:
     """Run a program (a list of labels) on a fresh model and engine; raises the Violation
     the program finds (with `.program`, the steps as run), else returns the Lockstep.
-    `bounds` default: the ci profile's, narrowed to the engine's capabilities. `lenient`
+    `bounds` default: the ci profile's, narrowed to the engine's capabilities (and to the
+    classic instance for a program that names no partition, row-level kind or ref). `lenient`
     (directed programs): a step the engine's own legal choices made impossible (a black-box
     commit that stopped retrying where the model retries) ends the program there, as
     `Lockstep.left` says, and the run goes on to its end."""
     if bounds is None:
         from icefloe.conformance.profiles import PROFILES, bounds_for
         bounds = bounds_for(engine, PROFILES["ci"])
+        if not _names_rows_or_refs(program):
+            bounds = classic_bounds(bounds)
     own = backends is None
     backends = backends or Backends()
     lock = None
@@ -97,6 +106,12 @@ def replay(engine, program, *, bounds: iceberg.Bounds | None = None, store: str 
             lock.close()
         if own:
             backends.close()
+
+
+def _names_rows_or_refs(program) -> bool:
+    """Whether a program uses partitions, row-level deletes or refs: a Begin label with a
+    partition or ref after its kind, or of a kind only that instance has."""
+    return any(label[0] == "Begin" and (len(label) > 3 or label[2] not in CLASSIC_KINDS) for label in program)
 
 
 def _fails(engine, program, failure: Failure, backends, finish: bool = True) -> Violation | None:

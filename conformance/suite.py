@@ -54,6 +54,9 @@ def run(engine, profile: Profile, seed: int, backends: Backends, stats: Stats, s
                 return failure
     sink.extra["search_from"] = stats.copy()
     for store, examples in search_plan(engine, profile, stores):
+        if sink.cut or sink.out_of_time():
+            sink.cut = sink.cut or f"the random search on the {store} store"
+            return None
         failure = machine.search(engine, profile, seed, backends, store, examples, stats, sink)
         if failure is not None:
             return failure
@@ -134,6 +137,8 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
     if plan is not None:
         sink.extra["plan"] = plan
     started = time.monotonic()
+    if profile.seconds_max is not None:
+        sink.deadline = started + profile.seconds_max
     try:
         failure = run(engine, profile, seed, backends, stats, sink, stores)
         history = verdict = None
@@ -150,9 +155,12 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
     the_plan = sink.extra.get("plan")
     coverage = the_plan.coverage(sink.coverage) if the_plan is not None else {}
     vacuous = []
+    if failure is None and sink.cut:
+        vacuous.append(f"cut short: the profile's time budget of {profile.seconds_max:.0f} s ran out with "
+                       f"{sink.cut} not run (icefloe conform --time-budget)")
     if failure is None:
         if the_plan is not None:
-            vacuous = [f"class {c} of {f} not exercised" for f, c in the_plan.missed(sink.coverage)][:10]
+            vacuous += [f"class {c} of {f} not exercised" for f, c in the_plan.missed(sink.coverage)][:10]
         if the_plan is None or profile.search_guard:
             searched = stats.since(sink.extra["search_from"]) if "search_from" in sink.extra else stats
             vacuous += [f"random search: {why}" if the_plan is not None else why

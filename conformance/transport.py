@@ -16,6 +16,16 @@ model action:
                        is the client's guess), and the writer's later writes in this step are
                        lost (its SDK retries); its reads get through, so a read-back sees what
                        is really there (the object as it was);
+  ("Outage", w, n)     S3 swap: the answer is lost and the writer's next n requests fail, then
+                       they get through again. The outage ends between its n-th and (n+1)-th
+                       request, for each n from 2 to OUTAGE_REQUESTS_MAX (Blackout is n = 1),
+                       so every boundary of the client's recovery is a schedule: its SDK
+                       retries, its store's read-back, its catalog's own read of the pointer
+                       (a read-back that failed before a read that succeeds: the catalog, not
+                       the store, must then tell its own landed swap from a rival's);
+  ("Partition", w)     S3: the answer is lost and every later request of the writer in this
+                       step fails (its retries, read-backs, cleanup and the refresh after
+                       its outcome); the partition heals before the next step;
   ("HoldAnswer", w)    S3 swap: the pointer write is applied and its answer held; the
                        writer stays in its swap call while the program goes on;
   ("LoseAnswer", w)    the held answer is lost (the connection is reset).
@@ -24,10 +34,11 @@ The model then takes the actions that match what happened and what the engine re
 (`mirror`): a swap whose request reached the catalog is `Swap` if the engine learned its
 answer, `AckLost` if not; one that never reached it is `SwapFails` or, reported unknown,
 `SwapDelayed` then `Drop`; a write either `WriteX` or `WriteFails`. Anything else (a swap
-that was applied, reported rejected) has no mirror: a Violation names it.
+that S3 applied, reported rejected) has no mirror: a Violation names it.
 """
 from __future__ import annotations
 
+import functools
 import threading
 
 from icefloe.conformance import adapter as A
@@ -36,7 +47,13 @@ from icefloe.model.state import DATA, DONE, LIST, MANIFESTS, METADATA, PHASE_ACT
 
 RESPONSE_LOST, REQUEST_LOST, BLACKOUT, SERVER_ERROR, HOLD, RELEASE = (
     "ResponseLost", "RequestLost", "Blackout", "ServerError", "HoldAnswer", "LoseAnswer")
-TRANSPORT_LABELS = (RESPONSE_LOST, REQUEST_LOST, BLACKOUT, SERVER_ERROR, HOLD, RELEASE)
+OUTAGE, PARTITION = "Outage", "Partition"
+TRANSPORT_LABELS = (RESPONSE_LOST, REQUEST_LOST, BLACKOUT, SERVER_ERROR, OUTAGE, PARTITION, HOLD, RELEASE)
+# Up to 8 failed requests after the lost answer: icefloe's S3 store makes 4 attempts at a
+# write, then 4 at its read-back, so an outage of 7 ends right before its catalog reads the
+# pointer. A client that retries longer meets outages that end inside its own retries only.
+OUTAGE_REQUESTS_MAX = 8
+OUTAGE_REQUESTS = tuple(range(2, OUTAGE_REQUESTS_MAX + 1))
 # The object each phase writes, by key (impl/table/env.py names; the S3 catalog's pointer).
 KEYS = {DATA: "*/data/*", MANIFESTS: "*/metadata/*-m[0-9]*.avro", LIST: "*/metadata/snap-*.avro",
         METADATA: "*.metadata.json", SWAP: "*/metadata/pointer.json"}
@@ -86,11 +103,12 @@ class Transport:
                     continue
                 out += [(RESPONSE_LOST, w), (REQUEST_LOST, w)]
                 if layer == A.TRANSPORT_S3:
-                    out += [(BLACKOUT, w), (SERVER_ERROR, w), (HOLD, w)]
+                    out += [(BLACKOUT, w), (SERVER_ERROR, w), (PARTITION, w), (HOLD, w)]
+                    out += [(OUTAGE, w, n) for n in OUTAGE_REQUESTS]
             elif ("WriteFails", w) in enabled:
                 out += [(RESPONSE_LOST, w), (REQUEST_LOST, w)]
                 if layer == A.TRANSPORT_S3:
-                    out += [(BLACKOUT, w), (SERVER_ERROR, w)]
+                    out += [(BLACKOUT, w), (SERVER_ERROR, w), (PARTITION, w)]
         return out
 
     def busy(self, w: int) -> bool:
@@ -107,7 +125,7 @@ class Transport:
         wr = lock.model.writers[w - 1]
         layer = self.layer(wr.phase)
         held_at = self.held_at.pop(w, None)
-        classes = [] if label[0] == RELEASE else [(layer, label[0], wr.phase, wr.kind)]
+        classes = [] if label[0] == RELEASE else [(layer, fault_name(label), wr.phase, wr.kind)]
         if label[0] == RELEASE and held_at is not None and held_at != lock.model.cat:
             classes.append((A.TRANSPORT_S3, HOLD + "+rival", SWAP, wr.kind))   # a rival built on it meanwhile
         for name in self.run(label):
@@ -134,7 +152,7 @@ class Transport:
     def run(self, label) -> list:
         """Inject the fault on the writer's request of this step, run the step, and return
         the model labels that mirror what happened."""
-        name, w = label
+        name, w = label[:2]
         lock = self.lock
         wr = lock.model.writers[w - 1]
         rec = lock.active[w]
@@ -162,6 +180,9 @@ class Transport:
             rules.append(proxy.add_rule(Rule(Reset(), Match(client=client), nth=2)))
         elif name == SERVER_ERROR:       # every later write (the first rule takes the first)
             rules.append(proxy.add_rule(Rule(Reset(), Match(operation=PUTS, client=client))))
+        elif name in (OUTAGE, PARTITION):  # the writer's requests after the lost answer
+            rules.append(proxy.add_rule(_after_rule()(Reset(), Match(client=client), times=label[2] if name == OUTAGE
+                                                     else None, first=rules[0])))
         seen = len(proxy.history())
         try:
             lock._engine(w, rec.commit.step)
@@ -171,8 +192,10 @@ class Transport:
         if not rules[0].fired:
             raise Violation(AGREEMENT, f"writer {w}: no S3 request in phase {wr.phase} for the {name} fault",
                             "a request", "none")
-        forwarded = any(x.upstream_status is not None and target(_as_request(x)) for x in proxy.history()[seen:])
-        return mirror(wr.phase, forwarded, rec.commit, w)
+        sent = [x for x in proxy.history()[seen:] if target(_as_request(x))]
+        forwarded = any(x.upstream_status is not None for x in sent)
+        applied = any(x.upstream_status == 200 for x in sent)
+        return mirror(wr.phase, forwarded, rec.commit, w, applied)
 
     def _hold(self, w, wr, rec, target) -> list:
         """Run the swap in a thread held at the proxy after the pointer write applied."""
@@ -225,17 +248,44 @@ class Transport:
             thread.join(HOLD_JOIN_S)
 
 
+def fault_name(label) -> str:
+    """The transport class's name for a fault label: "Outage3" for ("Outage", w, 3)."""
+    return f"{label[0]}{label[2]}" if label[0] == OUTAGE else label[0]
+
+
+@functools.cache
+def _after_rule():
+    """The proxy's Rule class, narrowed (imported on first use, as the proxy is)."""
+    from dataclasses import dataclass
+    from icefloe.conformance.testing.proxy import Rule
+
+    @dataclass(eq=False)
+    class After(Rule):
+        """A rule that fires only once `first` has fired: it counts the writer's requests
+        after the faulted one, never one made before it in the same step (a read first)."""
+        first: Rule | None = None
+
+        def _fire(self, rng) -> bool:
+            return self.first is not None and self.first.fired > 0 and super()._fire(rng)
+    return After
+
+
 def _as_request(x):
     from icefloe.conformance.testing.s3_requests import S3Request
     return S3Request(method=x.method, operation=x.operation, bucket=x.bucket, key=x.key, client=x.client,
                      if_match=x.if_match, if_none_match=x.if_none_match)
 
 
-def mirror(phase: str, reached: bool, commit, w: int) -> list:
+def mirror(phase: str, reached: bool, commit, w: int, applied: bool = False) -> list:
     """The model actions that match a transport fault in `phase` whose request `reached`
-    the server (or not), given where the engine's commit stands now."""
+    the server (or not; `applied`: S3 answered it 200), given where the engine's commit
+    stands now."""
     now = commit.phase
     if phase == SWAP:
+        if now == RETRY and applied:
+            raise Violation(AGREEMENT, f"writer {w}: S3 applied its pointer write (200), yet the engine reports its "
+                            "swap rejected: its retry re-applies a landed commit (P3) or its cleanup deletes one "
+                            "(P8)", "committed or unknown", "rejected")
         if now == RETRY and not reached:
             return ["SwapFails"]
         if now == UNKNOWN:

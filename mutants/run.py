@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mutants.catalog import MUTANTS, ROOT, Mutant, SnippetError, by_name
+from mutants.seeds import budget_for
 
 REPORTS = ROOT / "reports" / "mutants"
 DOCS = ROOT / "docs" / "conformance.md"
@@ -117,7 +118,7 @@ def _env() -> dict:
 def run_conform(m: Mutant, seed: int, profile: str, timeout_s: float) -> SeedRun:
     report = REPORTS / m.name / f"seed-{seed}"
     cmd = [sys.executable, "-m", "mutants.hook", m.name, "conform", "--profile", profile, "--seed", str(seed),
-           "--no-progress", "--report", str(report)]
+           "--no-progress", "--report", str(report), "--time-budget", str(budget_for(timeout_s))]
     started = time.monotonic()
     try:
         done = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=timeout_s)
@@ -133,6 +134,8 @@ def run_conform(m: Mutant, seed: int, profile: str, timeout_s: float) -> SeedRun
     if done.returncode not in (0, 1):
         tail = (done.stderr or done.stdout).strip().splitlines()[-1:] or [""]
         run.note = f"exit {done.returncode}: {tail[0][:200]}"
+    elif not run.killed and any(v.startswith("cut short") for v in run.vacuity):
+        run.note = next(v for v in run.vacuity if v.startswith("cut short"))
     return run
 
 

@@ -25,6 +25,7 @@ DOCS = ROOT / "docs" / "conformance.md"
 BEGIN, END = "<!-- seeds:begin -->", "<!-- seeds:end -->"
 ICEFLOE = "icefloe"
 TIMEOUT_S = 1800
+BUDGET_MARGIN_S = 180          # for the report, the shrinker's last replay and the history replay
 
 
 @dataclass
@@ -64,10 +65,16 @@ def variants() -> list:
     return done.stdout.split()
 
 
+def budget_for(timeout_s: float) -> float:
+    """conform's own time budget under our timeout: it ends first, with its verdict written
+    (a run it cuts short says what it left unrun; one we kill says nothing)."""
+    return max(60.0, timeout_s - BUDGET_MARGIN_S)
+
+
 def run_one(subject: str, seed: int, profile: str, timeout_s: float) -> Run:
     report = REPORTS / subject / f"seed-{seed}"
     cmd = [sys.executable, "-m", "icefloe.conformance.conform", "--profile", profile, "--seed", str(seed),
-           "--no-progress", "--report", str(report)]
+           "--no-progress", "--report", str(report), "--time-budget", str(budget_for(timeout_s))]
     if subject != ICEFLOE:
         cmd += ["--variant", subject]
     started = time.monotonic()

@@ -158,7 +158,7 @@ def _caps(operations, faults=(), **changes) -> A.Capabilities:
     """A control's capabilities: the operations and faults of its model twin's bounds
     (model/variants.py), so the suite's search spends its examples where the flaw is."""
     return replace(_REFERENCE, operations=frozenset({A.APPEND, *operations}), faults=frozenset(faults),
-                   **changes)
+                   **{"partitions": 1, "refs": False, **changes})
 
 
 _UNKNOWN = (A.ACK_LOST,)

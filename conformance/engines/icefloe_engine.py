@@ -15,11 +15,12 @@ from __future__ import annotations
 import pyarrow as pa
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.engines.icefloe_rows import ModelRowDelta
 from icefloe.conformance.testing.faulty_catalog import FaultInjectingCatalog
 from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format.expression_parser import parse as parse_filter
-from icefloe.impl.format.types import NestedField, Schema, StringType
+from icefloe.impl.format.types import IntegerType, NestedField, Schema, StringType
 from icefloe.impl.io.base import StoreError, StoreUnavailable
 from icefloe.impl.io.memory import MemoryStore
 from icefloe.impl.table import commit as C
@@ -32,13 +33,20 @@ from icefloe.impl.table.table import Table, create_table
 
 SCHEMA = Schema((NestedField(1, A.COLUMN, StringType(), True),))
 ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False)])
+# The partitioned table of a run with partitions or row-level deletes: identity(part).
+PARTITIONED = Schema((NestedField(1, A.COLUMN, StringType(), True), NestedField(2, A.PART_COLUMN, IntegerType(), True)))
+PARTITIONED_ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False),
+                              pa.field(A.PART_COLUMN, pa.int32(), nullable=False)])
 CAPABILITIES = A.Capabilities(
     operations=frozenset(A.OPERATIONS), mode=A.STEPPING, faults=frozenset(A.FAULT_KINDS),
-    swap_over_s3=True, reads=frozenset(A.READS), isolation=A.SERIALIZABLE, transport=frozenset(A.TRANSPORTS))
+    swap_over_s3=True, reads=frozenset(A.READS), isolation=A.SERIALIZABLE, transport=frozenset(A.TRANSPORTS),
+    partitions=2, refs=True)
 
 
-def rows_table(rows) -> pa.Table:
-    return pa.Table.from_pylist([{A.COLUMN: r} for r in rows], schema=ROWS)
+def rows_table(rows, partition: int | None = None) -> pa.Table:
+    if partition is None:
+        return pa.Table.from_pylist([{A.COLUMN: r} for r in rows], schema=ROWS)
+    return pa.Table.from_pylist([{A.COLUMN: r, A.PART_COLUMN: partition} for r in rows], schema=PARTITIONED_ROWS)
 
 
 def where_expression(where):
@@ -132,7 +140,13 @@ class IcefloeTable:
         self.handles = {}      # writer -> its own Table handle
         base_store, base_catalog = self.parts(0)
         location = f"{ctx.warehouse.rstrip('/')}/{ctx.identifier.replace('.', '/')}"
-        create_table(base_catalog, ctx.identifier, SCHEMA, location=location, io=base_store, env=self.env)
+        self.partitioned = ctx.partitions > 1
+        if self.partitioned:
+            from icefloe.impl.format.transforms import parse_partition_spec
+            create_table(base_catalog, ctx.identifier, PARTITIONED, parse_partition_spec(A.PART_COLUMN, PARTITIONED),
+                         location=location, io=base_store, env=self.env)
+        else:
+            create_table(base_catalog, ctx.identifier, SCHEMA, location=location, io=base_store, env=self.env)
         self.table = Table(base_catalog, ctx.identifier, base_store, self.env, self.retry)
         # Maintenance runs as a scheduled job would: through a handle opened once, here, that
         # has seen none of the commits since (never one the suite's reads keep fresh).
@@ -165,18 +179,43 @@ class IcefloeTable:
     # -- writers ---------------------------------------------------------------------------
 
     def operation(self, op: A.OpSpec):
+        part = op.partition if self.partitioned else None
         if op.kind == A.APPEND:
-            return P.FastAppend(rows_table(op.rows))
+            return P.FastAppend(rows_table(op.rows, part), op.ref)
         if op.kind == A.OVERWRITE:
-            return P.DeleteWhere(where_expression(op.where), rows_table(op.rows), isolation=P.SERIALIZABLE)
+            return P.DeleteWhere(self._where(op.where, part), rows_table(op.rows, part), isolation=P.SERIALIZABLE)
         if op.kind == A.DELETE:
             return P.DeleteWhere(where_expression(op.where), None, isolation=P.SERIALIZABLE)
         if op.kind == A.REWRITE:
+            if part is not None:
+                return P.RewriteFiles(self._paths_in(part))
             return P.RewriteFiles(None if op.where is None else self._paths_of(op.where))
         if op.kind == A.ROLLBACK:
             return ops.SetRef("main", op.target_snapshot_id, must_be_ancestor=True)
+        if op.kind in (A.ROW_DELETE, A.ROW_UPDATE, A.UPSERT):
+            new_rows = rows_table(op.rows, part) if op.rows else None
+            return ModelRowDelta(op.kind, part, op.row, new_rows, op.ref, P.SERIALIZABLE)
+        if op.kind == A.TAG:
+            return ops.SetRef(A.TAG_REF, op.target_snapshot_id, "tag")
+        if op.kind == A.FAST_FORWARD:
+            return ops.SetRef("main", op.target_snapshot_id)
         assert op.kind == A.EXPIRE
         return ops.ExpireSnapshots(older_than_ms=2 ** 62, retain_last=op.retain_last)
+
+    @staticmethod
+    def _where(where, part):
+        """The overwrite's filter: its rows, within its partition (when the table has them)."""
+        expr = where_expression(where)
+        return expr if part is None else E.And(expr, parse_filter(f"{A.PART_COLUMN} = {part}"))
+
+    def _paths_in(self, part: int) -> list:
+        """The data files of main's head in partition `part` (what the model's rewrite reads)."""
+        self.table.refresh()
+        return [t.data_file.file_path for t in self.table.plan_files() if t.data_file.partition == (part,)]
+
+    def create_branch(self, name: str, snapshot_id: int) -> None:
+        out = self.table.create_branch(name, snapshot_id)
+        assert isinstance(out, A.Committed), out
 
     def _paths_of(self, where) -> list:
         """The data files of the current snapshot whose rows all lie in `where`."""

@@ -23,6 +23,14 @@ line, and answers each with one line carrying the request's "id":
         Iceberg's rewrite_data_files Spark action, its snapshot tagged;
     {"id": n, "op": "expire", "table": "...", "older_than_ms": n, "retain_last": n}
         Table.expireSnapshots() of Iceberg-Java's core API;
+    {"id": n, "op": "head", "table": "..."}  [[main's head snapshot id, current metadata
+        file]] by the Table API (no Spark job; so are "tagged" and "data_files");
+    {"id": n, "op": "tagged", "table": "...", "property": "...", "value": "..."}
+        [[snapshot id]] of the newest snapshot whose summary carries property = value;
+    {"id": n, "op": "data_files", "table": "...", "snapshot_id": n}  [[path, record
+        count]] of the data files live in the snapshot (its scan plan);
+    {"id": n, "op": "set_main", "table": "...", "target": n, "expected_head": n, "attempts": n}
+        rollback as the spec's: main to target while its head is still expected_head;
     {"id": n, "op": "last_commit", "catalog": "..."}  [[snapshot id, attempts,
         operation]] of the catalog's last CommitReport (Java's own count of attempts);
     {"id": n, "op": "conf", "values": {...}}  runtime SQL conf (e.g. another catalog);
@@ -60,8 +68,18 @@ def _jsonable(value):
     return repr(value)
 
 
+class Refused(Exception):
+    """A refusal the worker decides itself, named by the Java exception class it stands for."""
+
+    def __init__(self, java_class: str, message: str):
+        super().__init__(message)
+        self.java_class = java_class
+
+
 def _error(e: BaseException) -> dict:
     """The exception as classes (outermost first, down its Java cause chain) and a message."""
+    if isinstance(e, Refused):
+        return {"classes": [e.java_class], "message": str(e), "messages": [str(e)], "python": str(e)}
     classes, messages = [], []
     java = getattr(e, "java_exception", None) or getattr(e, "_origin", None)
     if java is not None:
@@ -74,6 +92,10 @@ def _error(e: BaseException) -> dict:
     message = messages[0] if messages else str(e)
     return {"classes": classes, "message": message, "messages": messages,
             "python": traceback.format_exception_only(type(e), e)[-1].strip()}
+
+
+def _sql_string(value) -> str:
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _field(obj, name: str):
@@ -150,9 +172,13 @@ class Worker:
         return box.get("rows", [])
 
     def _frame(self, req):
+        """The rows as a one-partition DataFrame of one string column, planned from SQL
+        VALUES (a local relation in the JVM: no Python task, unlike createDataFrame)."""
         column = req.get("column", "id")
-        values = [(v,) for v in req["values"]]
-        return self.spark.createDataFrame(values, f"{column} string").coalesce(1)
+        if not req["values"]:
+            return self.spark.sql(f"SELECT CAST(NULL AS STRING) AS {column} WHERE false").coalesce(1)
+        values = ", ".join(f"({_sql_string(v)})" for v in req["values"])
+        return self.spark.sql(f"SELECT * FROM VALUES {values} AS v({column})").coalesce(1)
 
     def op_append(self, req) -> list:
         writer = self._frame(req).writeTo(req["table"])
@@ -215,6 +241,74 @@ class Worker:
         update.commit()
         return []
 
+    def _table(self, name: str):
+        """The Iceberg table as its Spark catalog loads it now (a REST catalog with caching
+        off: one loadTable request; no Spark job)."""
+        return self.jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(self.spark._jsparkSession, name)
+
+    def op_head(self, req) -> list:
+        """[[main's head snapshot id or None, the table's current metadata file]], by
+        Iceberg's Table API (what the `refs` and `metadata_log_entries` metadata tables
+        say, without a Spark job)."""
+        table = self._table(req["table"])
+        snapshot = table.currentSnapshot()
+        return [[None if snapshot is None else snapshot.snapshotId(),
+                 table.operations().current().metadataFileLocation()]]
+
+    def op_tagged(self, req) -> list:
+        """[[snapshot id]] of the newest snapshot whose summary has `property` = `value`,
+        or [] (the `snapshots` metadata table's question, by the Table API)."""
+        found = None
+        for snapshot in self._table(req["table"]).snapshots():
+            if snapshot.summary().get(req["property"]) == req["value"]:
+                key = (snapshot.timestampMillis(), snapshot.sequenceNumber())
+                if found is None or key > found[0]:
+                    found = (key, snapshot.snapshotId())
+        return [] if found is None else [[found[1]]]
+
+    def op_data_files(self, req) -> list:
+        """[[path, record count]] of every data file live in snapshot `snapshot_id` (its
+        scan plan, by the Table API: no Spark job)."""
+        scan = self._table(req["table"]).newScan().useSnapshot(int(req["snapshot_id"]))
+        tasks = scan.planFiles()
+        out, it = [], tasks.iterator()
+        try:
+            while it.hasNext():
+                data_file = it.next().file()
+                out.append([str(data_file.location()), data_file.recordCount()])
+            return out
+        finally:
+            tasks.close()
+
+    def op_set_main(self, req) -> list:
+        """Rollback as spec/PROTOCOL.md's table has it: main moves to `target` only while its
+        head is still `expected_head` (None: no snapshot) and `target` is retained. Each
+        attempt is one commit of Iceberg-Java's TableOperations (RESTTableOperations: a
+        SetSnapshotRef with AssertRefSnapshotId main; a 409 is CommitFailedException), at
+        most `attempts`; unknown states propagate as Java raises them. Java's own
+        rollback_to_snapshot re-checks only that the target is an ancestor on a retry
+        (docs/verdicts.md, J2). Answers [[attempts, the metadata file written]]."""
+        jvm = self.jvm
+        ops = self._table(req["table"]).operations()
+        expected, target = req.get("expected_head"), int(req["target"])
+        for attempt in range(1, int(req["attempts"]) + 1):
+            base = ops.refresh()
+            head = base.currentSnapshot()
+            if (None if head is None else head.snapshotId()) != expected:
+                raise Refused("org.apache.iceberg.exceptions.ValidationException",
+                              f"main moved from {expected} since the rollback read it")
+            if base.snapshot(target) is None:
+                raise Refused("org.apache.iceberg.exceptions.ValidationException", f"{target} is not retained")
+            updated = jvm.org.apache.iceberg.TableMetadata.buildFrom(base).setBranchSnapshot(target, "main").build()
+            try:
+                ops.commit(base, updated)
+            except Exception as e:  # noqa: BLE001 - a 409 is another attempt; the rest propagates
+                if "CommitFailedException" not in _error(e)["classes"][0]:
+                    raise
+                continue
+            return [[attempt, ops.current().metadataFileLocation()]]
+        raise Refused("org.apache.iceberg.exceptions.CommitFailedException", f"refused {req['attempts']} times")
+
     def op_last_commit(self, req) -> list:
         """The last CommitReport of catalog `catalog` (a REST catalog whose
         metrics-reporter-impl is Iceberg's InMemoryMetricsReporter): [[snapshot id,
@@ -237,6 +331,12 @@ class Worker:
     def handle(self, req: dict) -> None:
         rid = req.get("id")
         try:
+            # Every request acts in the worker's session: Spark resolves catalogs through
+            # the calling thread's active session (SQLConf.get; a blank conf without one),
+            # so a catalog set at runtime (each writer's, IcebergSource's
+            # default_cache_iceberg that rewrite_data_files reads through) is not found
+            # from a thread that has none (docs/verdicts.md, the rewrite obstacle).
+            self.jvm.org.apache.spark.sql.SparkSession.setActiveSession(self.spark._jsparkSession)
             rows = getattr(self, f"op_{req['op']}")(req)
             self.send({"id": rid, "ok": True, "rows": _jsonable(rows)})
         except BaseException as e:  # noqa: BLE001 - every failure is an answer

@@ -104,6 +104,39 @@ def _ms_of_http_date(value: str | None) -> int:
     return int(parsedate_to_datetime(value).timestamp() * 1000)
 
 
+class _Attempts:
+    """One call's attempts: the first that may have landed, the last failure, and whether
+    another may start (attempts left, deadline not passed), with the backoff between."""
+
+    def __init__(self, store: "S3Store", kind: str, location: str):
+        self.store, self.kind, self.location = store, kind, location
+        self.started, self.count = store._clock(), 0
+        self.ambiguous: _Failure | None = None   # first attempt that may have landed
+        self.last: Exception | None = None
+
+    def __iter__(self) -> Iterator[int]:
+        while True:
+            self.count += 1
+            yield self.count
+
+    def failed(self, failure: _Failure) -> bool:
+        """Record a failed attempt; True (after the backoff) when another may start."""
+        self.last = failure
+        if failure.applied is None and self.ambiguous is None:
+            self.ambiguous = failure
+        if not failure.retryable or not self.store._another(self.count, self.started):
+            return False
+        self.store._backoff(self.count)
+        return True
+
+    def gave_up(self, why: str) -> StoreError:
+        """The error for a call that ran out of attempts with none of them landed."""
+        if isinstance(self.last, _Failure) and self.last.timeout:
+            return S3Timeout(self.location,
+                             self.store._timeout_text(self.kind, self.started, self.count))
+        return StoreUnavailable(self.location, f"{why}; last: {self.last}")
+
+
 class S3Store(CountingMixin):
     """An ObjectStore over an S3 API endpoint (AWS, moto, MinIO; path-style)."""
 
@@ -181,10 +214,8 @@ class S3Store(CountingMixin):
     # -- reads ------------------------------------------------------------------------
 
     def _read(self, kind: str, location: str, method: str, **params: Any) -> dict:
-        last: _Failure | None = None
-        started, attempt = self._clock(), 0
-        while True:
-            attempt += 1
+        tries = _Attempts(self, kind, location)
+        for _ in tries:
             try:
                 return self._send(kind, method, **params)
             except _Refusal as refusal:
@@ -195,13 +226,9 @@ class S3Store(CountingMixin):
                     raise NotFound(location, refusal.code) from None
                 raise StoreError(location, f"{refusal.status} {refusal.code}") from None
             except _Failure as failure:
-                last = failure
-                if not failure.retryable or not self._another(attempt, started):
+                if not tries.failed(failure):
                     break
-                self._backoff(attempt)
-        if last is not None and last.timeout:
-            raise S3Timeout(location, self._timeout_text(kind, started, attempt))
-        raise StoreUnavailable(location, f"{kind} failed: {last}")
+        raise tries.gave_up(f"{kind} failed")
 
     def _bucket_exists(self, bucket: str) -> bool:
         """A HEAD's 404 has no body to say whether the key or the bucket is missing: ask."""
@@ -279,28 +306,19 @@ class S3Store(CountingMixin):
                          **condition: str) -> ObjectInfo:
         bucket, key = split_location(location)
         require(bool(key), f"no key in {location!r}")
-        ambiguous: _Failure | None = None  # first attempt that may have landed
-        last: Exception | None = None
-        started, attempt = self._clock(), 0
-        while True:
-            attempt += 1
+        tries = _Attempts(self, kind, location)
+        for _ in tries:
             try:
                 response = self._send(kind, "put_object", Bucket=bucket, Key=key,
                                       Body=data, **condition)
             except _Failure as failure:
-                last = failure
-                if failure.applied is None and ambiguous is None:
-                    ambiguous = failure
-                if not failure.retryable or not self._another(attempt, started):
+                if not tries.failed(failure):
                     break
-                self._backoff(attempt)
                 continue
             except _Refusal as refusal:
-                if refusal.code == "NoSuchBucket" and ambiguous is None:
-                    raise self._no_bucket(location) from None
-                if ambiguous is None:
+                if tries.ambiguous is None:
                     raise self._refusal_error(kind, location, refusal) from None
-                last = refusal
+                tries.last = refusal
                 break  # a refusal after an ambiguous attempt: only a read-back decides
             headers = response.get("ResponseMetadata", {}).get("HTTPHeaders", {})
             info = ObjectInfo(
@@ -310,12 +328,9 @@ class S3Store(CountingMixin):
             if not info.etag:   # not S3's contract: what happened cannot be told apart
                 raise StoreOutcomeUnknown(location, "S3 acknowledged a write without an etag")
             return info
-        if ambiguous is None:
-            if isinstance(last, _Failure) and last.timeout:
-                raise S3Timeout(location, self._timeout_text(kind, started, attempt))
-            raise StoreUnavailable(location, f"{kind}: no attempt could have applied; "
-                                             f"last: {last}")
-        return self._read_back(kind, location, data, ambiguous, last)
+        if tries.ambiguous is None:
+            raise tries.gave_up(f"{kind}: no attempt could have applied")
+        return self._read_back(kind, location, data, tries.ambiguous, tries.last)
 
     def _refusal_error(self, kind: str, location: str, refusal: _Refusal) -> StoreError:
         if refusal.status == 412:
@@ -350,11 +365,8 @@ class S3Store(CountingMixin):
     def delete(self, location: str) -> None:
         """Remove the object; deleting an absent key succeeds (S3 cannot tell)."""
         bucket, key = split_location(location)
-        ambiguous: _Failure | None = None
-        last: _Failure | None = None
-        started, attempt = self._clock(), 0
-        while True:
-            attempt += 1
+        tries = _Attempts(self, "delete", location)
+        for _ in tries:
             try:
                 self._send("delete", "delete_object", Bucket=bucket, Key=key)
                 return
@@ -365,15 +377,9 @@ class S3Store(CountingMixin):
                     raise NotFound(location, refusal.code) from None
                 raise StoreError(location, f"delete: {refusal.status} {refusal.code}") from None
             except _Failure as failure:
-                last = failure
-                if failure.applied is None and ambiguous is None:
-                    ambiguous = failure
-                if not failure.retryable or not self._another(attempt, started):
+                if not tries.failed(failure):
                     break
-                self._backoff(attempt)
-        if ambiguous is not None:
-            raise StoreOutcomeUnknown(location, f"delete may have applied ({ambiguous}); "
-                                                f"last: {last}")
-        if last is not None and last.timeout:
-            raise S3Timeout(location, self._timeout_text("delete", started, attempt))
-        raise StoreUnavailable(location, f"delete failed: {last}")
+        if tries.ambiguous is not None:
+            raise StoreOutcomeUnknown(location, f"delete may have applied ({tries.ambiguous}); "
+                                                f"last: {tries.last}")
+        raise tries.gave_up("delete failed")

@@ -37,6 +37,7 @@ from icefloe.impl.format.manifest import DataFile
 from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.io.base import AlreadyExists, NotFound, ObjectStore, StoreError
 from icefloe.impl.io.local import LocalStore
+from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.io.locations import canonical_location, local_path
 from icefloe.impl.outcomes import STORE, Committed, CommitOutcome, Conflict, IcefloeError, Unknown, require
 from icefloe.impl.table.commit import PLAN, SWAP, PendingCommit
@@ -137,9 +138,10 @@ def list_locations(io: ObjectStore, prefix: str) -> list[str]:
     """The locations under `prefix`, sorted. A local store's `list` reads every file for
     its etag; cleanup needs only names, so local prefixes are walked by name (the store's
     own temporary and lock files, dot-named, are left out as its `list` leaves them)."""
-    if not isinstance(io, LocalStore):
+    store = io.store_for(prefix) if isinstance(io, StoreRouter) else io
+    if not isinstance(store, LocalStore):
         return [o.location for o in io.list(prefix)]
-    io._count("list")
+    store._count("list")
     root = local_path(prefix)
     found = []
     for directory, subdirs, names in os.walk(root if root.endswith("/") else os.path.dirname(root)):
@@ -238,10 +240,6 @@ def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile]
         result.deleted = job.delete_except(set())
     if commit_log:
         append_commit_log(commit_log, result.to_json())
-    try:
-        table.refresh()
-    except IcefloeError:
-        pass
     return result
 
 

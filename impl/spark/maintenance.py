@@ -16,11 +16,12 @@ import pyarrow as pa
 
 from icefloe.impl.format import types as T
 from icefloe.impl.format.metadata import MAIN_BRANCH
+from icefloe.impl.format.transforms import partition_spec_from_json, partition_spec_to_json
 from icefloe.impl.format.parquet import write_data_file
 from icefloe.impl.outcomes import Committed
 from icefloe.impl.table import scan as S
 from icefloe.impl.table.deletes import DeleteReader
-from icefloe.impl.table.env import partition_path
+from icefloe.impl.table.env import partition_path_of
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.spark import planning as PL
 from icefloe.impl.spark.job import JobFiles, JobResult, abort_job, commit_job, job_prefix
@@ -32,7 +33,7 @@ from icefloe.impl.spark.writer import TARGET_FILE_SIZE_BYTES_DEFAULT
 FILES_MIN_DEFAULT = 2
 
 
-def _rewrite_group(ref: TableRef, table_location: str, job_id: str, schema_json: dict, names: list[str],
+def _rewrite_group(ref: TableRef, table_location: str, job_id: str, schema_json: dict, spec_json: dict,
                    index: int, tasks: list, target_bytes: int):
     """One Spark task: the live rows of `tasks` (one partition) as new files."""
     io = io_of(ref)
@@ -40,7 +41,7 @@ def _rewrite_group(ref: TableRef, table_location: str, job_id: str, schema_json:
     deletes = DeleteReader(io)
     rows = pa.concat_tables([S.read_task(io, t, schema, deletes) for t in tasks])
     partition = tasks[0].data_file.partition
-    middle = partition_path(names, partition)
+    middle = partition_path_of(partition_spec_from_json(spec_json), schema, partition)  # `field=value`
     prefix = job_prefix(table_location, job_id) + (f"{middle}/" if middle else "")
     job = JobFiles(io, table_location, job_id)
     out = []
@@ -95,12 +96,12 @@ def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MA
     added = []
     if chosen:
         schema_json = T.schema_to_json(S.snapshot_schema(metadata, start))
-        names = [pf.name for pf in metadata.spec().fields]
+        spec_json = partition_spec_to_json(metadata.spec())  # every chosen group has the default spec
         location = table.location
 
         def run(item):
             index, ts = item
-            return _rewrite_group(ref, location, job_id, schema_json, names, index, ts, target_file_size_bytes)
+            return _rewrite_group(ref, location, job_id, schema_json, spec_json, index, ts, target_file_size_bytes)
 
         with tagged(spark) as tag:
             try:

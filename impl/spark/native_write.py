@@ -102,7 +102,8 @@ def conform(df, schema: T.Schema):
     lower = {}
     for c in df.columns:
         lower.setdefault(c.lower(), []).append(c)
-    types = {f.name: f.dataType for f in df.schema.fields}
+    fields = {f.name: f for f in df.schema.fields}
+    types = {name: f.dataType for name, f in fields.items()}
     used, columns = set(), []
     for f in schema.fields:
         target = spark_type(f.type)
@@ -117,8 +118,10 @@ def conform(df, schema: T.Schema):
             if not _widens(types[name], target):
                 raise SchemaMismatch(f"column {f.name!r}: {types[name].simpleString()} does not fit "
                                      f"{target.simpleString()} ({f.type})")
-            col = F.col(f"`{name.replace('`', '``')}`").cast(target)
-            if f.required:
+            col = F.col(f"`{name.replace('`', '``')}`")
+            if types[name].simpleString() != target.simpleString():
+                col = col.cast(target)
+            if f.required and fields[name].nullable:  # Spark knows a non-nullable column holds no null
                 col = F.when(col.isNull(), F.raise_error(F.lit(f"required column {f.name!r} has a null"))) \
                     .otherwise(col)
         columns.append(col.alias(f.name, metadata={FIELD_ID: f.field_id}))

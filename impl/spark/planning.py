@@ -28,7 +28,9 @@ from icefloe.impl.table.scan import FileScanTask, attach_deletes
 
 SPLIT_SIZE_BYTES_DEFAULT = 128 << 20
 DISTRIBUTED_MANIFESTS_MIN_DEFAULT = 64
-MANIFESTS_PER_TASK_MAX = 32
+ENTRIES_PER_TASK_MAX = 250_000  # a bound on one planning task's entries (and its result)
+ENTRIES_ASSUMED = 10_000  # for a manifest whose list entry has no counts
+TASKS_PER_CORE = 2  # executor planning: few tasks (each costs ~20-50 ms of CPU in PySpark), balanced
 LIVE = (0, 1)  # EXISTING, ADDED
 
 DeleteRef = tuple  # (sequence number, spec id, DataFile, spec unpartitioned)
@@ -98,12 +100,38 @@ def plan_group(tree: TreeReader, group: ManifestGroup, schema: T.Schema, expr: E
 
 def manifest_groups(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot | None, expr: E.Expression,
                     schema: T.Schema, groups_max: int) -> list[ManifestGroup]:
+    """The data manifests that may match, in about `groups_max` groups of about equal
+    announced entries (more groups where a group would exceed `ENTRIES_PER_TASK_MAX`),
+    each with the snapshot's live delete files."""
     data, delete_manifests = data_and_delete_manifests(tree, metadata, snapshot, expr, schema)
     deletes = delete_refs(tree, metadata, delete_manifests)
     specs = {m.partition_spec_id: metadata.spec_by_id(m.partition_spec_id) for m in data}
-    n = max(1, min(groups_max, len(data)))
-    per = max(1, min(MANIFESTS_PER_TASK_MAX, -(-len(data) // n)))
-    return [ManifestGroup(data[i:i + per], specs, deletes) for i in range(0, len(data), per)]
+    runs = balanced_runs([_entries(m) for m in data], groups_max, ENTRIES_PER_TASK_MAX)
+    return [ManifestGroup(data[start:end], specs, deletes) for start, end in runs]
+
+
+def balanced_runs(weights: list[int], groups_max: int, weight_per_group_max: int) -> list[tuple[int, int]]:
+    """Contiguous (start, end) runs of `weights` (the plan keeps the manifests' order):
+    `groups_max` of them, or more where a run would exceed `weight_per_group_max`, at most
+    one per item, cut where the running total passes each equal share."""
+    total = sum(weights)
+    n = max(1, min(len(weights), max(groups_max, -(-total // weight_per_group_max))))
+    runs, start, done = [], 0, 0
+    for i, w in enumerate(weights):
+        done += w
+        if len(runs) < n - 1 and done * n >= total * (len(runs) + 1):
+            runs.append((start, i + 1))
+            start = i + 1
+    if start < len(weights):
+        runs.append((start, len(weights)))
+    return runs
+
+
+def _entries(m: ManifestFile) -> int:
+    """A manifest's announced live entries (optional counts missing: assume a full manifest)."""
+    if m.added_files_count is None and m.existing_files_count is None:
+        return ENTRIES_ASSUMED
+    return max(1, (m.added_files_count or 0) + (m.existing_files_count or 0))
 
 
 def split_tasks(tasks: list[FileScanTask], split_size_bytes: int) -> list[list[FileScanTask]]:
@@ -165,6 +193,8 @@ class PlanStats:
     plan_ms: float = 0.0
     driver_requests: int = 0
     executor_requests: int = 0
+    executor_cpu_ms: float = 0.0  # CPU of the planning tasks, summed
+    executor_cpu_busiest_ms: float = 0.0  # of the Python worker that spent the most on them
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -219,7 +249,7 @@ def plan_table_distributed(spark, ref, metadata: TableMetadata, snapshot: Snapsh
     from icefloe.impl.table.scan import snapshot_schema
     schema = snapshot_schema(metadata, snapshot)
     tree = TreeReader(io_of(ref))
-    groups_max = groups_max or spark.sparkContext.defaultParallelism * 4
+    groups_max = groups_max or spark.sparkContext.defaultParallelism * TASKS_PER_CORE
     groups = manifest_groups(tree, metadata, snapshot, expr, schema, groups_max)
     deletes = groups[0].deletes if groups else []
     index = {d[2].file_path: i for i, d in enumerate(deletes)}
@@ -230,13 +260,22 @@ def plan_table_distributed(spark, ref, metadata: TableMetadata, snapshot: Snapsh
     schema_json = T.schema_to_json(schema)
 
     def run(group: ManifestGroup):
+        import os
+        import time
+        cpu_before = time.process_time()
         io = io_of(ref)
         before = sum(io.counts.values())
         tasks = plan_group(TreeReader(io), group, T.schema_from_json(schema_json), expr)
-        yield _ipc(tasks_to_table(tasks, index)), sum(io.counts.values()) - before
+        data = _ipc(tasks_to_table(tasks, index))
+        yield data, sum(io.counts.values()) - before, (time.process_time() - cpu_before) * 1000, os.getpid()
 
     parts = spark.sparkContext.parallelize(groups, len(groups)).flatMap(run).collect()
     if stats is not None:
-        stats.executor_requests = sum(n for _, n in parts)
-    tables = [pa.ipc.open_stream(data).read_all() for data, _ in parts]
+        stats.executor_requests = sum(p[1] for p in parts)
+        stats.executor_cpu_ms = sum(p[2] for p in parts)
+        by_worker: dict = {}
+        for p in parts:
+            by_worker[p[3]] = by_worker.get(p[3], 0.0) + p[2]
+        stats.executor_cpu_busiest_ms = max(by_worker.values(), default=0.0)
+    tables = [pa.ipc.open_stream(p[0]).read_all() for p in parts]
     return pa.concat_tables(tables) if tables else PLAN_SCHEMA.empty_table(), deletes

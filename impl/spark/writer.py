@@ -26,7 +26,7 @@ from icefloe.impl.format.parquet import DataFileError, write_data_file
 from icefloe.impl.format.partitioning import split_by_partition
 from icefloe.impl.format.transforms import PartitionSpec, partition_spec_from_json, partition_spec_to_json
 from icefloe.impl.outcomes import Committed, Conflict, require_committed
-from icefloe.impl.table.env import partition_path
+from icefloe.impl.table.env import partition_path_of
 from icefloe.impl.table.producer import SERIALIZABLE, SNAPSHOT
 from icefloe.impl.spark.job import JobFiles, abort_job, commit_job, job_prefix
 from icefloe.impl.spark.options import SparkOptionError, TableRef, io_of, open_table
@@ -94,7 +94,6 @@ class IcefloeWriter(DataSourceArrowWriter):
         io = io_of(self.ref)
         prefix = job_prefix(self.table_location, self.job_id)
         job = JobFiles(io, self.table_location, self.job_id)
-        names = [pf.name for pf in spec.fields]
         files: list[DataFile] = []
         pending: list[pa.RecordBatch] = []
         pending_bytes = 0
@@ -111,7 +110,7 @@ class IcefloeWriter(DataSourceArrowWriter):
                 if outside:
                     raise DataFileError(f"{outside} rows do not match overwrite-filter {self.overwrite_filter!r}")
             for values, part in split_by_partition(rows, spec, schema):
-                path = partition_path(names, values)
+                path = partition_path_of(spec, schema, values)  # Iceberg's `field=value` naming
                 middle = f"{path}/" if path else ""
                 location = f"{prefix}{middle}{partition_id:05d}-{attempt}-{seq:04d}-{uuid.uuid4().hex}.parquet"
                 seq += 1

@@ -219,6 +219,7 @@ class DeleteWhere(FileChange):
         mask = E.to_arrow(E.bind(self.row_filter, schema))
         deletes = DeleteReader(c.io)
         rewrites = False
+        rewritten: list[DataFile] = []
         for task in plan_files(c.tree, c.base, start, self.row_filter):
             rows = read_task(c.io, task, schema, deletes)
             matched = rows.filter(mask).num_rows
@@ -228,6 +229,7 @@ class DeleteWhere(FileChange):
             survivors = rows.filter(not_true(mask))
             if survivors.num_rows:
                 rewrites = True
+                rewritten.append(task.data_file)
                 self.rows_to_add.append(survivors)
         if self.rows is not None:
             self.rows_to_add.append(self.rows)
@@ -240,6 +242,13 @@ class DeleteWhere(FileChange):
         self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(frozenset(self.removed), self.ref)]
         if self.isolation == SERIALIZABLE:
             self.reqs.append(NoConflictingData(self.row_filter, self.ref))
+        # Rows copied forward must not escape a delete committed meanwhile; an overwrite
+        # under serializable isolation also refuses new deletes of the rows it read (Java's
+        # validateNoConflictingDeletes; spec/PROTOCOL.md 7.3 "overwrite by filter").
+        checked = tuple(self.removed.values()) if self.rows is not None and self.isolation == SERIALIZABLE \
+            else tuple(rewritten)
+        if checked:
+            self.reqs.append(NoNewDeletesForFiles(checked, self.ref))
         return True
 
 

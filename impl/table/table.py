@@ -15,10 +15,11 @@ import pyarrow as pa
 
 from icefloe.impl.catalog.base import Catalog, CatalogError, NoSuchTable, TableAlreadyExists, TableIdentifier
 from icefloe.impl.format.manifest import DataFile
-from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot, SnapshotRef, TableMetadata, new_table_metadata, to_json
+from icefloe.impl.format.metadata import (
+    MAIN_BRANCH, MetadataError, Snapshot, SnapshotRef, TableMetadata, new_table_metadata, to_json)
 from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.format.types import Schema
-from icefloe.impl.io.base import ObjectStore
+from icefloe.impl.io.base import ObjectStore, StoreError
 from icefloe.impl.outcomes import CommitOutcome, Committed, require
 from icefloe.impl.table import maintenance, operations as ops, producer as P, scan as S
 from icefloe.impl.table.append_schema import conform_rows
@@ -161,14 +162,31 @@ class Table:
     def adopt(self, commit: PendingCommit) -> CommitOutcome:
         """After a commit begun here ended: once acknowledged, the handle takes the metadata
         it committed (no GET of an object this handle has read or written); otherwise it
-        refreshes, so it never shows a commit that did not land."""
+        refreshes, so it shows the table as it is (never older than what the commit read)
+        and never a commit that did not land. The outcome is decided before that refresh
+        and is returned whatever the refresh meets (`_refresh_after`)."""
         outcome = commit.outcome
         if (isinstance(outcome, Committed) and commit.new_metadata is not None
                 and outcome.metadata_location == commit.new_metadata_location):
             self._metadata, self.metadata_location = commit.new_metadata, commit.new_metadata_location
         else:
-            self.refresh()
+            self._refresh_after(commit)
         return outcome
+
+    def _refresh_after(self, commit: PendingCommit) -> None:
+        """Refresh after an outcome other than an acknowledged swap. If the table cannot be
+        read now (the catalog or store unavailable), the outcome still stands: a Conflict
+        stays "rejected", an Unknown stays "unknown" (9.1); the handle then takes the last
+        pointer value the commit itself read (a state the table had, no older than the
+        handle's), and the next refresh brings it up to date."""
+        try:
+            self.refresh()
+        except (CatalogError, StoreError, MetadataError):
+            base = commit.base
+            if base is None or commit.base_location is None:
+                return                       # it failed before reading the table: keep what we hold
+            if self._metadata is None or base.last_updated_ms >= self._metadata.last_updated_ms:
+                self._metadata, self.metadata_location = base, commit.base_location
 
     def _run(self, operation) -> CommitOutcome:
         commit = self.begin(operation)

@@ -32,6 +32,7 @@ from typing import Mapping
 
 import networkx as nx
 
+from icefloe.model.checks.cycles import shortest_cycles
 from icefloe.model.state import SERIALIZABLE, SNAPSHOT
 
 ALL = None  # a read predicate covering every partition
@@ -257,6 +258,14 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
         for sid, snap in sorted(new.items()):
             introduced_at[sid].append(i)
             siblings[snap.parent_id].append(sid)
+            if post.main == pre.main and sid != post.main:
+                # A commit to another branch: main did not move, and the snapshot descends
+                # from one the version it replaced held (that branch's head).
+                if snap.parent_id not in old and snap.parent_id not in new:
+                    anomalies.append(Anomaly("forked history", (str(sid),),
+                                             f"snapshot {sid} in {line[i]}, on a branch, has parent "
+                                             f"{snap.parent_id}, which {line[i - 1]} did not hold"))
+                continue
             if snap.parent_id != pre.main and snap.parent_id not in new:
                 anomalies.append(Anomaly("forked history", (str(sid),),
                                          f"snapshot {sid} in {line[i]} has parent {snap.parent_id}, "
@@ -375,7 +384,7 @@ def _check_isolation(h, committed, introduced_at, isolation, verdict, pair_budge
     for a, b, f in lost_update_pairs:
         verdict.anomalies.append(Anomaly("lost update", (a, b),
                                          f"{a} and {b} both removed {f}, neither seeing the other"))
-    for cycle in _cycles(g):
+    for cycle in shortest_cycles(g):
         n_rw = sum(1 for e in cycle if e.kind == "rw")
         kinds = {e.kind for e in cycle}
         name = "G2" if n_rw >= 2 else "G-single" if n_rw == 1 else "G0" if kinds <= {"ww"} else "G1c"
@@ -385,47 +394,6 @@ def _check_isolation(h, committed, introduced_at, isolation, verdict, pair_budge
             verdict.allowed.append(anomaly)
         else:
             verdict.anomalies.append(anomaly)
-
-
-def _cycles(g: nx.MultiDiGraph):
-    """One shortest cycle per class, searched the Elle way: G0/G1c in the graph without
-    rw edges; G-single as an rw edge closed by a path without rw; G2 in what remains."""
-    plain = nx.DiGraph()
-    plain.add_nodes_from(g.nodes)
-    rw_edges = []
-    for a, b, data in g.edges(data=True):
-        if data["kind"] == "rw":
-            rw_edges.append(data["edge"])
-        elif not plain.has_edge(a, b):
-            plain.add_edge(a, b, edge=data["edge"])
-    found = []
-    try:
-        cyc = nx.find_cycle(plain)
-        found.append([plain.edges[a, b]["edge"] for a, b in cyc])
-    except nx.NetworkXNoCycle:
-        pass
-    for rw in rw_edges:
-        try:
-            path = nx.shortest_path(plain, rw.dst, rw.src)
-        except nx.NetworkXNoPath:
-            continue
-        found.append([rw] + [plain.edges[x, y]["edge"] for x, y in zip(path, path[1:])])
-        break
-    if not any(sum(1 for e in c if e.kind == "rw") == 1 for c in found):
-        full = nx.DiGraph()
-        for a, b, data in g.edges(data=True):
-            if not full.has_edge(a, b) or data["kind"] == "rw":
-                full.add_edge(a, b, edge=data["edge"])
-        for rw in rw_edges:
-            try:
-                path = nx.shortest_path(full, rw.dst, rw.src)
-            except nx.NetworkXNoPath:
-                continue
-            cycle = [rw] + [full.edges[x, y]["edge"] for x, y in zip(path, path[1:])]
-            if sum(1 for e in cycle if e.kind == "rw") >= 2:
-                found.append(cycle)
-                break
-    return found
 
 
 def render(v: Verdict) -> str:

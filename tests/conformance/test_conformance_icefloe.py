@@ -13,7 +13,7 @@ import pytest
 from icefloe.conformance import adapter as A
 from icefloe.conformance import conform
 from icefloe.conformance.engines import icefloe_engine as I
-from icefloe.conformance.profiles import MEMORY, PROFILES, S3, bounds_for
+from icefloe.conformance.profiles import MEMORY, PROFILES, S3, bounds_for, classic_bounds
 from icefloe.conformance.runs import replay
 from icefloe.impl.table.files import TreeReader
 from icefloe.conformance.violation import InvalidProgram, Violation
@@ -171,7 +171,7 @@ def test_engine_may_abort_sooner_than_the_model_when_the_model_aborts_too():
     as well (its starting snapshot was expired). Method: replay that program on icefloe with
     its manifest cache off (icefloe itself caches what it planned with and fails later, at
     validation, like the model)."""
-    bounds = replace(bounds_for(_icefloe(), PROFILES["deep"]), ops=1, faults=(), fault_budget=0)
+    bounds = replace(classic_bounds(bounds_for(_icefloe(), PROFILES["deep"])), ops=1, faults=(), fault_budget=0)
     program = [("Begin", 1, "rewrite"), ("Begin", 2, "delete"), ("WriteManifests", 2), ("WriteManifestList", 2),
                ("WriteMetadata", 2), ("Swap", 2), ("Begin", 3, "expire"), ("WriteMetadata", 3), ("Swap", 3),
                ("WriteData", 1)]

@@ -2,6 +2,7 @@
 vacuity guard of a random search (suite.vacuity over the search's own share of a run)."""
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 from icefloe.conformance import adapter as A, coverage as C, graph_cache as G, suite
@@ -42,6 +43,53 @@ def test_the_cache_can_be_turned_off(tmp_path, monkeypatch):
     assert G.directory() is None
     G.explore(ORPHANS, _bounds(), False)
     assert not list(tmp_path.rglob("*.pickle"))
+
+
+def test_the_cache_keeps_the_most_recently_used_files_and_no_more(tmp_path, monkeypatch):
+    """Goal: the cache directory is bounded: past ENTRIES_MAX the least recently used files
+    go, a file just read counts as used, and a dead writer's old temporary file goes too.
+    Method: five files of another code version with ageing times (the oldest read back just
+    now), a bound of three, then one real search writes its file."""
+    monkeypatch.setenv(G.ENV, str(tmp_path))
+    monkeypatch.setattr(G, "ENTRIES_MAX", 3)
+    b = _bounds()
+    C.explore.cache_clear()
+    G.explore(ORPHANS, b, False)
+    [real] = tmp_path.glob("orphans-*.pickle")
+    old = []
+    for age in range(5):
+        f = tmp_path / f"faults-{age:032d}.pickle"
+        f.write_bytes(b"from an older version of the code")
+        os.utime(f, (1_000_000 - age, 1_000_000 - age))
+        old.append(f)
+    os.utime(real, (1, 1))                       # the oldest of all, until it is read
+    dead = tmp_path / "x.tmp"
+    dead.write_bytes(b"half")
+    os.utime(dead, (1, 1))
+    C.explore.cache_clear()
+    G.explore(ORPHANS, b, False)                 # a hit: touched, nothing written
+    assert len(list(tmp_path.glob("*.pickle"))) == 6
+    C.explore.cache_clear()
+    G.explore(ORPHANS, replace(b, fault_budget=b.fault_budget + 1), False)   # a miss: written, then pruned
+    left = sorted(f.name for f in tmp_path.iterdir())
+    assert len(left) == 3 and real.name in left and old[0].name in left, left
+    assert not dead.exists() and not any(f.exists() for f in old[1:])
+    assert G.prune(tmp_path, 1) and len(list(tmp_path.iterdir())) == 1
+
+
+def test_the_cache_is_bounded_in_bytes_too(tmp_path):
+    """Goal: past BYTES_MAX the least recently used files go, whatever their count, and the
+    newest stays even if it alone is larger. Method: four files of 1,000 bytes with ageing
+    times, pruned at 2,500 bytes, then at 10 bytes."""
+    files = []
+    for age in range(4):
+        f = tmp_path / f"faults-{age:032d}.pickle"
+        f.write_bytes(b"x" * 1000)
+        os.utime(f, (1_000_000 - age, 1_000_000 - age))
+        files.append(f)
+    gone = G.prune(tmp_path, entries_max=100, bytes_max=2500)
+    assert sorted(gone) == sorted(files[2:]) and all(f.exists() for f in files[:2])
+    assert G.prune(tmp_path, entries_max=100, bytes_max=10) == [files[1]] and files[0].exists()
 
 
 def test_a_search_that_drew_too_little_is_vacuous_without_directed_programs():

@@ -21,7 +21,7 @@ import pytest
 from icefloe.conformance import adapter as A
 from icefloe.conformance import suite
 from icefloe.conformance.backends import Backends
-from icefloe.conformance.profiles import MEMORY, PROFILES, Profile, bounds_for
+from icefloe.conformance.profiles import MEMORY, PROFILES, Profile, bounds_for, classic_bounds
 from icefloe.conformance.runs import Sink, new_lockstep
 from icefloe.conformance.engines.flawed import DESCRIPTIONS, VARIANTS
 from icefloe.conformance.engines.icefloe_engine import engine as reference_engine
@@ -103,9 +103,11 @@ def backends():
 
 
 def replay_judged(engine, program, backends, ctx_seed=None, profile=SEARCH, bounds=None):
-    """Replay `program` (at `bounds`, default the profile's); return (the Violation the suite
-    raises or None, the damage)."""
-    lock = new_lockstep(engine, backends, MEMORY, bounds or bounds_for(engine, profile), SEED, Stats(), ctx_seed)
+    """Replay `program` (at `bounds`, default the profile's without partitions, delete files
+    or refs, as the programs here are written); return (the Violation the suite raises or
+    None, the damage)."""
+    bounds = bounds or classic_bounds(bounds_for(engine, profile))
+    lock = new_lockstep(engine, backends, MEMORY, bounds, SEED, Stats(), ctx_seed)
     violation = None
     try:
         try:

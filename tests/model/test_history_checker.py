@@ -190,3 +190,22 @@ def test_a_commit_whose_version_file_was_overwritten_in_place_is_lost():
     lost = [a.ops for a in verdict.anomalies if a.name == "lost commit"]
     assert lost == [("T1",)], render(verdict)
     assert verdict.counts["committed"] == 2      # T2 and the rollback
+
+
+def test_a_commit_to_a_branch_is_linear_when_it_descends_from_a_held_snapshot():
+    """Goal: a commit to another branch (main's head unchanged) is not a fork, and one whose
+    parent no earlier version held is. Method: branch commits 1 <- 2 on top of main's 0
+    (each main-preserving version), then one whose parent 7 never existed."""
+    branch = history(versions=(V0, v("m1", "m0", 0, S0, snap(1, 0, "a", "b")),
+                               v("m2", "m1", 0, S0, snap(1, 0, "a", "b"), snap(2, 1, "a", "b", "c"))),
+                     current="m2",
+                     operations=(op("B1", "append", 1, 0, loc="m1", added={"b"}),
+                                 op("B2", "append", 2, 1, loc="m2", added={"c"})),
+                     file_partitions=PARTS)
+    verdict = check_history(branch)
+    assert verdict.valid is True, render(verdict)
+    assert verdict.counts["committed"] == 2
+    orphan = history(versions=(V0, v("m1", "m0", 0, S0, snap(1, 7, "a", "b"))), current="m1",
+                     operations=(op("B1", "append", 1, 7, loc="m1", added={"b"}),), file_partitions=PARTS)
+    forks = [a for a in check_history(orphan).anomalies if a.name == "forked history"]
+    assert forks and forks[0].ops == ("1",), render(check_history(orphan))

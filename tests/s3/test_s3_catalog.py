@@ -156,6 +156,33 @@ def test_lost_response_after_the_swap_landed_is_swapped(moto_s3, proxy, store_fo
     assert catalog.load(T) == v1
 
 
+@pytest.mark.parametrize("attempts_max, puts", [(1, 1), (4, 2)])
+def test_lost_response_and_failed_read_back_then_own_pointer_is_swapped(moto_s3, proxy, store_for, prefix,
+                                                                         attempts_max, puts):
+    """Goal: after a lost answer whose read-back failed too, a catalog that then reads its own
+    pointer (`new`, previous `expected`) reports Swapped: "built on my base" also describes our
+    own landed swap, so "is it mine?" must be asked first (apache/iceberg #3717 class). Method:
+    the proxy applies A's PUT and resets its answer, resets A's first read of the pointer after
+    it (the store's read-back: StoreOutcomeUnknown), and lets the catalog's reconcile read through."""
+    client = f"flicker-{uuid.uuid4().hex[:8]}"
+    catalog = S3Catalog(store_for(proxy.endpoint_url, client=client, attempts_max=attempts_max),
+                        warehouse_of(prefix))
+    v0, v1 = write_metadata(catalog, 0), write_metadata(catalog, 1)
+    catalog.create(T, v0)
+    assert catalog.load(T) == v0
+    lost = proxy.add_rule(Rule(LoseResponse("reset"), Match(operation="ConditionalPutObject",
+                                                            key="*pointer.json", client=client), nth=1))
+    read_back = proxy.add_rule(Rule(Reset(), Match(operation="GetObject", key="*pointer.json", client=client),
+                                    nth=1))
+    before = server_counts(moto_s3, client)
+    assert catalog.swap(T, v0, v1) == Swapped(v1)
+    assert lost.fired == 1 and read_back.fired == 1
+    # the reset read never reached the server: one GET there is the catalog's own
+    assert server_counts(moto_s3, client) - before == Counter({"ConditionalPutObject": puts, "GetObject": 1})
+    assert pointer_json(catalog)["previous-metadata-location"] == v0
+    assert catalog.load(T) == v1
+
+
 @pytest.mark.parametrize("swaps_on_top", [1, 2])
 def test_lost_response_then_swaps_built_on_it(moto_s3, proxy, store_for, prefix, swaps_on_top):
     """Goal: a landed swap is never reported rejected because others built on it, where a

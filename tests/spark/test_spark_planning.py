@@ -117,3 +117,19 @@ def test_compaction_job_rewrites_and_validates(spark, opts):
                          "replace", [new_file], [f.file_path for f in inputs], start.snapshot_id).outcome
     assert isinstance(outcome, Conflict) and "FilesStillLive" in outcome.reason
     assert job.data_files() == []
+
+
+def test_planning_tasks_are_balanced_contiguous_runs_of_manifests():
+    """Goal: executor planning splits the manifests into few contiguous groups of about equal
+    entries, more only where a group would exceed its bound. Method: balanced_runs on equal,
+    skewed and tiny inputs; the runs cover every manifest once, in order."""
+    from icefloe.impl.spark.planning import balanced_runs
+    for weights, groups_max, cap in (([1000] * 1000, 4, 250_000), ([1000] * 1000, 4, 100_000),
+                                     ([5, 1, 1, 1, 1, 1], 3, 100), ([7], 4, 1), ([1] * 3, 8, 10), ([], 4, 10)):
+        runs = balanced_runs(weights, groups_max, cap)
+        assert [i for s, e in runs for i in range(s, e)] == list(range(len(weights)))
+        assert all(e > s for s, e in runs)
+        if weights:
+            assert len(runs) == min(len(weights), max(groups_max, -(-sum(weights) // cap)))
+    assert balanced_runs([1000] * 1000, 4, 250_000) == [(0, 250), (250, 500), (500, 750), (750, 1000)]
+    assert len(balanced_runs([1000] * 1000, 4, 100_000)) == 10

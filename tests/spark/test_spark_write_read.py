@@ -7,6 +7,7 @@ import datetime
 import pytest
 
 from icefloe.impl.format.manifest import ManifestContent
+from icefloe.impl.outcomes import Committed
 from icefloe.impl.spark.options import SparkOptionError, table_ref
 from spark_helpers import PATHS, TABLE, load, make_table, open_table, save
 
@@ -85,6 +86,39 @@ def test_rows_outside_the_overwrite_filter_fail_the_job(spark, opts, path):
         save(_frame(spark, 100, 8).select("id", "cat", "v"), opts, path, "overwrite", overwrite_filter="cat = 'a'")
     assert open_table(opts).metadata_location == before
     assert data_files_on_disk(opts) == files_before
+
+
+def test_data_source_and_compaction_name_partition_folders_as_iceberg_does(spark, opts):
+    """Goal: the data source's writer and the compaction job lay files out in Iceberg's
+    `field=value` folders (transforms in their human form, as the rest of impl and
+    Iceberg-Java do), never raw transform numbers. Method: write through the data source with
+    identity, day, month and bucket fields, compact, and compare every live file's folder under
+    its job prefix with env.partition_path_of of its partition tuple."""
+    import re
+    from icefloe.impl.spark.maintenance import compact
+    from icefloe.impl.table.env import partition_path_of
+    frame = _frame(spark, 0, 120).select("id", "cat", "day", "ts")
+    spec_text = "cat, day(day), month(ts), bucket(4, id)"
+    for _ in range(2):  # two appends: every partition has two small files to compact
+        save(frame, opts, "source", create_table="true", partition_by=spec_text)
+
+    def folders(table):
+        schema, spec = table.metadata.schema(), table.metadata.spec()
+        out = []
+        for _, e in table.tree.live_entries(table.current_snapshot(), ManifestContent.DATA):
+            folder = re.sub(r"^.*/data/spark-[0-9a-f]+/", "", e.data_file.file_path).rsplit("/", 1)[0]
+            assert folder == partition_path_of(spec, schema, e.data_file.partition), e.data_file.file_path
+            out.append(folder)
+        return out
+
+    table = open_table(opts)
+    written = folders(table)
+    assert written and all(re.fullmatch(r"cat=[a-d]/day_day=2024-01-\d\d/ts_month=2024-01/id_bucket=[0-3]", f)
+                           for f in written), written[:3]
+    assert isinstance(compact(spark, TABLE, opts).outcome, Committed)
+    table.refresh()
+    assert table.current_snapshot().operation == "replace"
+    assert sorted(set(folders(table))) == sorted(set(written))
 
 
 def test_bad_options_are_typed_errors():

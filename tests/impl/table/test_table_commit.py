@@ -170,6 +170,26 @@ def test_compaction_against_concurrent_position_delete_conflicts(mem):
     assert isinstance(outcome, Conflict) and "NoNewDeletesForFiles" in outcome.reason
 
 
+def test_copy_on_write_against_concurrent_position_delete_conflicts(mem):
+    """7.3 overwrite / delete by filter: a delete file added after it read a file it
+    rewrites fails it (the deleted row would come back in the copy); a serializable
+    overwrite also refuses one for a file it read. Method: step each to its swap, commit a
+    position delete of row 1 from a rival, run it; row 1 stays deleted."""
+    from delete_writers import position_delete_file
+    for operation in (P.DeleteWhere("id = 2", None), P.DeleteWhere("cat = 'a'", rows([9], "a"))):
+        mem = memory_stack()
+        table = mem.create()
+        table.append(rows([1, 2, 3], ["a", "a", "b"]))
+        commit = table.new_commit(operation)
+        step_to(commit, SWAP)
+        target = table.plan_files()[0].data_file.file_path
+        other = rival(mem)
+        assert isinstance(other.add_delete_files([position_delete_file(other, [(target, 0)])], [target]), Committed)
+        outcome = commit.run()
+        assert isinstance(outcome, Conflict) and "NoNewDeletesForFiles" in outcome.reason, operation
+        assert ids_of(rival(mem).scan()) == [2, 3]
+
+
 def test_two_deletes_of_the_same_file_second_conflicts(mem):
     """7.3 delete files: the file must be live in every snapshot in between."""
     table = mem.create()

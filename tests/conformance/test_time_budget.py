@@ -1,0 +1,37 @@
+"""A conformance run's time budget (Profile.seconds_max, `icefloe conform --time-budget`): the
+run ends when it runs out, and a run it cut short is reported so, never as a pass."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from icefloe.conformance import adapter as A, conform
+from icefloe.conformance.profiles import PROFILES, Profile
+from icefloe.conformance.suite import run_suite
+
+
+def test_a_budget_spent_before_the_directed_programs_is_a_cut_not_a_pass():
+    """Goal: a run out of time before its directed programs says so and does not pass. Method:
+    the ci profile with a budget of zero seconds, on the memory store."""
+    result = run_suite(A.load_engine("icefloe"), "icefloe", replace(PROFILES["ci"], seconds_max=0.0),
+                       stores=("memory",))
+    assert result.failure is None and not result.passed
+    assert result.vacuity[0].startswith("cut short") and "directed programs not run" in result.vacuity[0]
+    assert result.stats.examples == 0
+    assert all(f["covered"] == 0 for f in result.coverage.values())
+
+
+def test_a_budget_that_runs_out_in_the_random_search_stops_it_at_once():
+    """Goal: the random search stops at its next step once the budget has run out, without
+    shrinking or judging a half-run example, and the run is a cut. Method: a profile without
+    directed programs whose budget is already spent when the search starts."""
+    tiny = Profile("tiny", examples_memory=5, examples_s3=0, steps=10, directed=False, seconds_max=0.0)
+    result = run_suite(A.load_engine("icefloe"), "icefloe", tiny, stores=("memory",))
+    assert result.failure is None and not result.passed
+    assert result.vacuity[0].startswith("cut short")
+    assert result.stats.steps == 0 and result.stats.examples <= 1
+
+
+def test_the_cli_refuses_a_negative_budget(capsys):
+    """Goal: a negative --time-budget is a usage error. Method: the CLI's exit code."""
+    assert conform.main(["--time-budget", "-1", "--no-progress"]) == conform.EXIT_USAGE
+    assert "--time-budget" in capsys.readouterr().err
