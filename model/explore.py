@@ -174,9 +174,10 @@ def explore(spec, max_states: int | None = None, collect: bool = False,
             break
     event_actions = getattr(spec, "EVENT_ACTIONS", None)
     next_frontier: list = []
+    labels: dict = {}       # one object per distinct label: millions of parent pointers share them
 
     def on_new(key, parent_key, label, state) -> bool:
-        parents[key] = (parent_key, label)
+        parents[key] = (parent_key, labels.setdefault(label, label))
         next_frontier.append((key, state))
         if collect:
             reachable.append(state)

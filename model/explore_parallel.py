@@ -47,6 +47,7 @@ class _Worker:
         self.check_safety = X.safety_checker(spec)
         self.partition_key = getattr(spec, "partition_key", None) or (lambda state: state)
         self.parents: dict = {}
+        self.labels: dict = {}          # one object per distinct label, shared by the parent pointers
         self.frontier: list = []
         self.level_no = 0
 
@@ -69,6 +70,7 @@ class _Worker:
     def expand(self):
         """Phase 1: expand the owned frontier; write the batches for the other workers."""
         parents, partition_key, workers, me = self.parents, self.partition_key, self.workers, self.index
+        labels = self.labels
         nxt: list = []
         outbox: list = [dict() for _ in range(workers)]
         where: list = [me]                # the owner of the successor is_new just saw
@@ -86,7 +88,7 @@ class _Worker:
 
         def on_new(k, parent_key, label, state) -> bool:
             if where[0] == me:
-                parents[k] = (parent_key, label)
+                parents[k] = (parent_key, labels.setdefault(label, label))
                 nxt.append((k, state))
                 return True
             outbox[where[0]][k] = (parent_key, label, state)
@@ -115,7 +117,7 @@ class _Worker:
             for k, (parent_key, label, state) in batch:
                 if k in self.parents:
                     continue
-                self.parents[k] = (parent_key, label)
+                self.parents[k] = (parent_key, self.labels.setdefault(label, label))
                 self.frontier.append((k, state))
         self.level_no += 1
         return self._summary(level, len(self.frontier))
