@@ -104,7 +104,7 @@ def render(parts: list) -> str:
     met = targets_met(t)
     p0 = parts[0]
     lines = [BEGIN, "",
-             f"Last run: {', '.join(p['finished'] for p in parts)}; `make campaign-deep` "
+             f"Last run: {', '.join(p['finished'] for p in parts)}; {_command(p0)} "
              f"({p0['processes']} processes x {p0['commits']} operations per part, seed {p0['seed']}, "
              f"deep plan, serializable; {p0.get('cpus', '?')} cores shared with other work, load averages below).",
              *[f"{p['catalog']} part stopped early: the writers started no new operation after "
@@ -140,6 +140,14 @@ def render(parts: list) -> str:
     lines += ["", "Targets: " + "; ".join(f"{k}: {'met' if ok else 'NOT met'}" for k, ok in met.items()) + ".",
               "", "Rerun one part: " + "; ".join(f"`{p['rerun']}`" for p in parts) + ".", "", END]
     return "\n".join(lines)
+
+
+def _command(part: dict) -> str:
+    """How the figures were made: the make target, or the module with the part's budget."""
+    b = part.get("config", {}).get("budget") or {}
+    args = ([f"--time-budget {b['seconds']:g}"] if b.get("seconds") else []) + \
+        ([f"--fault-budget {b['faults']}"] if b.get("faults") else [])
+    return f"`python -m icefloe.conformance.campaign_deep {' '.join(args)}`" if args else "`make campaign-deep`"
 
 
 def write_docs(docs: Path, text: str) -> None:

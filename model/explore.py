@@ -104,14 +104,14 @@ class _Level:
 
 
 def _expand(spec, frontier, key_of, is_new, on_new, check_safety, terminal, event_actions, level: _Level):
-    """Expand `frontier` (the states of one BFS level this process owns). For each
+    """Expand `frontier` (the (key, state) pairs of one BFS level this process owns: a
+    state's key is computed once, when it is found). For each
     successor, `is_new(key, state)` decides whether it is unseen here; `on_new(key, parent_key,
     label, state)` records it and says whether to check it here, `check_safety(state, parent)`.
     Stops at the first violation."""
     successors, is_terminal, events = spec.successors, spec.is_terminal, spec.events
     coverage, counted = level.coverage, level.events
-    for s in frontier:
-        key_s = key_of(s)
+    for key_s, s in frontier:
         succ = list(successors(s))
         if not succ:
             level.final_states += 1
@@ -165,7 +165,7 @@ def explore(spec, max_states: int | None = None, collect: bool = False,
         if k in parents:
             continue
         parents[k] = (None, None)
-        frontier.append(s0)
+        frontier.append((k, s0))
         if collect:
             reachable.append(s0)
         why = check_safety(s0)
@@ -174,10 +174,11 @@ def explore(spec, max_states: int | None = None, collect: bool = False,
             break
     event_actions = getattr(spec, "EVENT_ACTIONS", None)
     next_frontier: list = []
+    labels: dict = {}       # one object per distinct label: millions of parent pointers share them
 
     def on_new(key, parent_key, label, state) -> bool:
-        parents[key] = (parent_key, label)
-        next_frontier.append(state)
+        parents[key] = (parent_key, labels.setdefault(label, label))
+        next_frontier.append((key, state))
         if collect:
             reachable.append(state)
         return True

@@ -9,7 +9,9 @@ keeps the fingerprints (and parent pointers) of the states it owns and the part 
 BFS level it owns. A level runs in two phases, in lockstep across workers:
   1. expand: each worker computes the successors of its frontier; a successor it owns
      is recorded at once (if new), one another worker owns is batched for that worker
-     (once per level, however many times it is reached);
+     (once per level, however many times it is reached); either is checked there, with
+     its parent's help (IcebergSpec.check_safety), the first time this worker meets it
+     in the level;
   2. absorb: each worker reads the batches sent to it and records the new states.
 Batches travel as pickle files in a private temporary directory, so no pipe can fill
 and block two workers that send to each other. The processes are forked, so they share
@@ -45,6 +47,7 @@ class _Worker:
         self.check_safety = X.safety_checker(spec)
         self.partition_key = getattr(spec, "partition_key", None) or (lambda state: state)
         self.parents: dict = {}
+        self.labels: dict = {}          # one object per distinct label, shared by the parent pointers
         self.frontier: list = []
         self.level_no = 0
 
@@ -58,7 +61,7 @@ class _Worker:
             if self.owner(s0) != self.index or k in self.parents:
                 continue
             self.parents[k] = (None, None)
-            self.frontier.append(s0)
+            self.frontier.append((k, s0))
             why = self.check_safety(s0)
             if why and level.violation is None:
                 level.violation = (why, k)
@@ -66,22 +69,30 @@ class _Worker:
 
     def expand(self):
         """Phase 1: expand the owned frontier; write the batches for the other workers."""
-        parents, owner, me = self.parents, self.owner, self.index
+        parents, partition_key, workers, me = self.parents, self.partition_key, self.workers, self.index
+        labels = self.labels
         nxt: list = []
-        outbox: list = [dict() for _ in range(self.workers)]
+        outbox: list = [dict() for _ in range(workers)]
         where: list = [me]                # the owner of the successor is_new just saw
+        # The last partition key seen and its owner: successors of one state mostly share
+        # their partition key object (the pointer's history, which few actions change),
+        # and the same object has the same owner.
+        last: list = [None, me]
 
         def is_new(k, state) -> bool:
-            o = where[0] = owner(state)
+            p = partition_key(state)
+            if p is not last[0]:
+                last[0], last[1] = p, hash(p) % workers
+            o = where[0] = last[1]
             return k not in parents if o == me else k not in outbox[o]
 
         def on_new(k, parent_key, label, state) -> bool:
             if where[0] == me:
-                parents[k] = (parent_key, label)
-                nxt.append(state)
+                parents[k] = (parent_key, labels.setdefault(label, label))
+                nxt.append((k, state))
                 return True
             outbox[where[0]][k] = (parent_key, label, state)
-            return False                  # its owner checks it when it absorbs it
+            return True                   # checked here, where its parent is at hand
 
         level = X._Level()
         X._expand(self.spec, self.frontier, hash, is_new, on_new, self.check_safety, self.spec.terminal,
@@ -106,12 +117,8 @@ class _Worker:
             for k, (parent_key, label, state) in batch:
                 if k in self.parents:
                     continue
-                self.parents[k] = (parent_key, label)
-                self.frontier.append(state)
-                if level.violation is None:
-                    why = self.check_safety(state)
-                    if why:
-                        level.violation = (why, k)
+                self.parents[k] = (parent_key, self.labels.setdefault(label, label))
+                self.frontier.append((k, state))
         self.level_no += 1
         return self._summary(level, len(self.frontier))
 

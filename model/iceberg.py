@@ -9,6 +9,7 @@ each changes one rule and is named after the real bug it reproduces.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from icefloe.model import operations as O
 from icefloe.model.operations import apply_actions, current, head_snap, justified, manifest_obj, validate
@@ -86,8 +87,15 @@ class Bounds:
         assert self.partitions in (1, 2), self.partitions
         assert self.refs or not {TAG_OP, FAST_FORWARD} & set(self.kinds), "tag, fast_forward need refs"
 
-    def choices(self, kind: str) -> list[tuple[int, str, tuple]]:
-        """(partition, ref, label suffix) for each way to begin an operation of `kind`."""
+    def choices(self, kind: str) -> tuple[tuple[int, str, tuple], ...]:
+        """(partition, ref, label suffix) for each way to begin an operation of `kind`
+        (computed once per kind: the explorer asks at every Begin)."""
+        cache = self.__dict__.setdefault("_choices", {})
+        if kind not in cache:
+            cache[kind] = tuple(self._choices_of(kind))
+        return cache[kind]
+
+    def _choices_of(self, kind: str) -> list[tuple[int, str, tuple]]:
         parts = range(1, self.partitions + 1) if kind in PARTITION_KINDS else (NO_PART,)
         refs = (MAIN, BRANCH) if self.refs and kind == APPEND else (MAIN,)
         return [(p, r, ((p,) if self.partitions > 1 and p != NO_PART else ())
@@ -110,7 +118,9 @@ def bootstrap_metas(b: Bounds) -> tuple:
     return frozenset({((0, 1, 1), m1), ((0, 2, 1), m2)})
 
 
+@lru_cache(maxsize=None)
 def idle_writer(k: int, ops: int) -> Writer:
+    """A writer before operation k (of `ops`); one shared record per (k, ops)."""
     return Writer(k, "", PLAN if k <= ops else DONE, 0, NO_META, NO_SNAP,
                   frozenset(), NO_SNAP, frozenset(), False, False, NO_PART, MAIN, NO_ROW, 0)
 
@@ -137,10 +147,11 @@ def initial_state(b: Bounds) -> State:
 
 # -- small helpers --------------------------------------------------------------------------
 
-def set_writer(s: State, w: int, wr: Writer) -> State:
-    writers = list(s.writers)
-    writers[w - 1] = wr
-    return s._replace(writers=tuple(writers))
+def set_writer(s: State, w: int, wr: Writer, **changes) -> State:
+    """s with writer w's record replaced by wr (and the other fields in `changes`, in
+    the same step: the explorer builds millions of successor states)."""
+    ws = s.writers
+    return s._replace(writers=ws[:w - 1] + (wr,) + ws[w:], **changes)
 
 
 def op_objects(s: State, w: int, k: int) -> frozenset:
@@ -166,7 +177,7 @@ def finish(s: State, w: int, res: str, spurious: bool = False) -> State:
     row = list(outcomes[w - 1])
     row[wr.k - 1] = Outcome(res, wr.lone, wr.healed, spurious)
     outcomes[w - 1] = tuple(row)
-    return set_writer(s._replace(outcomes=tuple(outcomes)), w, idle_writer(wr.k + 1, len(row)))
+    return set_writer(s, w, idle_writer(wr.k + 1, len(row)), outcomes=tuple(outcomes))
 
 
 def delete_objects(s: State, objs: frozenset) -> State:
@@ -215,7 +226,7 @@ def write_data(s: State, w: int) -> State:
         objs.add(data_obj((w, wr.k)))
     if wr.kind in DELETE_FILE_KINDS:
         objs.add(delete_obj((w, wr.k)))
-    return set_writer(s._replace(store=s.store | objs), w, wr._replace(phase=MANIFESTS))
+    return set_writer(s, w, wr._replace(phase=MANIFESTS), store=s.store | objs)
 
 
 def write_manifests(b: Bounds, s: State, w: int) -> State:
@@ -224,21 +235,21 @@ def write_manifests(b: Bounds, s: State, w: int) -> State:
     if wr.kind == APPEND and b.variant == "stale-sequence-number-on-retry":
         # The manifest's entries carry an explicit data sequence number, fixed now.
         nxt = nxt._replace(mseq=mget(s.metas, wr.base).last_seq + 1)
-    return set_writer(s._replace(store=s.store | {manifest_obj(wr, w)}), w, nxt)
+    return set_writer(s, w, nxt, store=s.store | {manifest_obj(wr, w)})
 
 
 def write_manifest_list(s: State, w: int) -> State:
     wr = s.writers[w - 1]
     obj = ("l", w, wr.k, wr.attempt)
-    return set_writer(s._replace(store=s.store | {obj}), w, wr._replace(phase=METADATA))
+    return set_writer(s, w, wr._replace(phase=METADATA), store=s.store | {obj})
 
 
 def write_metadata(b: Bounds, s: State, w: int) -> State:
     wr = s.writers[w - 1]
     mid = (w, wr.k, wr.attempt)
     meta = apply_actions(b, s, w, wr)
-    s = s._replace(store=s.store | {meta_obj(mid)}, metas=mput(s.metas, mid, meta))
-    return set_writer(s, w, wr._replace(phase=SWAP))
+    return set_writer(s, w, wr._replace(phase=SWAP), store=s.store | {meta_obj(mid)},
+                      metas=mput(s.metas, mid, meta))
 
 
 def expire_cleanup(b: Bounds, s: State, pre: Meta, post: Meta) -> State:

@@ -3,10 +3,12 @@ variants (spec/PROTOCOL.md "Negative controls") behind one small interface."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import is_not, itemgetter
 from typing import Callable, Iterable, Protocol
 
 from icefloe.model import checks, iceberg
 from icefloe.model.state import RETRY, State
+
 
 
 class Spec(Protocol):
@@ -29,6 +31,7 @@ class IcebergSpec:
     # Check just these safety properties (for a shortest trace of one; empty: all).
     only: tuple = ()
     _history_verdicts: dict = field(default_factory=dict, repr=False)
+    _plans: dict = field(default_factory=dict, repr=False, compare=False)
     # The only actions `events` can name an event for (the explorer skips the others).
     EVENT_ACTIONS = frozenset({"Swap", "Retry", "Resolve", "Deliver"})
 
@@ -75,7 +78,9 @@ class IcebergSpec:
         """Every safety property. History-only verdicts are cached by history_key. With
         `parent` (a state that satisfied every property and from which one transition
         leads to `state`), a check none of whose fields changed (the same objects: the
-        model shares what a transition leaves alone) keeps the parent's verdict."""
+        model shares what a transition leaves alone) keeps the parent's verdict. Which
+        checks run depends only on which fields changed: that plan is computed once per
+        pattern of changes (a handful of patterns cover millions of transitions)."""
         b = self.bounds
         if self.only:
             for name, fn in self._safety_checks().items():
@@ -83,8 +88,15 @@ class IcebergSpec:
                 if why:
                     return name, why
             return None
-        same = None if parent is None else {f for f in self.FIELDS if getattr(state, f) is getattr(parent, f)}
-        if same is None or not same.issuperset(self.HISTORY_READS):
+        if parent is None:
+            history, run = self._plan(None)
+        else:
+            changed = tuple(map(is_not, _FIELDS_OF(state), _FIELDS_OF(parent)))
+            plan = self._plans.get(changed)
+            if plan is None:
+                plan = self._plans[changed] = self._plan(changed)
+            history, run = plan
+        if history:
             key = checks.history_key(state)
             cached = self._history_verdicts.get(key, False)
             if cached is False:
@@ -97,13 +109,20 @@ class IcebergSpec:
                 self._history_verdicts[key] = cached
             if cached:
                 return cached
-        for name, fn in checks.SAFETY_CHECKS.items():
-            if name in checks.HISTORY_CHECKS or (same is not None and same.issuperset(self.CHECK_READS[name])):
-                continue
+        for name, fn in run:
             why = fn(b, state)
             if why:
                 return name, why
         return None
+
+    def _plan(self, changed: tuple | None) -> tuple[bool, tuple]:
+        """(whether the history checks run, the other checks that run, in order) when the
+        fields of FIELDS flagged in `changed` differ from the parent's (None: no parent)."""
+        same = set() if changed is None else {f for f, c in zip(self.FIELDS, changed) if not c}
+        history = not same.issuperset(self.HISTORY_READS)
+        run = tuple((name, fn) for name, fn in checks.SAFETY_CHECKS.items()
+                    if name not in checks.HISTORY_CHECKS and not same.issuperset(self.CHECK_READS[name]))
+        return history, run
 
     FIELDS = ("acked", "cat", "consumed", "content", "deleted", "dels", "hist", "outcomes", "parts", "store")
 
@@ -151,6 +170,10 @@ class IcebergSpec:
         extra = f"; in flight {sorted(state.inflight)}" if state.inflight else ""
         return (f"pointer {state.cat} main={meta.head} files={sorted(head.files)}"
                 f" snapshots={sorted(x.id for x in meta.snaps)} | {ws}{extra}")
+
+
+# The fields of FIELDS of a state, as one tuple (check_safety compares them with the parent's).
+_FIELDS_OF = itemgetter(*(State._fields.index(f) for f in IcebergSpec.FIELDS))
 
 
 class ModuleSpec:

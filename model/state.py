@@ -190,7 +190,29 @@ State._replace = _fast_replace(State)
 Writer._replace = _fast_replace(Writer)
 
 
+_DICTS: dict = {}           # id(frozenset) -> (that frozenset, it as a dict)
+_DICTS_MAX = 1 << 12
+
+
+def _as_dict(pairs: frozenset) -> dict:
+    """`pairs` as a dict, cached by identity (so a look-up returns the very objects the
+    frozenset holds; the entry keeps the frozenset alive, so its id is not reused)."""
+    hit = _DICTS.get(id(pairs))
+    if hit is not None and hit[0] is pairs:
+        return hit[1]
+    if len(_DICTS) >= _DICTS_MAX:
+        _DICTS.clear()
+    d = dict(pairs)
+    _DICTS[id(pairs)] = (pairs, d)
+    return d
+
+
 def mget(pairs: tuple, key):
+    """The value of `key` in `pairs` (a function as key/value pairs); KeyError if absent.
+    The state's growing maps are frozensets shared by many states (their hash is cached):
+    each is turned into a dict once (a bounded cache) instead of scanned per look-up."""
+    if type(pairs) is frozenset:
+        return _as_dict(pairs)[key]
     for k, v in pairs:
         if k == key:
             return v
@@ -237,6 +259,12 @@ def reach(snap: Snap) -> frozenset:
                       *(delete_obj(f) for f in snap.deletes)})
 
 
+@lru_cache(maxsize=1 << 12)
+def reach_all(snaps: frozenset) -> frozenset:
+    """Objects a reader of any of these snapshots opens (the union of `reach`)."""
+    return frozenset().union(*(reach(x) for x in snaps))
+
+
 def ref_head(meta: Meta, ref: str) -> SnapId:
     """The head of `ref` in `meta` (NO_SNAP: the ref does not exist)."""
     if ref == MAIN:
@@ -264,7 +292,7 @@ def ancestors(meta: Meta, sid: SnapId) -> list[SnapId]:
 
 def chain(metas: tuple, m: MetaId) -> list[MetaId]:
     """m and every metadata version reachable through `prev`, newest first."""
-    by_id = dict(metas)
+    by_id = _as_dict(metas) if type(metas) is frozenset else dict(metas)
     out = []
     while m in by_id and m not in out:
         out.append(m)

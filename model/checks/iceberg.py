@@ -19,7 +19,7 @@ from icefloe.model.checks.liveness import lone_not_committed, pending_operation
 from icefloe.model.state import (
     CONFLICT, APPEND, BRANCH, COMMITTED, DELETE, EXPIRE, FAST_FORWARD, MAIN, NO_SNAP, NOOP, OVERWRITE,
     REWRITE, ROLLBACK, ROW_DELETE, ROW_UPDATE, TAG, TAG_OP, UPSERT,
-    Meta, State, ancestors, chain, meta_obj, mget, reach, ref_head, snap_of,
+    Meta, State, ancestors, chain, meta_obj, mget, reach, reach_all, ref_head, snap_of,
 )
 
 BOOTSTRAP_VERSIONS = 2  # hist[0:2] are the bootstrap writer's two appends
@@ -256,7 +256,10 @@ def check_no_dangling_refs(b: Bounds, s: State) -> str | None:
     """P8: the current metadata file and every object its snapshots reach exist."""
     if meta_obj(s.cat) not in s.store:
         return f"the pointer names metadata {s.cat}, which is not in storage"
-    for x in current(s).snaps:
+    snaps = current(s).snaps
+    if reach_all(snaps) <= s.store:
+        return None
+    for x in snaps:
         missing = reach(x) - s.store
         if missing:
             return f"snapshot {x.id} references missing objects {sorted(missing)}"
@@ -265,10 +268,12 @@ def check_no_dangling_refs(b: Bounds, s: State) -> str | None:
 
 def check_cleanup_safe(b: Bounds, s: State) -> str | None:
     """P9: nothing reachable from a retained snapshot was ever deleted."""
-    for x in current(s).snaps:
-        bad = reach(x) & s.deleted
-        if bad:
-            return f"objects {sorted(bad)} reachable from retained snapshot {x.id} were deleted"
+    snaps = current(s).snaps
+    if not reach_all(snaps).isdisjoint(s.deleted):
+        for x in snaps:
+            bad = reach(x) & s.deleted
+            if bad:
+                return f"objects {sorted(bad)} reachable from retained snapshot {x.id} were deleted"
     if meta_obj(s.cat) in s.deleted:
         return f"the current metadata {s.cat} was deleted"
     return None

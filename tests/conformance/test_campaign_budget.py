@@ -134,3 +134,6 @@ def test_the_deep_campaign_records_its_budget_and_says_it_stopped_early():
                          ops_per_writer=[60, 71]), _part("postgresql")])
     assert "s3 part stopped early" in text and "60 to 71 operations, not 100" in text
     assert "postgresql part stopped early" not in text
+    assert "`make campaign-deep`" in text
+    budgeted = _part("s3", config=part_config("s3", 16, 100, 14, Budget(seconds=3840)))
+    assert "`python -m icefloe.conformance.campaign_deep --time-budget 3840`" in render([budgeted, _part("postgresql")])
