@@ -23,6 +23,18 @@ GATE_POLL_S = 0.05
 
 
 
+
+def start_commit(w: int, rec) -> None:
+    """Run writer `w`'s engine commit in a thread of its own; its outcome (or what it raised)
+    lands in `rec.box` for await_outcome."""
+    def run():
+        try:
+            rec.box["outcome"] = rec.commit.run()
+        except BaseException as e:  # noqa: BLE001 - reported as the engine's observation
+            rec.box["error"] = e
+    rec.thread = threading.Thread(target=run, name=f"writer-{w}", daemon=True)
+    rec.thread.start()
+
 def await_outcome(w: int, rec) -> None:
     """Wait for writer `w`'s engine thread (released from its gate) to end; its outcome goes
     to `rec.outcome`. A commit that does not end in time breaks L2; one that raises, AGREEMENT."""
@@ -50,13 +62,7 @@ class BlackBoxDriver:
                                              key="*.metadata.json", client=lock.ctx.access_key(w)))
         rec.gate = gate
 
-        def run():
-            try:
-                rec.box["outcome"] = rec.commit.run()
-            except BaseException as e:  # noqa: BLE001 - reported as the engine's observation
-                rec.box["error"] = e
-        rec.thread = threading.Thread(target=run, name=f"writer-{w}", daemon=True)
-        rec.thread.start()
+        start_commit(w, rec)
         wr = lock.model.writers[w - 1]
         if wr.phase == DONE or wr.k != rec.k:        # the model found nothing to do
             self.join(w, rec)

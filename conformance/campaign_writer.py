@@ -31,6 +31,22 @@ FILES_READ_ATTEMPTS_MAX = 5   # a rollback's files, read after its commit throug
 FILES_READ_WAIT_S = 0.5
 
 
+def read_current(table, read_id: str, reads: list, observed: list) -> str | None:
+    """A reader's look at the table after an operation: refresh, then the live data files of
+    main's head, appended to `reads`, and the metadata file it read to `observed`. Returns
+    the failure's type name when the table could not be read."""
+    from icefloe.impl.outcomes import IcefloeError
+    try:
+        table.refresh()
+        snap = table.current_snapshot()
+        reads.append(Read(read_id, None if snap is None else snap.snapshot_id,
+                          frozenset(table.tree.live_data_paths(snap))))
+        observed.append(table.metadata_location)
+    except IcefloeError as e:
+        return type(e).__name__
+    return None
+
+
 def outcome_fields(outcome) -> dict:
     """What a commit returned (Committed, Conflict or Unknown) as OpRecord fields; a commit
     that had nothing to do (no attempt) is a noop."""
@@ -184,14 +200,9 @@ def run_writer(job: dict, ready=None, stop=None, ended=None) -> dict:
                             base_location=commit.first_base_location, started_s=started, ended_s=time.time(),
                             **rec, **known, **files))
         if rng.random() < READ_PROBABILITY:
-            try:
-                table.refresh()
-                snap = table.current_snapshot()
-                reads.append(Read(f"{op_id}.read", None if snap is None else snap.snapshot_id,
-                                  frozenset(table.tree.live_data_paths(snap))))
-                observed.append(table.metadata_location)
-            except IcefloeError as e:
-                errors[type(e).__name__] += 1
+            failed = read_current(table, f"{op_id}.read", reads, observed)
+            if failed:
+                errors[failed] += 1
     sql_injected = {}
     if sql_faults is not None:
         stalls = getattr(catalog._connect, "stalls", None)

@@ -28,7 +28,7 @@ import time
 from icefloe.conformance.campaign_judge import (
     APPEND, COMMITTED, CONFLICT, FAILED, OVERWRITE, REWRITE, ROLLBACK, UNKNOWN, OpRecord,
 )
-from icefloe.conformance.campaign_writer import PARTITIONS, ROWS_PER_OP, outcome_fields, rows
+from icefloe.conformance.campaign_writer import PARTITIONS, ROWS_PER_OP, outcome_fields, read_current, rows
 from icefloe.model.checks.history import Read
 
 OP_ID_PROPERTY = "icefloe.conformance.op-id"      # adapter.OP_ID_PROPERTY
@@ -121,14 +121,7 @@ def run_icefloe(job: dict, ready=None) -> dict:
                             base_location=commit.first_base_location, started_s=started, ended_s=time.time(),
                             **rec, **known, **files))
         if rng.random() < READ_PROBABILITY:
-            try:
-                table.refresh()
-                snap = table.current_snapshot()
-                reads.append(Read(f"{op_id}.read", None if snap is None else snap.snapshot_id,
-                                  frozenset(table.tree.live_data_paths(snap))))
-                observed.append(table.metadata_location)
-            except IcefloeError:
-                pass
+            read_current(table, f"{op_id}.read", reads, observed)   # a failed read is left out
     return {"writer": w, "engine": ICEFLOE, "ops": ops, "reads": reads, "observed": observed,
             "client": dict(catalog.counts)}
 

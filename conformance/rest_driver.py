@@ -5,11 +5,10 @@ conformance.transport mirrors a stepping engine's transport faults.
 """
 from __future__ import annotations
 
-import threading
 from dataclasses import replace
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.blackbox import BLACK_BOX_WAIT_S, GATE_POLL_S, await_outcome
+from icefloe.conformance.blackbox import BLACK_BOX_WAIT_S, GATE_POLL_S, await_outcome, start_commit
 from icefloe.conformance.view import END_UNKNOWN, FAULT_OF_ACTION, end_unknown, solo
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model import iceberg
@@ -92,13 +91,7 @@ class RestDriver:
         from icefloe.conformance.testing.rest_faults import Match
         rec.gate = self.faults.add_gate(Match(writer=w))
 
-        def run():
-            try:
-                rec.box["outcome"] = rec.commit.run()
-            except BaseException as e:  # noqa: BLE001 - reported as the engine's observation
-                rec.box["error"] = e
-        rec.thread = threading.Thread(target=run, name=f"writer-{w}", daemon=True)
-        rec.thread.start()
+        start_commit(w, rec)
         wr = self.lock.model.writers[w - 1]
         if wr.phase == DONE or wr.k != rec.k:        # a no-op for the model
             self.join(w, rec)
