@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import fields, replace
 from pathlib import Path
 
 from icefloe.conformance import adapter as A
@@ -117,7 +117,7 @@ def _planted(mutant: str, bounds, program) -> str:
         "except Violation as v:\n"
         "    print(v.prop)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run([sys.executable, "-c", script], input=json.dumps({"bounds": vars(bounds),
+    done = subprocess.run([sys.executable, "-c", script], input=json.dumps({"bounds": {f.name: getattr(bounds, f.name) for f in fields(bounds)},
                                                                             "program": program}),
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -146,7 +146,10 @@ def test_a_bounded_deep_campaign_is_judged_valid(deep_campaign):
     assert r.judgement.tally() == {"lost": 0, "duplicated": 0, "dangling": 0, "dirty": 0, "other": 0}
     unresolved = sum(v for k, v in r.faults.items() if k.startswith("unresolved:"))
     assert r.outcomes.get(UNKNOWN, 0) >= unresolved
-    assert r.faults.get("blackout:503", 0) == unresolved * blackout_for(8)
+    # Each unresolved swap darkens its writer's next blackout_for(8) pointer requests; a writer
+    # makes fewer when its store's deadline cuts its attempts short (a loaded machine) or its
+    # last operation ends first, never more, and at least its read-back meets one.
+    assert unresolved <= r.faults.get("blackout:503", 0) <= unresolved * blackout_for(8)
     assert sum(r.unknown_resolved.values()) == r.outcomes.get(UNKNOWN, 0)
     assert r.faults_injected > 0 and "--plan deep" in r.rerun()
 
