@@ -251,17 +251,23 @@ def _moto_process(tmp: str):
 
 
 @contextlib.contextmanager
-def _quiet_moto():
-    """moto answers 500 when a GET races an overwrite of the same key (the old value's
-    buffer is closed under it); the store retries it like any 5xx. werkzeug would log a
-    traceback for each: the campaign counts them instead (`server_errors`)."""
-    log = logging.getLogger("werkzeug")
+def quiet_log(name: str):
+    """Silence logger `name` for a while: a server that logs a traceback for each failure a
+    campaign provokes or counts on purpose."""
+    log = logging.getLogger(name)
     level = log.level
     log.setLevel(logging.CRITICAL)
     try:
         yield
     finally:
         log.setLevel(level)
+
+
+def _quiet_moto():
+    """moto answers 500 when a GET races an overwrite of the same key (the old value's
+    buffer is closed under it); the store retries it like any 5xx. werkzeug would log a
+    traceback for each: the campaign counts them instead (`server_errors`)."""
+    return quiet_log("werkzeug")
 
 
 def _create(store, catalog, warehouse: str) -> None:
@@ -374,14 +380,21 @@ def main(argv=None) -> int:
     ap.add_argument("--isolation", choices=(SERIALIZABLE, SNAPSHOT), default=SERIALIZABLE)
     ap.add_argument("--json", action="store_true", help="print the result as JSON instead")
     args = ap.parse_args(argv)
+    return run_and_print("campaign", lambda: run_campaign(
+        args.processes, args.commits, args.seed, faults=not args.no_faults, fault_rate=args.fault_rate,
+        catalog=args.catalog, isolation=args.isolation, plan=args.plan, postgres_dsn=args.postgres_dsn),
+        args.json)
+
+
+def run_and_print(name: str, run, as_json: bool) -> int:
+    """A judged run's command-line ending (campaign, interop): its summary or JSON on
+    stdout; exit 0 valid, 1 judged invalid, 2 when it could not run (one line on stderr)."""
     try:
-        result = run_campaign(args.processes, args.commits, args.seed, faults=not args.no_faults,
-                              fault_rate=args.fault_rate, catalog=args.catalog, isolation=args.isolation,
-                              plan=args.plan, postgres_dsn=args.postgres_dsn)
+        result = run()
     except (ValueError, RuntimeError, ImportError) as e:
-        print(f"campaign: {e}", file=sys.stderr)
+        print(f"{name}: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(result.to_json(), indent=2, default=str) if args.json else result.summary())
+    print(json.dumps(result.to_json(), indent=2, default=str) if as_json else result.summary())
     return 0 if result.valid else 1
 
 

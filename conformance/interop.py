@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import multiprocessing as mp
 import os
 import sys
@@ -40,7 +39,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 
 from icefloe.conformance import interop_evidence as IE
-from icefloe.conformance.campaign import collect
+from icefloe.conformance.campaign import collect, quiet_log, run_and_print
 from icefloe.conformance.campaign_judge import judge
 from icefloe.conformance.interop_faults import Conductor, WriterPlan, fault_counts
 from icefloe.conformance.interop_writers import (
@@ -195,18 +194,10 @@ def run_interop(icefloe: int = 2, pyiceberg: int = 2, java: int = 2, ops: int = 
                              s3_faults, judgement, evidence, extra)
 
 
-@contextlib.contextmanager
 def _quiet_dropped_answers():
     """uvicorn logs a traceback for every answer the fault layer drops on purpose (`lost`);
     the campaign counts them instead."""
-    import logging
-    log = logging.getLogger("uvicorn.error")
-    level = log.level
-    log.setLevel(logging.CRITICAL)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
+    return quiet_log("uvicorn.error")
 
 
 def _harness_catalog(url: str, store):
@@ -345,14 +336,9 @@ def main(argv=None) -> int:
     ap.add_argument("--server-variant", default=None, help="a flawed server (rest_flawed) as a negative control")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    try:
-        result = run_interop(args.icefloe, args.pyiceberg, args.java, args.ops, args.seed, rate=args.rate,
-                             storage=args.storage, gates=not args.no_gates, server_variant=args.server_variant)
-    except (ValueError, RuntimeError, ImportError) as e:
-        print(f"interop: {e}", file=sys.stderr)
-        return 2
-    print(json.dumps(result.to_json(), indent=2, default=str) if args.json else result.summary())
-    return 0 if result.valid else 1
+    return run_and_print("interop", lambda: run_interop(
+        args.icefloe, args.pyiceberg, args.java, args.ops, args.seed, rate=args.rate, storage=args.storage,
+        gates=not args.no_gates, server_variant=args.server_variant), args.json)
 
 
 if __name__ == "__main__":
