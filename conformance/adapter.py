@@ -278,6 +278,11 @@ class FaultHooks:
         if kind == SWAP_DELAYED and request is not None:
             self.parked.name_next(writer, request)
 
+    def armed(self, writer: int) -> str | None:
+        """The fault armed for `writer` and not taken yet, if any."""
+        with self._lock:
+            return self._armed.get(writer)
+
     def disarm(self, writer: int) -> str | None:
         """Disarm; returns the fault if the adapter never took it."""
         with self._lock:

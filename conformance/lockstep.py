@@ -35,7 +35,8 @@ from icefloe.conformance.transport import TRANSPORT_LABELS, Transport
 from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
 from icefloe.conformance.view import FAULT_OF_ACTION, REST, converge_choice, solo, view_of, visible
 from icefloe.model import checks, iceberg
-from icefloe.model.state import APPEND, COMMITTED, CONFLICT, CRASHED, DONE, NOOP, PLAN, SWAP_DELAYED, WRITE_FAIL
+from icefloe.model.state import (APPEND, COMMITTED, CONFLICT, CRASHED, DONE, LIST, MANIFESTS, NOOP, PLAN, SWAP_DELAYED,
+                                  WRITE_FAIL)
 
 FAULTS = "Faults"
 HISTORY = ("History", 0)      # the label a history checker finding is reported at
@@ -199,6 +200,10 @@ class Lockstep:
         rec = self.active[w]
         try:
             self._engine(w, rec.commit.step)
+            if kind == WRITE_FAIL and wr.phase == MANIFESTS and wr.attempt > 1 \
+                    and self.hooks.armed(w) == WRITE_FAIL and rec.commit.phase == LIST:
+                # it kept the manifests it filtered (PROTOCOL 5.2): the failure meets its list write
+                self._engine(w, rec.commit.step)
         finally:
             missed = self.hooks.disarm(w)
         if missed is not None:

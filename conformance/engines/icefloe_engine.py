@@ -185,7 +185,10 @@ class IcefloeTable:
         if op.kind == A.OVERWRITE:
             return P.DeleteWhere(self._where(op.where, part), rows_table(op.rows, part), isolation=P.SERIALIZABLE)
         if op.kind == A.DELETE:
-            return P.DeleteWhere(where_expression(op.where), None, isolation=P.SERIALIZABLE)
+            # The model's delete names one data file (spec/PROTOCOL.md 7.3 "delete files"); a
+            # delete by row filter would also refuse a concurrent UPDATE's new copy of one of
+            # its rows (NoConflictingData), which the named-file delete rightly does not.
+            return P.DeleteFiles(self._file_written_with(op.where))
         if op.kind == A.REWRITE:
             if part is not None:
                 return P.RewriteFiles(self._paths_in(part))
@@ -216,6 +219,25 @@ class IcefloeTable:
     def create_branch(self, name: str, snapshot_id: int) -> None:
         out = self.table.create_branch(name, snapshot_id)
         assert isinstance(out, A.Committed), out
+
+    def _file_written_with(self, where) -> list:
+        """The live data file of the current snapshot written with exactly the rows `where`
+        (deletes not applied: the model names the file, whatever was deleted from it since);
+        the oldest if two are (an update's copy of a one-row file's row). [] for no rows."""
+        from dataclasses import replace
+
+        from icefloe.impl.table.scan import read_task, snapshot_schema
+        if not where:
+            return []
+        self.table.refresh()
+        m = self.table.metadata
+        schema = snapshot_schema(m, m.current_snapshot())
+        found = []
+        for task in self.table.plan_files():
+            raw = replace(task, position_deletes=[], equality_deletes=[])
+            if set(read_task(self.table.io, raw, schema).column(A.COLUMN).to_pylist()) == set(where):
+                found.append((task.data_sequence_number, task.data_file.file_path))
+        return [min(found)[1]] if found else []
 
     def _paths_of(self, where) -> list:
         """The data files of the current snapshot whose rows all lie in `where`."""
