@@ -32,8 +32,10 @@ class _Reach:
         return a == b or self._order[a] < self._order[b]
 
 
-def shortest_cycles(g: nx.MultiDiGraph) -> list:
-    """The cycles of the module docstring, each a list of the graph's `edge` attributes."""
+def shortest_cycles(g: nx.MultiDiGraph, shortcut: bool = True) -> list:
+    """The cycles of the module docstring, each a list of the graph's `edge` attributes;
+    `shortcut=False` asks for every path without consulting the components first (the plain
+    search the shortcut must agree with)."""
     plain = nx.DiGraph()
     plain.add_nodes_from(g.nodes)
     rw_edges = []
@@ -48,9 +50,9 @@ def shortest_cycles(g: nx.MultiDiGraph) -> list:
         found.append([plain.edges[a, b]["edge"] for a, b in cyc])
     except nx.NetworkXNoCycle:
         pass
-    reach = _Reach(plain) if rw_edges else None
+    reach = _Reach(plain) if rw_edges and shortcut else None
     for rw in rw_edges:
-        if not reach.possible(rw.dst, rw.src):
+        if reach is not None and not reach.possible(rw.dst, rw.src):
             continue
         try:
             path = nx.shortest_path(plain, rw.dst, rw.src)
@@ -63,9 +65,9 @@ def shortest_cycles(g: nx.MultiDiGraph) -> list:
         for a, b, data in g.edges(data=True):
             if not full.has_edge(a, b) or data["kind"] == "rw":
                 full.add_edge(a, b, edge=data["edge"])
-        scc = {n: i for i, part in enumerate(nx.strongly_connected_components(full)) for n in part}
+        scc = {n: i for i, part in enumerate(nx.strongly_connected_components(full)) for n in part} if shortcut else {}
         for rw in rw_edges:
-            if scc[rw.src] != scc[rw.dst]:
+            if shortcut and scc[rw.src] != scc[rw.dst]:
                 continue
             try:
                 path = nx.shortest_path(full, rw.dst, rw.src)
