@@ -220,37 +220,32 @@ class IcefloeTable:
         out = self.table.create_branch(name, snapshot_id)
         assert isinstance(out, A.Committed), out
 
+    def _file_rows(self, deletes_applied: bool):
+        """(task, set of row ids) for each live data file of the current snapshot."""
+        from dataclasses import replace
+
+        from icefloe.impl.table.scan import read_task, snapshot_schema
+        self.table.refresh()
+        m = self.table.metadata
+        schema = snapshot_schema(m, m.current_snapshot())
+        for task in self.table.plan_files():
+            read = task if deletes_applied else replace(task, position_deletes=[], equality_deletes=[])
+            yield task, set(read_task(self.table.io, read, schema).column(A.COLUMN).to_pylist())
+
     def _file_written_with(self, where) -> list:
         """The live data file of the current snapshot written with exactly the rows `where`
         (deletes not applied: the model names the file, whatever was deleted from it since);
         the oldest if two are (an update's copy of a one-row file's row). [] for no rows."""
-        from dataclasses import replace
-
-        from icefloe.impl.table.scan import read_task, snapshot_schema
         if not where:
             return []
-        self.table.refresh()
-        m = self.table.metadata
-        schema = snapshot_schema(m, m.current_snapshot())
-        found = []
-        for task in self.table.plan_files():
-            raw = replace(task, position_deletes=[], equality_deletes=[])
-            if set(read_task(self.table.io, raw, schema).column(A.COLUMN).to_pylist()) == set(where):
-                found.append((task.data_sequence_number, task.data_file.file_path))
+        found = [(task.data_sequence_number, task.data_file.file_path)
+                 for task, rows in self._file_rows(deletes_applied=False) if rows == set(where)]
         return [min(found)[1]] if found else []
 
     def _paths_of(self, where) -> list:
         """The data files of the current snapshot whose rows all lie in `where`."""
-        from icefloe.impl.table.scan import read_task, snapshot_schema
-        self.table.refresh()
-        m = self.table.metadata
-        schema = snapshot_schema(m, m.current_snapshot())
-        out = []
-        for task in self.table.plan_files():
-            rows = read_task(self.table.io, task, schema).column(A.COLUMN).to_pylist()
-            if set(rows) <= set(where):
-                out.append(task.data_file.file_path)
-        return out
+        wanted = set(where)
+        return [task.data_file.file_path for task, rows in self._file_rows(deletes_applied=True) if rows <= wanted]
 
     def handle(self, writer: int) -> Table:
         """Writer `writer`'s own table handle (its store and catalog, its caches)."""
