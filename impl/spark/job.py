@@ -200,13 +200,19 @@ class JobResult:
 
 def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile],
                removed: list[str] = (), starting_snapshot_id: int | None = None,
-               commit_log: str | None = None, before_swap: Callable[[], None] | None = None) -> JobResult:
+               commit_log: str | None = None, before_swap: Callable[[], None] | None = None,
+               fence: bool = True) -> JobResult:
     """Run `operation` through the commit loop, record the outcome, clean up by the rules
     above. Errors before any swap (validation, a gone starting snapshot) are a Conflict.
     `before_swap` (injected scheduling: the demo pipeline's barrier) is called once, when
-    the first attempt has written its metadata and is about to swap."""
+    the first attempt has written its metadata and is about to swap. `fence=False`
+    writes only the `started` marker (a later abort then deletes nothing): for a caller
+    whose tasks do not check the fence and whose own abort runs before any commit (the
+    native write path), `closed` and `outcome` would never be read, and each is a durable
+    write on the commit's path."""
     started = time.monotonic()
-    job.close()
+    if fence:
+        job.close()
     job.mark("started", {"job-id": job.job_id, "files": len(added)})
     pending = table.new_commit(operation)
     try:
@@ -233,7 +239,8 @@ def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile]
                        starting_snapshot_id=pending.starting_snapshot_id,
                        records=sum(f.record_count for f in added))
     result.commit_ms = (time.monotonic() - started) * 1000
-    job.mark("outcome", result.to_json())
+    if fence:
+        job.mark("outcome", result.to_json())
     if isinstance(outcome, Committed):
         result.deleted = job.delete_except({f.file_path for f in added} | _extra_added(operation))
     elif isinstance(outcome, Conflict):

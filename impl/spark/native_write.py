@@ -26,6 +26,7 @@ writes to S3, go through the `icefloe` Python data source (`fallback_reason`).
 from __future__ import annotations
 
 import contextlib
+import json
 import uuid
 from typing import Callable
 
@@ -45,7 +46,7 @@ from icefloe.impl.spark.job_tasks import tagged, wait_for_tasks
 from icefloe.impl.spark.job import JobFiles, JobResult, abort_job, commit_job
 from icefloe.impl.spark.options import SparkOptionError, table_ref
 from icefloe.impl.spark.producers import AppendFiles, OverwriteFiles, ReplacePartitions
-from icefloe.impl.spark.transforms_sql import NotNative, with_partition_columns
+from icefloe.impl.spark.transforms_sql import NotNative, quote, with_partition_columns
 
 APPEND, OVERWRITE, DYNAMIC = "append", "overwrite", "dynamic"
 FIELD_ID = "parquet.field.id"
@@ -54,8 +55,7 @@ FIELD_ID = "parquet.field.id"
 HADOOP_OPTIONS = {"mapreduce.fileoutputcommitter.marksuccessfuljobs": "false",
                   "fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
                   "fs.file.impl.disable.cache": "true"}
-SESSION_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-                "spark.sql.parquet.fieldId.write.enabled": "true"}
+TIMESTAMP_TYPE, FIELD_ID_WRITE = "spark.sql.parquet.outputTimestampType", "spark.sql.parquet.fieldId.write.enabled"
 
 
 def spark_type(t: T.IcebergType):
@@ -95,40 +95,91 @@ def _widens(src, dst) -> bool:
     return False
 
 
-def conform(df, schema: T.Schema):
-    """`df` as the table's columns, in schema order, each with its field id."""
-    from pyspark.sql import functions as F
-    by_name = {c: c for c in df.columns}
-    lower = {}
-    for c in df.columns:
-        lower.setdefault(c.lower(), []).append(c)
-    fields = {f.name: f for f in df.schema.fields}
-    types = {name: f.dataType for name, f in fields.items()}
-    used, columns = set(), []
+def sql_type(t: T.IcebergType) -> str:
+    """The Spark SQL name of an Iceberg type (for casts written as SQL)."""
+    if isinstance(t, T.StructType):
+        return "struct<" + ", ".join(f"{quote(f.name)}: {sql_type(f.type)}" for f in t.fields) + ">"
+    if isinstance(t, T.DecimalType):
+        return f"decimal({t.precision}, {t.scale})"
+    names = {T.BooleanType: "boolean", T.IntegerType: "int", T.LongType: "bigint", T.FloatType: "float",
+             T.DoubleType: "double", T.DateType: "date", T.TimestampType: "timestamp_ntz",
+             T.TimestamptzType: "timestamp", T.StringType: "string", T.BinaryType: "binary"}
+    if type(t) not in names:
+        raise NotNative(f"no Spark type for {t}")
+    return names[type(t)]
+
+
+def sql_string(text: str) -> str:
+    """A Spark SQL string literal (backslash escapes are on by default)."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+class _Jvm:
+    """JVM handles the write path calls through py4j, looked up once per gateway: every
+    attribute step of `jvm.org.apache...` is a round trip to the JVM, and on a loaded
+    machine each round trip waits for both processes to be scheduled."""
+    _cache: dict = {}
+
+    def __init__(self, spark):
+        jvm = spark.sparkContext._jvm
+        # static methods, resolved once (each lookup on a class is a round trip too)
+        self.expr = jvm.org.apache.spark.sql.functions.expr
+        self.metadata_from_json = jvm.org.apache.spark.sql.types.Metadata.fromJson
+        self.to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
+
+    @classmethod
+    def of(cls, spark) -> "_Jvm":
+        gateway = spark.sparkContext._gateway
+        found = cls._cache.get(id(gateway))
+        if found is None or found[0] is not gateway:
+            found = cls._cache[id(gateway)] = (gateway, cls(spark))
+        return found[1]
+
+
+def conform(df, schema: T.Schema, source=None):
+    """`df` as the table's columns, in schema order, each with its field id. The columns are
+    built on the JVM side directly, three round trips each (SQL expression, field id
+    metadata, alias); PySpark's Column API takes a dozen per column."""
+    spark = df.sparkSession
+    source = source or df.schema  # the names and types are checked here, in Python
+    by_name = {f.name: f for f in source.fields}
+    lower: dict = {}
+    for f in source.fields:
+        lower.setdefault(f.name.lower(), []).append(f)
+    used, exprs = set(), []
     for f in schema.fields:
         target = spark_type(f.type)
-        name = by_name.get(f.name) or (lower.get(f.name.lower(), [None])[0]
-                                       if len(lower.get(f.name.lower(), [])) == 1 else None)
-        if name is None:
+        found = by_name.get(f.name)
+        if found is None and len(lower.get(f.name.lower(), [])) == 1:
+            found = lower[f.name.lower()][0]
+        if found is None:
             if f.required:
                 raise SchemaMismatch(f"required column {f.name!r} is missing")
-            col = F.lit(None).cast(target)
-        else:
-            used.add(name)
-            if not _widens(types[name], target):
-                raise SchemaMismatch(f"column {f.name!r}: {types[name].simpleString()} does not fit "
-                                     f"{target.simpleString()} ({f.type})")
-            col = F.col(f"`{name.replace('`', '``')}`")
-            if types[name].simpleString() != target.simpleString():
-                col = col.cast(target)
-            if f.required and fields[name].nullable:  # Spark knows a non-nullable column holds no null
-                col = F.when(col.isNull(), F.raise_error(F.lit(f"required column {f.name!r} has a null"))) \
-                    .otherwise(col)
-        columns.append(col.alias(f.name, metadata={FIELD_ID: f.field_id}))
-    extra = sorted(set(df.columns) - used)
+            exprs.append((f, f"cast(null as {sql_type(f.type)})", False))
+            continue
+        used.add(found.name)
+        if not _widens(found.dataType, target):
+            raise SchemaMismatch(f"column {f.name!r}: {found.dataType.simpleString()} does not fit "
+                                 f"{target.simpleString()} ({f.type})")
+        sql = quote(found.name)
+        if found.dataType.simpleString() != target.simpleString():
+            sql = f"cast({sql} as {sql_type(f.type)})"
+        if f.required and found.nullable:  # Spark knows a non-nullable column holds no null
+            message = sql_string(f"required column {f.name!r} has a null")
+            sql = f"case when {sql} is null then raise_error({message}) else {sql} end"
+        exprs.append((f, sql, isinstance(f.type, T.StructType)))
+    extra = sorted({f.name for f in source.fields} - used)
     if extra:
         raise SchemaMismatch(f"columns {extra} are not in the table's schema")
-    return df.select(*columns)
+    jvm = _Jvm.of(spark)
+    columns = []
+    for f, sql, nested in exprs:
+        column = jvm.expr(sql)
+        if nested:  # a struct's own fields get their field ids from the type cast to
+            column = column.cast(spark._jsparkSession.parseDataType(spark_type(f.type).json()))
+        metadata = jvm.metadata_from_json(json.dumps({FIELD_ID: f.field_id}))
+        columns.append(getattr(column, "as")(f.name, metadata))
+    return type(df)(df._jdf.select(jvm.to_seq(columns)), spark)
 
 
 def fallback_reason(table, schema: T.Schema) -> str | None:
@@ -147,18 +198,36 @@ def fallback_reason(table, schema: T.Schema) -> str | None:
 @contextlib.contextmanager
 def session_conf(spark, conf: dict):
     """Set SQL settings for one job and restore them (the Parquet writer reads them from
-    the session, not from write options)."""
-    before = {k: spark.conf.get(k, None) for k in conf}
-    for k, v in conf.items():
-        spark.conf.set(k, v)
+    the session, not from write options); a setting that already has its value is left
+    alone (a round trip to the JVM each, on the write's critical path). Both settings the
+    write changes have defaults, so a restore sets the value in effect before."""
+    before = {k: spark.conf.get(k) for k in conf}
+    changed = {k: before[k] for k, v in conf.items() if before[k] != v}
+    for k in changed:
+        spark.conf.set(k, conf[k])
     try:
         yield
     finally:
-        for k, v in before.items():
+        for k, v in changed.items():
             if v is None:
                 spark.conf.unset(k)
             else:
                 spark.conf.set(k, v)
+
+
+def _has_timestamps(t) -> bool:
+    if isinstance(t, (T.TimestampType, T.TimestamptzType)):
+        return True
+    return isinstance(t, T.StructType) and any(_has_timestamps(f.type) for f in t.fields)
+
+
+def write_conf(schema: T.Schema) -> dict:
+    """The session settings a write of `schema` needs (timestamps as INT64 microseconds,
+    not INT96; field ids in the Parquet schema, Spark's default)."""
+    conf = {FIELD_ID_WRITE: "true"}
+    if _has_timestamps(schema.as_struct()):
+        conf[TIMESTAMP_TYPE] = "TIMESTAMP_MICROS"
+    return conf
 
 
 def _written(job: JobFiles) -> list[str]:
@@ -187,7 +256,8 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
     isolation = isolation_level or ref.get("isolation-level", SERIALIZABLE)
     if isolation not in (SERIALIZABLE, SNAPSHOT):
         raise SparkOptionError(f"isolation-level must be {SERIALIZABLE!r} or {SNAPSHOT!r}")
-    table = _load_or_create(ref, df.schema)
+    source = df.schema  # two round trips: asked once
+    table = _load_or_create(ref, source)
     metadata = table.metadata
     schema, spec = metadata.schema(), metadata.spec()
     reason = fallback_reason(table, schema)
@@ -202,7 +272,7 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
         return None
     head = metadata.ref_head(branch) if branch in metadata.refs else None
     starting_snapshot_id = None if head is None else head.snapshot_id
-    frame = conform(df, schema)
+    frame = conform(df, schema, source)
     if filter_text is not None and filter_text.strip().lower() != "true":
         bound = E.bind(parse_filter(filter_text), schema)
         try:
@@ -212,12 +282,12 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
         from pyspark.sql import functions as F
         message = f"rows do not match overwrite-filter {filter_text!r}"
         frame = frame.filter(F.when(check, F.lit(True)).otherwise(F.raise_error(F.lit(message))))
-    frame, partition_columns = with_partition_columns(frame, schema, spec)
+    frame, partition_columns = with_partition_columns(frame, schema, spec, [f.name for f in schema.fields])
     job = JobFiles(table.io, table.location, uuid.uuid4().hex)
     spark = df.sparkSession
     with tagged(spark) as tag:
         try:
-            with session_conf(spark, SESSION_CONF):
+            with session_conf(spark, write_conf(schema)):
                 writer = frame.write.mode("append").options(**HADOOP_OPTIONS)
                 if partition_columns:
                     writer = writer.partitionBy(*partition_columns)
@@ -240,7 +310,7 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
     else:
         operation, kind = AppendFiles(files, job.job_id, branch), "append"
     result = commit_job(table, job, operation, kind, files, starting_snapshot_id=starting_snapshot_id,
-                        commit_log=ref.get("commit-log"), before_swap=before_swap)
+                        commit_log=ref.get("commit-log"), before_swap=before_swap, fence=False)
     if not (not files and isinstance(result.outcome, Committed)):
         require_committed(result.outcome)  # Conflict / Unknown: distinct typed errors
     return result

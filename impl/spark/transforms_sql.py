@@ -173,13 +173,16 @@ def _arrow_udf(tr: X.Transform, t: T.IcebergType, src: str):
     return F.arrow_udf(apply, spark_type)(F.expr(src))
 
 
-def with_partition_columns(df, schema: T.Schema, spec: X.PartitionSpec) -> tuple:
+def with_partition_columns(df, schema: T.Schema, spec: X.PartitionSpec, columns: list[str] | None = None) -> tuple:
     """`df` plus one column per non-void partition field (named by the field where no
     column of `df` has that name, else `<name>_<transform>`), and their names in spec
-    order. Helper columns of the hash chains are dropped."""
+    order. Helper columns of the hash chains are dropped. `columns`: df's column names,
+    when the caller knows them (asking Spark is a round trip to the JVM)."""
     from pyspark.sql import Column
     from pyspark.sql import functions as F
-    taken = {c.lower() for c in df.columns}
+    if all(isinstance(pf.transform, X.VoidTransform) for pf in spec.fields):
+        return df, []
+    taken = {c.lower() for c in (df.columns if columns is None else columns)}
     names, helpers, chains = [], set(), []
     for i, pf in enumerate(spec.fields):
         if isinstance(pf.transform, X.VoidTransform):

@@ -186,3 +186,54 @@ def test_incremental_read_and_executor_planning(spark, opts):
     assert local.stats.mode == "local" and distributed.stats.mode == "distributed" and distributed.stats.tasks >= 1
     assert sorted(local.plan.column("file_path").to_pylist()) == sorted(distributed.plan.column("file_path").to_pylist())
     assert plan(spark, TABLE, {**opts}).stats.mode == "local"  # a small table plans on the driver
+
+
+def test_native_write_conforms_columns_to_the_table(spark, opts):
+    """Goal: the native write matches columns to the table by name (case-insensitively when
+    unambiguous), widens only safely, fills a missing optional column with nulls, refuses extra,
+    narrowed and missing required columns, fails the job on a null in a required column, gives
+    every column (struct fields included) its field id, writes timestamps as INT64 micros and
+    restores the session's timestamp setting. Method: a table with a struct and a timestamp;
+    write frames that differ from it in each way; read the Parquet schema and the rows back."""
+    import pyarrow as pa
+    from icefloe.impl.catalog.sql import SqlCatalog
+    from icefloe.impl.format import types as T
+    from icefloe.impl.io.local import LocalStore
+    from icefloe.impl.table.append_schema import SchemaMismatch
+    from icefloe.impl.table.table import create_table
+    schema = T.schema_from_arrow(pa.schema([
+        pa.field("id", pa.int64(), nullable=False), pa.field("name", pa.string()),
+        pa.field("pt", pa.struct([pa.field("x", pa.int32()), pa.field("y", pa.float64())])),
+        pa.field("ts", pa.timestamp("us")), pa.field("note", pa.string())]))
+    create_table(SqlCatalog(opts["catalog-uri"], name="icefloe"), "db.t", schema, None,
+                 f"file://{opts['warehouse']}/db.db/t", io=LocalStore())
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "INT96")
+    frame = spark.range(3).selectExpr("cast(id as int) as ID", "named_struct('x', cast(id as short), 'y', "
+                                      "cast(id as float)) as pt", "timestamp_ntz'2024-01-01 00:00:00' as ts",
+                                      "cast(id as string) as name")  # no `note`; int and short widen
+    write(frame, TABLE, opts)
+    assert spark.conf.get("spark.sql.parquet.outputTimestampType") == "INT96"
+    table = open_table(opts)
+    paths = sorted(p.removeprefix("file://") for p in table.tree.live_data_paths(table.current_snapshot()))
+    for path in paths:
+        parquet = pq.ParquetFile(path)
+        arrow = parquet.schema_arrow
+        ids = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in arrow}
+        assert ids == {f.name: f.field_id for f in schema.fields}  # `note` too, as nulls
+        nested = {f.name: int(f.metadata[b"PARQUET:field_id"]) for f in arrow.field("pt").type}
+        assert nested == {f.name: f.field_id for f in schema.find_field(3).type.fields}
+        ts = parquet.schema.column(parquet.schema.names.index("ts"))
+        assert ts.physical_type == "INT64"  # micros, not INT96
+    got = sorted(tuple(r) for r in read(spark, TABLE, opts).select("id", "name", "pt.x", "note").collect())
+    assert got == [(0, "0", 0, None), (1, "1", 1, None), (2, "2", 2, None)]
+
+    for bad, message in ((frame.selectExpr("*", "1 as extra"), "not in the table"),
+                         (frame.selectExpr("cast(ID as string) as id"), "does not fit"),
+                         (frame.drop("ID"), "required column 'id' is missing"),
+                         (frame.selectExpr("cast(ID as byte) as id", "cast(ts as date) as ts"), "does not fit")):
+        with pytest.raises(SchemaMismatch, match=message):
+            write(bad, TABLE, opts)
+    with pytest.raises(Exception, match="required column 'id' has a null"):
+        write(frame.selectExpr("case when ID = 1 then null else ID end as id"), TABLE, opts)
+    assert len(open_table(opts).history()) == 1
+    assert data_files_on_disk(opts) == paths
