@@ -109,6 +109,11 @@ def plan(who: str, metadata_location: str, row_filter: str | None) -> dict:
         t = StaticTable.from_metadata(metadata_location)
         files = len(list(t.scan(row_filter=row_filter or "True").plan_files()))
         requests, mode = opened[0], "-"
+    elif who == "local":  # the native read's planner in this process: the same columns the executors make
+        from icefloe.impl.spark import plan as native_plan
+        started, cpu_before = time.monotonic(), tree_cpu_s()
+        scan = native_plan(None, metadata_location, {}, row_filter=row_filter, planning="local")
+        files, requests, mode = scan.plan.num_rows, scan.stats.driver_requests, "local"
     elif who == "icefloe":
         from icefloe.impl.format.metadata import from_json
         from icefloe.impl.io.local import LocalStore
@@ -118,7 +123,7 @@ def plan(who: str, metadata_location: str, row_filter: str | None) -> dict:
         io = LocalStore()
         metadata = from_json(io.get(metadata_location), metadata_location)
         files = len(plan_files(TreeReader(io), metadata, metadata.current_snapshot(), row_filter))
-        requests, mode = sum(io.counts.values()), "local"
+        requests, mode = sum(io.counts.values()), "plan_files"
     else:  # icefloe, planning on the executors (a Spark job), through the native read's planner
         from icefloe.impl.spark import plan as native_plan
         from icefloe.impl.spark.session import local_session
@@ -140,10 +145,12 @@ def plan(who: str, metadata_location: str, row_filter: str | None) -> dict:
             "requests": requests, "rss_mb": rss_mb, "mode": mode}
 
 
-PLANNERS = ("icefloe", "spark", "pyiceberg")
+PLANNERS = ("local", "spark", "icefloe", "pyiceberg")
 ROUNDS = {1_000_000: 2}  # rounds per size (default 3): a round at 10^6 takes minutes of CPU
 ROUNDS_DEFAULT = 3
-LABELS = {"icefloe": "icefloe, one process", "spark": "icefloe on executors", "pyiceberg": "pyiceberg 0.12"}
+LABELS = {"local": "icefloe native read, one process", "spark": "icefloe native read, on executors",
+          "icefloe": "icefloe Table.plan_files, one process", "pyiceberg": "pyiceberg 0.12"}
+BASELINE = "local"  # speed-ups are against the single-process planner that makes the same plan
 
 
 def measure(work: Path, sizes=(100_000, 1_000_000), rounds: int | None = None) -> list[dict]:
@@ -161,7 +168,7 @@ def measure(work: Path, sizes=(100_000, 1_000_000), rounds: int | None = None) -
             runs: dict = {who: [] for who in PLANNERS}
             loads = []
             for r in range(rounds or ROUNDS.get(files, ROUNDS_DEFAULT)):
-                for who in PLANNERS[r % 3:] + PLANNERS[:r % 3]:
+                for who in PLANNERS[r % len(PLANNERS):] + PLANNERS[:r % len(PLANNERS)]:
                     done = subprocess.run([sys.executable, __file__, "plan", who, location, json.dumps(row_filter)],
                                           capture_output=True, text=True, env=env)
                     if done.returncode != 0:
@@ -187,7 +194,7 @@ def render(planned: list[dict]) -> str:
     rows = []
     by = {(r["size"], r["filter"], r["who"]): r for r in planned}
     for r in planned:
-        local = by[(r["size"], r["filter"], "icefloe")]
+        local = by[(r["size"], r["filter"], BASELINE)]
         rows.append(f"| {r['size']:,} | {r['filter']} | {LABELS[r['who']]} ({r['mode']}) | {r['seconds']:.2f} | "
                     f"**{local['seconds'] / r['seconds']:.2f}** | {r['cpu_s']:.1f} | {r['critical_s']:.1f} | "
                     f"**{local['critical_s'] / r['critical_s']:.2f}** | {r['files']:,} | {r['rss_mb']:.0f} | "

@@ -28,6 +28,7 @@ from icefloe.impl.format.manifest import (
 from icefloe.impl.outcomes import IcefloeError
 
 __all__ = ["CorruptMetadata", "check_manifest_list", "check_manifest_length", "check_manifest_entries",
+           "check_manifest_counts",
            "check_data_file"]
 
 
@@ -99,6 +100,15 @@ def check_manifest_entries(manifest: ManifestFile | None, entries: Iterable[Mani
     for e in entries:
         files[e.status] += 1
         rows[e.status] += e.data_file.record_count
+    check_manifest_counts(manifest, files, rows, location)
+
+
+def check_manifest_counts(manifest: ManifestFile | None, files: dict[int, int], rows: dict[int, int],
+                          location: str) -> None:
+    """Entry and row counts per status (keyed by ManifestEntryStatus value), counted by a
+    reader that builds no entries, against the manifest's list entry."""
+    if manifest is None:
+        return
     for status, files_count, rows_count in (
             (ManifestEntryStatus.ADDED, manifest.added_files_count, manifest.added_rows_count),
             (ManifestEntryStatus.EXISTING, manifest.existing_files_count, manifest.existing_rows_count),

@@ -210,39 +210,12 @@ def plan(spark, path: str, options: dict | None = None, *, snapshot_id: int | No
     if mode == "distributed":
         table, deletes = PL.plan_table_distributed(spark, ref, metadata, snapshot, expr, stats=stats)
     else:
-        tasks = S.plan_files(tree, metadata, snapshot, expr)
-        deletes = []
-        index: dict[str, int] = {}
-        for t in tasks:
-            for d in t.position_deletes + t.equality_deletes:
-                if d.file_path not in index:
-                    index[d.file_path] = len(deletes)
-                    deletes.append((None, None, d, None))
-        table = PL.tasks_to_table(tasks, index)
-        stats.data_manifests_read = sum(1 for m in manifests if m.content.name == "DATA")
-        deletes = _delete_refs(tree, metadata, snapshot, deletes)
+        table, deletes = PL.plan_table_local(io, tree, metadata, snapshot, expr, stats)
     stats.files, stats.delete_files = table.num_rows, len(deletes)
     stats.driver_requests = sum(io.counts.values()) - before
     stats.plan_ms = (time.monotonic() - started) * 1000
     _check_local(table, deletes)
     return NativeScan(spark, schema, table, deletes, expr, stats, None if snapshot is None else snapshot.snapshot_id)
-
-
-def _delete_refs(tree, metadata, snapshot, found):
-    """(sequence number, spec id, DataFile, unpartitioned) for the delete files a local plan attached."""
-    if not found:
-        return []
-    wanted = {d[2].file_path: k for k, d in enumerate(found)}
-    out = list(found)
-    for m in tree.manifests(snapshot):
-        if m.content.name != "DELETES":
-            continue
-        unpartitioned = metadata.spec_by_id(m.partition_spec_id).is_unpartitioned
-        for e in tree.entries(m):
-            k = wanted.get(e.data_file.file_path)
-            if k is not None and e.status in PL.LIVE:
-                out[k] = (e.sequence_number, m.partition_spec_id, e.data_file, unpartitioned)
-    return out
 
 
 def _incremental(spark, io, metadata, start_id, end_id, started, before) -> NativeScan:

@@ -12,19 +12,23 @@ Two ways to plan one snapshot:
 """
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 import pyarrow as pa
 
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format import types as T
-from icefloe.impl.format.manifest import DataFile, ManifestContent, ManifestFile
+from icefloe.impl.format.manifest import DataFile, DataFileContent, ManifestContent, ManifestFile
 from icefloe.impl.format.manifest_reader import Projection
 from icefloe.impl.format.metadata import Snapshot, TableMetadata
 from icefloe.impl.format.transforms import PartitionSpec
+from icefloe.impl.table.deletes import equality_delete_applies, position_delete_applies
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.scan import FileScanTask, attach_deletes
+from icefloe.impl.spark import manifest_columns as MC
 
 SPLIT_SIZE_BYTES_DEFAULT = 128 << 20
 DISTRIBUTED_MANIFESTS_MIN_DEFAULT = 64
@@ -232,9 +236,115 @@ def tasks_to_table(tasks: list[FileScanTask], delete_index: dict[str, int]) -> p
     }, schema=PLAN_SCHEMA)
 
 
+class _DataFileView:
+    """What position_delete_applies and equality_delete_applies read of a data file."""
+    __slots__ = ("partition",)
+
+    def __init__(self, partition: tuple):
+        self.partition = partition
+
+
+def _attach(columns: MC.ManifestColumns, deletes: list[DeleteRef]) -> tuple[list, list, list]:
+    """Per planned file: the indices (into `deletes`) of the position and of the equality
+    delete files that apply to it (scan.attach_deletes's rules, deletes.py), and its
+    partition key where any does. Candidates are looked up by spec and partition."""
+    by_partition: dict[tuple, list[int]] = {}
+    unpartitioned: list[int] = []
+    for i, (_, spec_id, d, global_) in enumerate(deletes):
+        (unpartitioned if global_ else by_partition.setdefault((spec_id, tuple(d.partition)), [])).append(i)
+    positions, equalities, keys = [], [], []
+    for seq, spec_id, partition in zip(columns.data_sequence_number, columns.spec_id, columns.partition):
+        view = _DataFileView(partition)
+        found_pos, found_eq = [], []
+        for i in unpartitioned + by_partition.get((spec_id, partition), []):
+            dseq, dspec, d, global_ = deletes[i]
+            args = (dseq, dspec, d, seq, spec_id, view, global_)
+            if d.content == DataFileContent.POSITION_DELETES and position_delete_applies(*args):
+                found_pos.append(i)
+            elif d.content == DataFileContent.EQUALITY_DELETES and equality_delete_applies(*args):
+                found_eq.append(i)
+        positions.append(sorted(found_pos) or None)
+        equalities.append(sorted(found_eq) or None)
+        keys.append(partition_key(spec_id, partition) if found_pos or found_eq else None)
+    return positions, equalities, keys
+
+
+def _int64(values) -> pa.Array:
+    if isinstance(values, array):
+        return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+    if None in values:
+        return pa.array(values, pa.int64())
+    return _int64(array("q", values))
+
+
+def _strings(values: list[bytes]) -> pa.Array:
+    """UTF-8 bytes (checked by the decoder) as a string array, from buffers."""
+    data = b"".join(values)
+    large = len(data) >= 1 << 31  # past 32-bit offsets
+    offsets = array("q" if large else "i", [0])
+    offsets.extend(accumulate(map(len, values)))
+    out = pa.Array.from_buffers(pa.large_string() if large else pa.string(), len(values),
+                                [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    return out.cast(pa.string()) if large else out  # (a plan's paths beyond 2 GiB fail in the cast)
+
+
+def columns_to_table(columns: MC.ManifestColumns, deletes: list[DeleteRef]) -> pa.Table:
+    """A columnar plan (manifest_columns.py) as a PLAN_SCHEMA table, deletes attached."""
+    n = len(columns)
+    if deletes:
+        positions, equalities, keys = _attach(columns, deletes)
+        positions, equalities = pa.array(positions, pa.list_(pa.int32())), pa.array(equalities, pa.list_(pa.int32()))
+        keys = pa.array(keys, pa.string())
+    else:
+        positions = equalities = pa.nulls(n, pa.list_(pa.int32()))
+        keys = pa.nulls(n, pa.string())
+    spec_ids = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(columns.spec_id)])
+    return pa.Table.from_arrays(
+        [_strings(columns.file_path), _int64(columns.file_size_in_bytes), _int64(columns.record_count),
+         _int64(columns.data_sequence_number), spec_ids, keys, positions, equalities], schema=PLAN_SCHEMA)
+
+
+def plan_columns(io, manifests: list[ManifestFile], specs: dict[int, PartitionSpec], schema: T.Schema,
+                 expr: E.Expression, deletes: list[DeleteRef]) -> pa.Table:
+    """The plan of some data manifests (already pruned by their partition summaries) as
+    a PLAN_SCHEMA table: each manifest decoded straight into columns (manifest_columns.py),
+    entries pruned by partition and by the statistics of the filter's columns only, the
+    deletes attached. What scan.plan_files plans, without an object per entry."""
+    bound = None if isinstance(expr, E.AlwaysTrue) else EV.rewrite_not(E.bind(expr, schema))
+    ids = MC.referenced_field_ids(bound) if bound is not None else frozenset()
+    evaluators: dict[int, EV.PartitionEvaluator] = {}
+    out = MC.ManifestColumns()
+    for m in manifests:
+        partition_eval = None
+        if bound is not None:
+            partition_eval = evaluators.get(m.partition_spec_id)
+            if partition_eval is None:
+                partition_eval = evaluators[m.partition_spec_id] = EV.PartitionEvaluator(
+                    expr, specs[m.partition_spec_id], schema)
+        MC.decode_manifest(io.get(m.manifest_path), m, partition_eval, bound, ids, out)
+    return columns_to_table(out, deletes)
+
+
+def plan_table_local(io, tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot | None,
+                     expr: E.Expression = E.AlwaysTrue(), stats: PlanStats | None = None
+                     ) -> tuple[pa.Table, list[DeleteRef]]:
+    """The plan of `snapshot` in this process, as plan_table_distributed makes it."""
+    from icefloe.impl.table.scan import snapshot_schema
+    if snapshot is None:
+        return PLAN_SCHEMA.empty_table(), []
+    schema = snapshot_schema(metadata, snapshot)
+    data, delete_manifests = data_and_delete_manifests(tree, metadata, snapshot, expr, schema)
+    deletes = delete_refs(tree, metadata, delete_manifests)
+    specs = {m.partition_spec_id: metadata.spec_by_id(m.partition_spec_id) for m in data}
+    if stats is not None:
+        stats.data_manifests_read = len(data)
+    return plan_columns(io, data, specs, schema, expr, deletes), deletes
+
+
 def _ipc(table: pa.Table) -> bytes:
+    """Arrow IPC, LZ4-compressed (file paths share long prefixes)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as w:
+    with pa.ipc.new_stream(sink, table.schema, options=pa.ipc.IpcWriteOptions(compression="lz4")) as w:
         w.write_table(table)
     return sink.getvalue().to_pybytes()
 
@@ -243,8 +353,8 @@ def plan_table_distributed(spark, ref, metadata: TableMetadata, snapshot: Snapsh
                            expr: E.Expression = E.AlwaysTrue(), groups_max: int | None = None,
                            stats: PlanStats | None = None) -> tuple[pa.Table, list[DeleteRef]]:
     """The plan of `snapshot` with the data manifests decoded and pruned on the executors
-    (one Spark task per group of manifests); each task returns its file tasks as Arrow
-    IPC bytes, so the driver holds columns, not one object per file."""
+    (one Spark task per group of manifests, plan_columns); each task returns its part of
+    the plan as Arrow IPC bytes, so the driver holds columns, not one object per file."""
     from icefloe.impl.spark.options import io_of
     from icefloe.impl.table.scan import snapshot_schema
     schema = snapshot_schema(metadata, snapshot)
@@ -252,7 +362,6 @@ def plan_table_distributed(spark, ref, metadata: TableMetadata, snapshot: Snapsh
     groups_max = groups_max or spark.sparkContext.defaultParallelism * TASKS_PER_CORE
     groups = manifest_groups(tree, metadata, snapshot, expr, schema, groups_max)
     deletes = groups[0].deletes if groups else []
-    index = {d[2].file_path: i for i, d in enumerate(deletes)}
     if stats is not None:
         stats.tasks, stats.data_manifests_read = len(groups), sum(len(g.manifests) for g in groups)
     if not groups:
@@ -265,8 +374,8 @@ def plan_table_distributed(spark, ref, metadata: TableMetadata, snapshot: Snapsh
         cpu_before = time.process_time()
         io = io_of(ref)
         before = sum(io.counts.values())
-        tasks = plan_group(TreeReader(io), group, T.schema_from_json(schema_json), expr)
-        data = _ipc(tasks_to_table(tasks, index))
+        table = plan_columns(io, group.manifests, group.specs, T.schema_from_json(schema_json), expr, group.deletes)
+        data = _ipc(table)
         yield data, sum(io.counts.values()) - before, (time.process_time() - cpu_before) * 1000, os.getpid()
 
     parts = spark.sparkContext.parallelize(groups, len(groups)).flatMap(run).collect()
