@@ -215,9 +215,10 @@ def _skip(src: _Source, d: int, fields: list[dict]) -> None:
 # follows), so on a later record a match is that record's one parse: the C regex engine
 # steps over it, no Python per item. Records of other shapes take the skipper (learning up
 # to SHAPES_MAX shapes per run, so a manifest of mixed shapes never compiles per record).
-_VARINT = rb"[\x80-\xff]{0,9}[\x00-\x7f]"
+_VARINT = rb"[\x80-\xff]{0,9}+[\x00-\x7f]"  # possessive: a varint never gives bytes back
 SHORT_MAX = 63  # the longest string or bytes value a one-byte zig-zag length holds
 SHAPES_MAX = 4  # patterns learned per run of skipped fields
+UNROLLED_MAX = 8192  # a block's items are written out one by one up to this many pattern bytes (faster than {n})
 WALK_DEPTH_MAX = 16
 _SHORT_BYTES = b"(?:" + b"|".join(re.escape(bytes([2 * n])) + b".{%d}" % n for n in range(SHORT_MAX + 1)) + b")"
 
@@ -317,7 +318,7 @@ def _walk(t: Any, buf: bytes, p: int, out: list[bytes], depth: int) -> int:
                 one: list[bytes] = []
                 p = _walk(item, buf, p, one, depth + 1)
                 items.append(b"".join(one))
-            if len(set(items)) == 1:
+            if len(set(items)) == 1 and len(items[0]) * n > UNROLLED_MAX:
                 out.append(b"(?:" + items[0] + b"){%d}" % n)
             else:
                 out.extend(items)

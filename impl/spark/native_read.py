@@ -29,6 +29,7 @@ plans, Spark's vectorized Parquet reader reads the planned files.
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -50,7 +51,17 @@ from icefloe.impl.spark.reader import select_snapshot
 from icefloe.impl.spark.transforms_sql import NotNative
 
 READ_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true"}
-FILE, POS = "__icefloe_file", "__icefloe_pos"
+FILE, POS, IDX = "__icefloe_file", "__icefloe_pos", "__icefloe_idx"
+MERGE_BRANCHES_MAX = 64  # data files with deletes read as a scan each in a merge-on-read; more: one scan (_merge_by_rows)
+DRIVER_POSITIONS_MAX = 4_000_000  # position deletes read on the driver into a broadcast table; more: _merge_by_rows
+BROADCAST_ROWS_MAX = 4_000_000  # equality delete rows joined by broadcast
+
+
+def _union(frames):
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.union(other)
+    return df
 
 
 def _canon_spark(column: str) -> str:
@@ -75,6 +86,7 @@ class NativeScan:
     snapshot_id: int | None = None
     apply_deletes: bool = True
     extra: dict = field(default_factory=dict)
+    io: object = None  # the table's store: merge-on-read reads position delete files on the driver
 
     def read_schema(self, fields=None):
         from pyspark.sql import types as S
@@ -116,6 +128,78 @@ class NativeScan:
         return df
 
     def _merge_on_read(self, merged: pa.Table):
+        pos_lists = merged.column("position_deletes").to_pylist()
+        eq_lists = merged.column("equality_deletes").to_pylist()
+        position = {i for found in pos_lists for i in found or ()}
+        if (merged.num_rows <= MERGE_BRANCHES_MAX and self.io is not None
+                and sum(self.deletes[i][2].record_count for i in position) <= DRIVER_POSITIONS_MAX):
+            return self._merge_by_files(merged.column("file_path").to_pylist(), pos_lists, eq_lists)
+        return self._merge_by_rows(merged)
+
+    def _merge_by_files(self, paths: list[str], pos_lists: list, eq_lists: list):
+        """Merge-on-read with each data file read as a scan of its own, numbered by a literal
+        column: the position deletes (read on the driver by icefloe's DeleteReader, as its own
+        scan reads them: paths made canonical once per spelling) become a small table of
+        (file number, position) anti-joined on `_metadata.row_index`; the equality deletes
+        the planner attached to each file (its sequence-number and partition rules) are
+        joined by file number. No data row's file path is spelled out and compared."""
+        from pyspark.sql import functions as F
+        from icefloe.impl.table.deletes import DeleteReader
+        reader = DeleteReader(self.io)
+        numbers, positions = array("i"), array("q")
+        for k, (path, found) in enumerate(zip(paths, pos_lists)):
+            if found:
+                target = canonical_location(path)
+                deleted = set().union(*(reader.positions(self.deletes[i][2]).get(target, ()) for i in found))
+                numbers.extend([k] * len(deleted))
+                positions.extend(sorted(deleted))
+        row_position = F.col("_metadata.row_index") if positions else F.lit(None).cast("long")
+        df = _union([self._files([path]).select("*", F.lit(k).alias(IDX), row_position.alias(POS))
+                     for k, path in enumerate(paths)])
+        if positions:
+            deleted = self.spark.createDataFrame(pa.table({IDX: pa.Array.from_buffers(
+                pa.int32(), len(numbers), [None, pa.py_buffer(numbers)]), POS: pa.Array.from_buffers(
+                pa.int64(), len(positions), [None, pa.py_buffer(positions)])}))
+            df = df.join(F.broadcast(deleted), [IDX, POS], "left_anti")
+        by_ids: dict[tuple, list[int]] = {}
+        for i in sorted({i for found in eq_lists for i in found or ()}):
+            by_ids.setdefault(tuple(self.deletes[i][2].equality_ids or ()), []).append(i)
+        for ids, indices in sorted(by_ids.items()):
+            df = self._equality_anti_join_by_files(df, eq_lists, ids, indices)
+        return df.drop(IDX, POS)
+
+    def _equality_anti_join_by_files(self, df, eq_lists: list, ids: tuple, indices: list[int]):
+        from pyspark.sql import functions as F
+        if not ids:
+            raise SparkOptionError("an equality delete file without equality ids")
+        fields = [self.schema.find_field(i) for i in ids]
+        applies: dict[int, set[int]] = {i: set() for i in indices}
+        for k, found in enumerate(eq_lists):
+            for i in found or ():
+                if i in applies:
+                    applies[i].add(k)
+        by_targets: dict[frozenset, list[int]] = {}
+        for i in indices:
+            by_targets.setdefault(frozenset(applies[i]), []).append(i)
+        for targets, group in sorted(by_targets.items(), key=lambda kv: kv[1]):
+            rows = _union([self._files([self._delete_path(self.deletes[i][2].file_path)], self.read_schema(fields))
+                           .select(*[F.col(f"`{f.name}`").alias(f"__eq{n}") for n, f in enumerate(fields)])
+                           for i in group])
+            if sum(self.deletes[i][2].record_count for i in group) <= BROADCAST_ROWS_MAX:
+                rows = F.broadcast(rows)
+            cond = None
+            for n, f in enumerate(fields):
+                term = df[f"`{f.name}`"].eqNullSafe(rows[f"__eq{n}"])
+                cond = term if cond is None else cond & term
+            if len(targets) < len(eq_lists):  # the delete files of this group apply to some data files only
+                cond = cond & df[IDX].isin(sorted(targets))
+            df = df.join(rows, cond, "left_anti")
+        return df
+
+    def _merge_by_rows(self, merged: pa.Table):
+        """Merge-on-read over one scan of every data file with deletes (too many files for a
+        scan each): rows are matched to their files by Spark's spelling of the path, made
+        canonical row by row."""
         from pyspark.sql import functions as F
         paths = merged.column("file_path").to_pylist()
         df = self._files(paths).select("*", F.expr(_canon_spark("_metadata.file_path")).alias(FILE),
@@ -205,7 +289,11 @@ def plan(spark, path: str, options: dict | None = None, *, snapshot_id: int | No
     E.bind(expr, schema)  # a bad filter is a typed error before anything is read
     tree = TreeReader(io)
     manifests = tree.manifests(snapshot)
-    mode = PL.choose_mode(manifests) if planning == "auto" else planning
+    if planning == "auto":  # a filter names columns, whose statistics then get decoded and evaluated
+        mode = PL.choose_native_mode(manifests, spark.sparkContext.defaultParallelism,
+                                     stats_needed=not isinstance(expr, E.AlwaysTrue))
+    else:
+        mode = planning
     stats = PL.PlanStats(mode, len(manifests), PL.announced_entries(manifests))
     if mode == "distributed":
         table, deletes = PL.plan_table_distributed(spark, ref, metadata, snapshot, expr, stats=stats)
@@ -215,7 +303,8 @@ def plan(spark, path: str, options: dict | None = None, *, snapshot_id: int | No
     stats.driver_requests = sum(io.counts.values()) - before
     stats.plan_ms = (time.monotonic() - started) * 1000
     _check_local(table, deletes)
-    return NativeScan(spark, schema, table, deletes, expr, stats, None if snapshot is None else snapshot.snapshot_id)
+    return NativeScan(spark, schema, table, deletes, expr, stats, None if snapshot is None else snapshot.snapshot_id,
+                      io=io)
 
 
 def _incremental(spark, io, metadata, start_id, end_id, started, before) -> NativeScan:

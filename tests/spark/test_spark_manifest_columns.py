@@ -308,3 +308,25 @@ def test_local_columnar_plan_equals_plan_files_with_deletes(tmp_path):
             attached["position"] += sum(len(w[3]) for w in want)
             attached["equality"] += sum(len(w[4]) for w in want)
     assert attached["position"] > 0 and attached["equality"] > 0  # the comparison saw both kinds
+
+
+def test_the_automatic_planning_switch():
+    """Goal: planning='auto' goes to the executors only with two or more cores and enough
+    announced data entries (fewer when a filter needs column statistics); delete manifests
+    do not count. Method: choose_native_mode on synthetic manifest lists around the bounds."""
+    from icefloe.impl.spark import planning as PL
+
+    def manifests(entries_each: int, count: int, deletes: int = 0) -> list[ManifestFile]:
+        out = [ManifestFile(f"m{k}", 1, 0, 1, added_files_count=entries_each, existing_files_count=0)
+               for k in range(count)]
+        return out + [ManifestFile(f"d{k}", 1, 0, 1, content=1, added_files_count=10**6, existing_files_count=0)
+                      for k in range(deletes)]
+    at = PL.NATIVE_ENTRIES_MIN // 10
+    assert PL.choose_native_mode(manifests(at, 10), 2, False) == "distributed"
+    assert PL.choose_native_mode(manifests(at, 9), 2, False) == "local"
+    assert PL.choose_native_mode(manifests(at, 9, deletes=3), 2, False) == "local"
+    assert PL.choose_native_mode(manifests(at, 10), 1, False) == "local"
+    assert PL.choose_native_mode(manifests(PL.NATIVE_ENTRIES_MIN, 1), 8, False) == "local"  # one manifest: one task
+    with_stats = PL.NATIVE_ENTRIES_MIN_WITH_STATS // 10
+    assert PL.choose_native_mode(manifests(with_stats, 10), 2, True) == "distributed"
+    assert PL.choose_native_mode(manifests(with_stats, 10), 2, False) == "local"

@@ -64,12 +64,13 @@ def test_native_files_are_iceberg_files(spark, opts):
     assert describe_files(spark, *args, driver_files_max=0) == describe_files(spark, *args, driver_files_max=len(paths))
 
 
-def test_merge_on_read_in_spark_equals_icefloe_and_pyiceberg(spark, opts, tmp_path):
+def test_merge_on_read_in_spark_equals_icefloe_and_pyiceberg(spark, opts, tmp_path, monkeypatch):
     """Goal: position and equality deletes applied in Spark give exactly icefloe's scan, and
     pyiceberg's where it reads them (position deletes; pyiceberg 0.12 refuses equality deletes).
     Method: native appends; a position delete file over two data files; then an equality delete
     in one partition, and a later append of a deleted key (sequence numbers decide); compare
-    native reads (local and executor planning) with both peers at every snapshot."""
+    native reads (local and executor planning; merged a scan per file and in one scan) with both
+    peers at every snapshot."""
     from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
     make_table(opts, "cat")
     write(_frame(spark, range(200)), TABLE, opts)
@@ -95,11 +96,15 @@ def test_merge_on_read_in_spark_equals_icefloe_and_pyiceberg(spark, opts, tmp_pa
     table.refresh()
     write(_frame(spark, [8], cat="a"), TABLE, opts)  # a deleted key appended again: visible
     table.refresh()
+    import icefloe.impl.spark.native_read as NR
     for snapshot in table.metadata.snapshots:
         want = sorted(table.scan(snapshot_id=snapshot.snapshot_id).column("id").to_pylist())
-        for planning in ("local", "distributed"):
+        for planning, branches in (("local", NR.MERGE_BRANCHES_MAX), ("distributed", NR.MERGE_BRANCHES_MAX),
+                                   ("local", 0)):  # a scan per file, or one scan matched by path (_merge_by_rows)
+            monkeypatch.setattr(NR, "MERGE_BRANCHES_MAX", branches)
             got = _ids(read(spark, TABLE, opts, snapshot_id=snapshot.snapshot_id, planning=planning))
-            assert got == want, (snapshot.summary, planning)
+            assert got == want, (snapshot.summary, planning, branches)
+    monkeypatch.undo()
     final = _ids(read(spark, TABLE, opts))
     assert 4 not in final and 12 not in final and 5 in final and final.count(8) == 1
     filtered = _ids(read(spark, TABLE, opts, row_filter="cat = 'a' and id < 40"))
