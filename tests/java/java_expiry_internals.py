@@ -12,7 +12,10 @@ remove S1; then main is rolled back to S1. Prints one JSON object:
                 as RESTCatalogAdapter and servers built on it run it) makes of that
                 request on the rolled-back table: refs, current snapshot, snapshots;
   second_plan   the same RemoveSnapshots planning again (what its retry after a
-                CommitFailedException does): the error it raises.
+                CommitFailedException does): the error it raises;
+  window        with retainLast(2), S3 <- S2 <- U1 and main rolled back to S2 between
+                the two plans: the first plan, the second (the union), and a fresh
+                RemoveSnapshots' plan on the same table.
 """
 from __future__ import annotations
 
@@ -80,8 +83,29 @@ def main(jar: str) -> int:
         java = getattr(e, "java_exception", None)
         second = {"error": java.getClass().getName() if java is not None else type(e).__name__,
                   "message": str(java.getMessage()) if java is not None else str(e)}
+
+    # With a retention window (retainLast(2)) the re-plan is the union of both plans: main
+    # S3 <- S2 <- U1, the first plan removes U1; main rolled back to S2 keeps U1 within its
+    # last two, and the second plan removes it anyway (with S3, which no ref holds now).
+    ident3 = ice.catalog.TableIdentifier.parse("db.t3")
+    table3 = catalog.createTable(ident3, ice.Schema(fields))
+    for name in ("e", "f", "g"):
+        data_file = ice.DataFiles.builder(ice.PartitionSpec.unpartitioned()).withPath(f"/tmp/j5/{name}.parquet") \
+            .withFileSizeInBytes(10).withRecordCount(1).withFormat("parquet").build()
+        table3.newFastAppend().appendFile(data_file).commit()
+    table3.refresh()
+    u3 = table3.currentSnapshot().snapshotId()
+    u2 = table3.currentSnapshot().parentId()
+    u1 = table3.snapshot(u2).parentId()
+    expiry3 = table3.expireSnapshots().expireOlderThan(2 ** 62).retainLast(2)
+    window_first = [s.snapshotId() for s in expiry3.apply()]
+    table3.manageSnapshots().rollbackTo(u2).commit()
+    window_second = sorted(s.snapshotId() for s in expiry3.apply())
+    fresh = sorted(s.snapshotId() for s in table3.expireSnapshots().expireOlderThan(2 ** 62).retainLast(2).apply())
     print(json.dumps({"s1": s1, "s2": s2, "planned_removal": removed, "request": request_json, "server": server,
-                      "t1": t1, "first_plan": first, "second_plan": second}))
+                      "t1": t1, "first_plan": first, "second_plan": second,
+                      "window": {"u1": u1, "u2": u2, "u3": u3, "first_plan": window_first,
+                                 "second_plan": window_second, "fresh_plan": fresh}}))
     return 0
 
 

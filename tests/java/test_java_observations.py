@@ -110,8 +110,9 @@ def test_j5_java_request_and_java_server_handler():
     """Goal: finding J5 in Iceberg-Java's own classes: the request its REST client builds for
     an expiry asserts only the table's uuid; Iceberg-Java's server handler applies it after
     a rollback made the planned snapshot main's head and drops main (the table reads
-    empty); RemoveSnapshots planning again raises. Method: java_expiry_internals.py in one
-    JVM over Iceberg's InMemoryCatalog."""
+    empty); RemoveSnapshots planning again raises, or, with a retention window, removes
+    a snapshot a fresh plan keeps. Method: java_expiry_internals.py in one JVM over
+    Iceberg's InMemoryCatalog."""
     from icefloe.conformance.testing import java_env
     done = java_env.run_script(Path(__file__).with_name("java_expiry_internals.py"), str(java_env.runtime_jar()))
     assert done.returncode == 0, done.stderr[-3000:]
@@ -125,3 +126,6 @@ def test_j5_java_request_and_java_server_handler():
     assert out["first_plan"] == [out["t1"]]
     assert out["second_plan"]["error"] == "java.lang.IllegalArgumentException", out["second_plan"]
     assert f"Cannot expire {out['t1']}. Still referenced by refs: [main]" == out["second_plan"]["message"]
+    window = out["window"]                       # retainLast(2): the retry removes the union of both plans
+    assert window["first_plan"] == [window["u1"]] and window["fresh_plan"] == [window["u3"]], window
+    assert window["second_plan"] == sorted([window["u1"], window["u3"]]), window
