@@ -20,7 +20,13 @@ id (a write option, or Iceberg's CommitMetadata commit properties for SQL):
              serializable isolation, as Iceberg checks MERGE);
   delete     `DELETE FROM t WHERE <filter> AND length(id) >= 0` (write.delete.mode): a
              row-level delete, validated at serializable isolation; without the conjunct
-             Spark deletes whole files by metadata, unvalidated (ROW_LEVEL);
+             Spark deletes whole files by metadata, unvalidated (ROW_LEVEL). Merge-on-read:
+             `MERGE INTO t USING <ids> s ON t.id = s.id WHEN MATCHED THEN DELETE`, the same
+             position deletes, validated as a MERGE (no concurrent delete of its rows);
+             Iceberg's merge-on-read DELETE does not check concurrent deletes
+             (SparkPositionDeltaWrite validates deleted files and conflicting delete files
+             for UPDATE and MERGE only) and commits over an overwrite that hid its rows
+             (observation J6): engine `engine_mor_plain_delete`;
   rewrite    Iceberg's rewrite_data_files Spark action (what `CALL system.rewrite_data_files`
              runs; the procedure cannot tag its snapshot), option min-input-files=2: every
              file of the table is small, so each is a candidate and the one group is
@@ -143,6 +149,12 @@ def condition(where, column: str = A.COLUMN) -> str:
     return f"{column} IN ({', '.join(sql_string(v) for v in sorted(where))})"
 
 
+def rows_source(values) -> str:
+    """A relation of one string column holding `values` (none: an empty relation)."""
+    return (" UNION ALL ".join(f"SELECT {sql_string(v)} AS {A.COLUMN}" for v in sorted(values))
+            or f"SELECT CAST(NULL AS STRING) AS {A.COLUMN} WHERE false")
+
+
 def outcome_of_error(e: java_env.JavaError, attempts_max: int):
     """Java's exception -> the suite's outcome, or None (not a commit outcome: a failure)."""
     reason = f"{e.classes[0].rsplit('.', 1)[-1] if e.classes else '?'}: {e.message}"[:500]
@@ -175,12 +187,13 @@ class JavaCommit:
                 w.call("append", table=table, values=list(op.rows),
                        options={f"snapshot-property.{A.OP_ID_PROPERTY}": op.op_id})
             elif op.kind == A.OVERWRITE:
-                source = (" UNION ALL ".join(f"SELECT {sql_string(r)} AS {A.COLUMN}" for r in op.rows)
-                          or f"SELECT CAST(NULL AS STRING) AS {A.COLUMN} WHERE false")
-                w.sql(f"MERGE INTO {table} t USING ({source}) s ON t.{A.COLUMN} = s.{A.COLUMN} "
+                w.sql(f"MERGE INTO {table} t USING ({rows_source(op.rows)}) s ON t.{A.COLUMN} = s.{A.COLUMN} "
                       f"WHEN NOT MATCHED THEN INSERT * "
                       f"WHEN NOT MATCHED BY SOURCE AND {condition(op.where, 't.' + A.COLUMN)} THEN DELETE",
                       props)
+            elif op.kind == A.DELETE and h.mode == MERGE_ON_READ and h.row_level_delete and h.mor_delete_by_merge:
+                w.sql(f"MERGE INTO {table} t USING ({rows_source(op.where)}) s ON t.{A.COLUMN} = s.{A.COLUMN} "
+                      f"WHEN MATCHED THEN DELETE", props)
             elif op.kind == A.DELETE:
                 row_level = ROW_LEVEL if op.where and h.row_level_delete else ""
                 w.sql(f"DELETE FROM {table} WHERE {condition(op.where)}{row_level}", props)
@@ -223,9 +236,9 @@ class JavaTable:
     """The TableHandle over Iceberg-Java."""
 
     def __init__(self, ctx: A.TableContext, mode: str, row_level_delete: bool = True, spec_rollback: bool = True,
-                 spec_expire: bool = True):
+                 spec_expire: bool = True, mor_delete_by_merge: bool = True):
         self.ctx, self.mode, self.row_level_delete, self.spec_rollback = ctx, mode, row_level_delete, spec_rollback
-        self.spec_expire = spec_expire
+        self.spec_expire, self.mor_delete_by_merge = spec_expire, mor_delete_by_merge
         self.ident = ctx.identifier
         self.rest = (ctx.catalog_uri or "").startswith(("http://", "https://"))
         self._records: dict = {}                       # snapshot id -> SnapshotRecord
@@ -372,16 +385,18 @@ class JavaEngine:
     capabilities = CAPABILITIES
 
     def __init__(self, mode: str = COPY_ON_WRITE, row_level_delete: bool = True, spec_rollback: bool = True,
-                 spec_expire: bool = True):
+                 spec_expire: bool = True, mor_delete_by_merge: bool = True):
         if mode not in (COPY_ON_WRITE, MERGE_ON_READ):
             raise A.EngineSpecError(f"mode must be {COPY_ON_WRITE} or {MERGE_ON_READ}, not {mode!r}")
         self.mode, self.row_level_delete, self.spec_rollback = mode, row_level_delete, spec_rollback
-        self.spec_expire = spec_expire
+        self.spec_expire, self.mor_delete_by_merge = spec_expire, mor_delete_by_merge
         self.name = (("java" if mode == COPY_ON_WRITE else "java-mor") + ("" if row_level_delete else "-metadata-delete")
-                     + ("" if spec_rollback else "-procedure-rollback") + ("" if spec_expire else "-plain-expire"))
+                     + ("" if spec_rollback else "-procedure-rollback") + ("" if spec_expire else "-plain-expire")
+                     + ("" if mor_delete_by_merge or mode == COPY_ON_WRITE else "-plain-delete"))
 
     def create_table(self, ctx: A.TableContext) -> JavaTable:
-        return JavaTable(ctx, self.mode, self.row_level_delete, self.spec_rollback, self.spec_expire)
+        return JavaTable(ctx, self.mode, self.row_level_delete, self.spec_rollback, self.spec_expire,
+                         self.mor_delete_by_merge)
 
 
 def engine() -> JavaEngine:
@@ -414,3 +429,10 @@ def engine_plain_expire() -> JavaEngine:
     asserts nothing but the table's uuid (observations J4 and J5 of docs/verdicts.md: the
     server applies the ids planned on the client's base to the table as it is now)."""
     return JavaEngine(COPY_ON_WRITE, spec_expire=False)
+
+
+def engine_mor_plain_delete() -> JavaEngine:
+    """`--engine icefloe.conformance.engines.java_engine:engine_mor_plain_delete`:
+    merge-on-read with Spark's row-level `DELETE FROM`, which Iceberg validates without
+    checking concurrent deletes of its rows (observation J6 of docs/verdicts.md)."""
+    return JavaEngine(MERGE_ON_READ, mor_delete_by_merge=False)
