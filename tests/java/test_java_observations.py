@@ -9,7 +9,9 @@ over that append. J3: an incremental read from main's head is refused. J4 and J5
 (J4: the server applies it over a concurrent append), and when a concurrent rollback made
 a planned snapshot main's head again its retry refuses itself, while Iceberg-Java's own
 server handler would apply the plan and drop main (J5). The adapter's expiry (each
-attempt planned afresh, its request asserting every ref) agrees with the model in both."""
+attempt planned afresh, its request asserting every ref) agrees with the model in both.
+J6: a merge-on-read DELETE does not check concurrent deletes of its rows (the adapter's
+merge-on-read delete, a MERGE, does)."""
 from __future__ import annotations
 
 import json
@@ -30,6 +32,8 @@ J1_PROGRAM = [("Begin", 1, "overwrite"), ("Begin", 2, "delete"), ("Heal", 0), ("
 J2_PROGRAM = [("Begin", 1, "append"), ("Begin", 2, "rollback"), ("Heal", 0), ("Swap", 1), ("Swap", 2)]
 # J4: an append lands while an expiry (keep main's head) is held.
 J4_PROGRAM = [("Begin", 1, "append"), ("Begin", 2, "expire"), ("Heal", 0), ("Swap", 1), ("Swap", 2)]
+# J6 (merge-on-read): J1's schedule, an overwrite hides the rows of a file a held delete deletes.
+J6_PROGRAM = J1_PROGRAM
 # J5: a rollback (main back to its head's parent) lands while an expiry that planned to
 # remove that parent is held.
 J5_PROGRAM = [("Begin", 2, "expire"), ("Begin", 1, "rollback"), ("Heal", 0), ("Swap", 1), ("Swap", 2)]
@@ -129,3 +133,15 @@ def test_j5_java_request_and_java_server_handler():
     window = out["window"]                       # retainLast(2): the retry removes the union of both plans
     assert window["first_plan"] == [window["u1"]] and window["fresh_plan"] == [window["u3"]], window
     assert window["second_plan"] == sorted([window["u1"], window["u3"]]), window
+
+
+def test_j6_merge_on_read_delete_ignores_a_concurrent_delete_of_its_rows(java_worker, backends):
+    """Goal: observation J6 reproduces, and the adapter's merge-on-read delete avoids it.
+    Method: J1's schedule on merge-on-read tables: Spark's DELETE retries after the 409 and
+    commits over the overwrite that hid its rows (A0); the adapter's MERGE ... WHEN MATCHED
+    THEN DELETE ends Conflict, as the model's delete."""
+    with pytest.raises(Violation) as found:
+        replay(J.engine_mor_plain_delete(), J6_PROGRAM, bounds=J1_BOUNDS, store=REST, backends=backends, ctx_seed=0)
+    assert found.value.prop.startswith("A0") and "another commit request" in str(found.value), found.value
+    lock = replay(J.engine_mor(), J6_PROGRAM, bounds=J1_BOUNDS, store=REST, backends=backends, ctx_seed=0)
+    assert lock.stats.conflicts == 1 and lock.stats.commits >= 1, lock.stats
