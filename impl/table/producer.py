@@ -292,10 +292,13 @@ class RewriteFiles(FileChange):
                 groups.setdefault((task.spec_id, task.data_file.partition), []).append(task)
         deletes = DeleteReader(c.io)
         for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: repr(kv[0])):
+            few = len(tasks) < self.files_min
             has_deletes = any(t.position_deletes or t.equality_deletes for t in tasks)
-            if len(tasks) < self.files_min and not has_deletes or spec_id != c.base.default_spec_id:
+            if few and not has_deletes or spec_id != c.base.default_spec_id:
                 continue
             rows = pa.concat_tables([read_task(c.io, t, schema, deletes) for t in tasks])
+            if few and rows.num_rows == sum(t.data_file.record_count for t in tasks):
+                continue  # the deletes that may apply remove none of its rows: nothing to do (5.4)
             for t in tasks:
                 self.removed[t.data_file.file_path] = t.data_file
             self.rows_to_add.append(rows)
@@ -331,7 +334,14 @@ class RowDelta(FileChange):
         self.operation = "delete" if not data_files else "overwrite"
 
     def plan(self, c):
-        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(self.referenced, self.ref)]
+        validated = bool(self.referenced) or (self.row_filter is not None and self.isolation == SERIALIZABLE)
+        # A delta that names no data file and reads no rows (an upsert: an equality delete
+        # and its new rows) assumes nothing about its starting snapshot (spec/PROTOCOL.md
+        # 7.3 "upsert"; model: validate() is True for UPSERT), so a rollback that takes its
+        # start off the ref's line is no conflict for it (Iceberg-Java's RowDelta without
+        # validateFromSnapshot).
+        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(self.referenced, self.ref)] \
+            if validated else []
         if self.referenced:
             live = {e.data_file.file_path: e.data_file
                     for _, e in c.tree.live_entries(c.starting_snapshot, ManifestContent.DATA)}
