@@ -55,14 +55,17 @@ class Readers:
 
     def _appended(self, meta, sid) -> bool:
         """Whether an incremental (append) reader takes snapshot `sid`'s rows: an append,
-        or an overwrite that removed nothing (Iceberg records that as an append)."""
+        or an overwrite that removed nothing (its partition was empty): the spec's
+        `append` operation is "only data files were added and no files were removed",
+        and icefloe and pyiceberg record such an overwrite so."""
         kind = self.lock.kind_of.get(sid)
         if kind == APPEND:
             return True
         if kind != OVERWRITE:
             return False
-        parent = snap_of(meta, snap_of(meta, sid).parent)
-        return parent is not None and not parent.files
+        snap = snap_of(meta, sid)
+        parent = snap_of(meta, snap.parent)
+        return parent is not None and parent.files <= snap.files
 
     def read(self, label) -> None:
         lock = self.lock
