@@ -339,7 +339,53 @@ BLIND: tuple[Mutant, ...] = (
            DELETES, "position deletes compare paths as spelled (file:/ vs file:///): another engine's deletes miss",
            "spec: position delete file_path", model_covers=False, blind=True),
 )
-MUTANTS = MUTANTS + BLIND
+
+# -- the second blind batch (2026-11-27) -----------------------------------------------------
+# Written in one sitting before the suite was run against them, by an engineer who had not
+# changed the suite this session beyond the seed gate's fixes; recorded with what conform did
+# on the first try (docs/conformance.md, "Blind mutants"). Same rule: never killed by name.
+FILES_PY = "impl/table/files.py"
+BLIND_2: tuple[Mutant, ...] = (
+    Mutant("between-skips-head", FILES_PY,
+           "    return line[: ids.index(start_id)]\n",
+           "    return line[1: ids.index(start_id)]  # mutant: the ref's head is the base, not 'in between'\n",
+           REQUIREMENTS, "validations look at the snapshots between the start and the head, but not at the head",
+           "off-by-one in validationHistory (Java: snapshots since the starting snapshot, head included)",
+           blind=True),
+    Mutant("incremental-takes-replace", SCAN_PY,
+           "        if snap.operation != \"append\":\n",
+           "        if snap.operation not in (\"append\", \"replace\"):  # mutant: compactions add files too\n",
+           SCAN, "an incremental read takes the files a compaction added, so compacted rows come twice",
+           "Spark streaming reads of rewritten files (streaming-skip-overwrite-snapshots)", blind=True),
+    Mutant("reach-skips-delete-manifests", FILES_PY,
+           "        for m in self.manifests(snapshot):\n            out.add(m.manifest_path)\n",
+           "        for m in self.manifests(snapshot):\n            if m.content != ManifestContent.DATA:\n"
+           "                continue  # mutant: a snapshot's reach is its data files\n            out.add(m.manifest_path)\n",
+           EXPIRY, "reachability ignores delete manifests, so expiry and orphan removal delete live delete files",
+           "expiry/orphan removal that walks data manifests only", blind=True),
+    Mutant("retry-bound-off-by-one", COMMIT_PY,
+           "        if self.attempt >= policy.commit_attempts_max or time_up:\n",
+           "        if self.attempt > policy.commit_attempts_max or time_up:  # mutant\n",
+           COMMIT, "one attempt more than commit.retry.num-retries allows",
+           "spec 6.1 bounded retry", blind=True),
+    Mutant("rewrite-refuses-equality-deletes", PRODUCER_PY,
+           "NoNewDeletesForFiles(files, self.ref, ignore_equality=True)]",
+           "NoNewDeletesForFiles(files, self.ref)]  # mutant: any new delete aborts a compaction",
+           ROW_DELTAS, "a compaction conflicts with an equality delete committed meanwhile (which still applies "
+           "to its output by sequence number): a spurious conflict", "apache/iceberg #10312 (over-strict)",
+           blind=True),
+    Mutant("position-bounds-exclusive", DELETES_PY,
+           "    return any(lo <= p.encode() <= hi for p in {path, comparable_location(path)})\n",
+           "    return any(lo <= p.encode() < hi for p in {path, comparable_location(path)})  # mutant\n",
+           DELETES, "a position delete's file_path upper bound read as exclusive: a delete naming one file misses it",
+           "spec: metrics bounds are inclusive", blind=True),
+    Mutant("plan-on-handle-not-pointer", COMMIT_PY,
+           "        if self._known is not None and self._known[0] == location:\n",
+           "        if self._known is not None:  # mutant: the handle's metadata, whatever the pointer says\n",
+           COMMIT, "a commit plans on the handle's cached metadata even when the pointer has moved",
+           "a stale base: a commit built on metadata older than the pointer", blind=True),
+)
+MUTANTS = MUTANTS + BLIND + BLIND_2
 
 _BY_NAME = {m.name: m for m in MUTANTS}
 assert len(_BY_NAME) == len(MUTANTS), "mutant names are unique"
