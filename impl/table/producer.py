@@ -7,7 +7,9 @@ per-operation table; model: APPEND, OVERWRITE, DELETE, REWRITE).
 - `FileChange`: overwrite / delete / rewrite / row delta. The files to remove (D) and
   the rows to add (A) are planned once at the starting snapshot; each attempt marks D
   deleted in the manifests of the base's head. A manifest already filtered by an earlier
-  attempt is reused; only manifests that appeared since are filtered and rewritten.
+  attempt is reused; only manifests that appeared since are filtered and rewritten. The
+  resulting list is then merged as the table's commit.manifest-merge.* properties say
+  (merge.py; Iceberg-Java's merging producers), a merged bin reused as long as it stands.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from icefloe.impl.table.commit import LIST, MANIFESTS, PendingCommit
 from icefloe.impl.table.deletes import DeleteReader, not_true
 from icefloe.impl.table.env import data_file_location, manifest_location, partition_path_of
 from icefloe.impl.table.files import LIVE
+from icefloe.impl.table.merge import MergePolicy, merge_manifests, merged_entries
 from icefloe.impl.table.requirements import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
 )
@@ -135,6 +138,7 @@ class FileChange(_Producer):
         self.data_sequence_number: int | None = None  # rewrite: the starting snapshot's
         self.reqs: list = []
         self._filtered: dict[str, ManifestFile | None] = {}  # manifest path -> rewritten (None: kept)
+        self._merged: dict[tuple, ManifestFile] = {}         # bin's manifest paths -> merged manifest
         self._filtered_for: int | None = None
         self._new: list[ManifestFile] | None = None
         self._manifests: list[ManifestFile] = []
@@ -149,7 +153,7 @@ class FileChange(_Producer):
 
     def write_manifests(self, c):
         if self._filtered_for != c.snapshot_id:  # deleted entries carry our snapshot id
-            self._filtered, self._filtered_for = {}, c.snapshot_id
+            self._filtered, self._merged, self._filtered_for = {}, {}, c.snapshot_id
         if self._new is None:
             self._new = []
             if self.added:
@@ -172,7 +176,17 @@ class FileChange(_Producer):
             carried.append(m if rewritten is None else rewritten)
         missing = set(self.removed) - found
         assert not missing, f"files to remove are not live in the base's head: {sorted(missing)[:3]}"
-        self._manifests = self._new + carried
+        self._manifests = merge_manifests(self._new + carried, MergePolicy.from_properties(c.base.properties),
+                                          lambda bin_: self._merge_bin(c, bin_))
+
+    def _merge_bin(self, c: PendingCommit, bin_: list[ManifestFile]) -> ManifestFile:
+        """One merged manifest for `bin_` (merge.py), written once per bin and snapshot id."""
+        key = tuple(m.manifest_path for m in bin_)
+        if key not in self._merged:
+            entries = merged_entries(c.tree.entries, bin_, c.snapshot_id)
+            self._merged[key] = _write_manifest(c, entries, bin_[0].partition_spec_id, bin_[0].content,
+                                                added_snapshot_id=c.snapshot_id, n=3)
+        return self._merged[key]
 
     def _filter(self, c: PendingCommit, m: ManifestFile) -> ManifestFile | None:
         """The manifest with D marked deleted, or None when it lists none of D."""
