@@ -237,8 +237,11 @@ class DeleteWhere(FileChange):
         for task in plan_files(c.tree, c.base, start, self.row_filter):
             rows = read_task(c.io, task, schema, deletes)
             matched = rows.filter(mask).num_rows
-            if matched == 0:
+            if matched == 0 and rows.num_rows:
                 continue
+            # Every live row it holds matches, some do, or none is left (each was deleted by
+            # a delete file): it goes, its survivors rewritten. A file the filter's range may
+            # hold with no live row left goes too, as a partition overwrite removes it.
             self.removed[task.data_file.file_path] = task.data_file
             survivors = rows.filter(not_true(mask))
             if survivors.num_rows:

@@ -178,6 +178,10 @@ _SEED_GATE_BOUNDS = dict(writers=2, ops=3, kinds=("append", "overwrite", "delete
                          faults=("write_fail", "swap_fail", "ack_lost", "swap_delayed", "crash"), fault_budget=3,
                          attempts_max=3, isolation=SERIALIZABLE, orphan_runs=1, workload="any", por=False,
                          partitions=2, refs=True)
+def _WRITES(w):  # noqa: N802 - a program fragment: writer w's manifest, list and metadata writes
+    return (("WriteManifests", w), ("WriteManifestList", w), ("WriteMetadata", w))
+
+
 _ALL_FAULTS = ("Faults", 0, ("write_fail", "swap_fail", "ack_lost", "swap_delayed", "crash"))
 
 
@@ -209,6 +213,14 @@ _ALL_FAULTS = ("Faults", 0, ("write_fail", "swap_fail", "ack_lost", "swap_delaye
             ("WriteManifestList", 1), ("Resolve", 2), ("WriteMetadata", 1), ("Swap", 1), ("Begin", 2, "rollback"),
             ("Begin", 1, "upsert", 1), ("WriteMetadata", 2), ("Heal", 0), ("Swap", 2), ("WriteData", 1),
             ("WriteManifests", 1), ("WriteManifestList", 1), ("WriteMetadata", 1), ("Swap", 1), ("Retry", 1)]),
+    # seed 1, after the P10 harness fix: an overwrite of a partition whose only file's row a
+    # row_delete deleted kept that dead file (no live row matched), so it removed nothing and
+    # was labelled "append"; the model's overwrite removes every file of the partition
+    (1522, [("Begin", 1, "row_delete", 1), ("WriteData", 1), *_WRITES(1), ("Swap", 1), ("Begin", 1, "overwrite", 1), ("Heal", 0),
+            ("WriteData", 1), *_WRITES(1), ("Swap", 1), ("RemoveOrphans", 0),
+            *[s for w in (1, 2, 2, 2) for s in (("Begin", w, "append", 1, "b"), ("WriteData", w), *_WRITES(w),
+                                                 ("Swap", w))],
+            ("ReadIncremental", 0, (0, 1))]),
 ])
 def test_the_seed_gates_shrunk_disagreements_replay_clean(ctx_seed, program):
     """Goal: the model/engine disagreements the seed gate found stay fixed. Method: replay each shrunk program on icefloe; any Violation fails the test."""

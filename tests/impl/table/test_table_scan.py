@@ -198,3 +198,22 @@ def test_a_lone_file_is_compacted_only_when_a_delete_removes_some_of_its_rows(me
     assert isinstance(outcome, Committed) and outcome.snapshot_id is not None
     [task] = table.plan_files()
     assert not task.equality_deletes and ids_of(table.scan()) == [1]
+
+
+def test_an_overwrite_removes_a_file_whose_rows_were_all_deleted(mem):
+    """Goal: a file every row of which a delete file deleted is removed by an overwrite whose
+    filter may select it (as a partition overwrite removes every file of the partition), so
+    the snapshot is an "overwrite", not an "append" an incremental reader would take
+    (the seed gate's seed 1: P10). Method: one partitioned table, the only row of partition 'a' deleted by position; overwrite of
+    cat = 'a'."""
+    table = mem.create(partition="cat")
+    table.append(rows([1], cat="a"))
+    table.append(rows([2], cat="b"))
+    [a] = [t.data_file for t in table.plan_files() if t.data_file.partition == ("a",)]
+    assert isinstance(table.add_delete_files([position_delete_file(table, [(a.file_path, 0)], ("a",))],
+                                             [a.file_path]), Committed)
+    assert isinstance(table.overwrite(rows([3], cat="a"), "cat = 'a'"), Committed)
+    summary = table.current_snapshot().summary
+    assert summary["operation"] == "overwrite" and summary["deleted-data-files"] == "1", summary
+    assert a.file_path not in {t.data_file.file_path for t in table.plan_files()}
+    assert ids_of(table.scan()) == [2, 3]
