@@ -8,7 +8,9 @@ issue 12 the model has partitions, row deltas with sequence numbers and refs, an
 suite's table with them (conformance/coverage_rows.py): conform's directed programs kill
 the mutants of those areas, except position-delete-same-sequence (a position delete of a
 data file of its own commit, which no operation of the model writes) and the blind
-position-delete-path-spelling and scan-skips-existing-entries, left to unit tests;
+position-delete-path-spelling (one engine writes every path the suite's table holds, so
+their spellings never differ), left to unit tests; the suite's table merges manifests
+(EXISTING entries), so scan-skips-existing-entries is conform's since;
 `unit_tests` are the tests the gate runs when conform lets the mutant through; `like`
 names the real bug of the same class.
 """
@@ -306,9 +308,8 @@ BLIND: tuple[Mutant, ...] = (
     Mutant("scan-skips-existing-entries", SCAN_PY,
            "                if e.status in (0, 1) and e.data_file.record_count != 0:",
            "                if e.status == 1 and e.data_file.record_count != 0:  # mutant: ADDED only",
-           PARTITIONS, "an unfiltered scan takes only ADDED entries, dropping EXISTING ones of rewritten manifests "
-           "(a manifest holds several files only when an append writes several: partitions)",
-           "manifest entry status", model_covers=False, blind=True),
+           SCAN, "an unfiltered scan takes only ADDED entries, dropping the EXISTING ones of merged and "
+           "rewritten manifests", "manifest entry status", blind=True),
     Mutant("s3-read-back-existence-only", S3_STORE_PY,
            "        if current == data:\n            assert info.size == len(data)\n            return info",
            "        if current:  # mutant: something is there, so our write landed\n            return info",
