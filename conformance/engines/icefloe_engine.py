@@ -291,6 +291,14 @@ class IcefloeTable:
         files = [t.data_file.file_path for t in self.table.plan_files(snapshot_id=snapshot_id)]
         return self._result(snapshot_id, rows, files)
 
+    def read_filtered(self, snapshot_id: int, column: str, op: str, value) -> A.ReadResult:
+        self.table.refresh()
+        literal = repr(value) if isinstance(value, str) else str(value)
+        row_filter = f"{column} {op} {literal}"
+        rows = self.table.scan(row_filter, snapshot_id=snapshot_id)
+        files = [t.data_file.file_path for t in self.table.plan_files(row_filter, snapshot_id=snapshot_id)]
+        return self._result(snapshot_id, rows, files)
+
     def read_handle(self, writer: int) -> A.ReadResult:
         handle = self.handle(writer)                 # as it stands: no refresh
         snap = handle.current_snapshot()
