@@ -76,6 +76,7 @@ REQUIREMENTS_PY = "impl/table/requirements.py"
 MAINTENANCE_PY = "impl/table/maintenance.py"
 SCAN_PY = "impl/table/scan.py"
 DELETES_PY = "impl/table/deletes.py"
+EVALUATORS_PY = "impl/format/evaluators.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     # -- the commit path (spec/PROTOCOL.md 5, 6, 9) -------------------------------------------
@@ -212,6 +213,16 @@ MUTANTS: tuple[Mutant, ...] = (
            PARTITIONS, "a filtered scan prunes the partitions that match instead of those that cannot",
            "scan planning",
            unit_tests=("tests/impl/table/test_table_scan.py",)),
+    Mutant("metrics-lower-bound-strict", EVALUATORS_PY,
+           "(lower < lits[0] if op == LT else lower <= lits[0])",
+           "(lower < lits[0] if op == LT else lower < lits[0])  # mutant",
+           SCAN, "pruning by column bounds reads `<=` as `<`: a file whose lower bound equals the value is pruned",
+           "metrics evaluators (inclusive bounds)", unit_tests=("tests/impl/format",)),
+    Mutant("metrics-upper-bound-strict", EVALUATORS_PY,
+           "(upper > lits[0] if op == GT else upper >= lits[0])",
+           "(upper > lits[0] if op == GT else upper > lits[0])  # mutant",
+           SCAN, "pruning by column bounds reads `>=` as `>`: a file whose upper bound equals the value is pruned",
+           "metrics evaluators (inclusive bounds)", unit_tests=("tests/impl/format",)),
     # -- storage and catalogs (2, 3, 4) ---------------------------------------------------------
     Mutant("s3-cas-without-if-match", "impl/s3/store.py",
            "        return self._conditional_put(\"compare_and_swap\", location, data,\n"
