@@ -139,6 +139,7 @@ class FileChange(_Producer):
         self.reqs: list = []
         self._filtered: dict[str, ManifestFile | None] = {}  # manifest path -> rewritten (None: kept)
         self._merged: dict[tuple, ManifestFile] = {}         # bin's manifest paths -> merged manifest
+        self._new_entries: dict[str, list[ManifestEntry]] = {}  # path of a manifest in _new -> its entries
         self._filtered_for: int | None = None
         self._new: list[ManifestFile] | None = None
         self._manifests: list[ManifestFile] = []
@@ -160,10 +161,12 @@ class FileChange(_Producer):
                 seq = self.data_sequence_number
                 entries = [ManifestEntry(ManifestEntryStatus.ADDED, f, sequence_number=seq) for f in self.added]
                 self._new.append(_write_manifest(c, entries, c.base.default_spec_id, n=0))
+                self._new_entries[self._new[-1].manifest_path] = entries
             if self.added_deletes:
                 entries = [ManifestEntry(ManifestEntryStatus.ADDED, f) for f in self.added_deletes]
                 self._new.append(_write_manifest(c, entries, self.delete_spec_id(c),
                                                  ManifestContent.DELETES, n=1))
+                self._new_entries[self._new[-1].manifest_path] = entries
         found: set[str] = set()
         carried = []
         for m in c.tree.manifests(c.head()):
@@ -183,7 +186,13 @@ class FileChange(_Producer):
         """One merged manifest for `bin_` (merge.py), written once per bin and snapshot id."""
         key = tuple(m.manifest_path for m in bin_)
         if key not in self._merged:
-            entries = merged_entries(c.tree.entries, bin_, c.snapshot_id)
+            # Our own new manifests are merged from the entries we wrote: read through the
+            # tree before a manifest list assigned their sequence number, their entries
+            # would be cached without one (and a later attempt may list them unmerged).
+            def entries_of(m):
+                own = self._new_entries.get(m.manifest_path)
+                return own if own is not None else c.tree.entries(m)
+            entries = merged_entries(entries_of, bin_, c.snapshot_id)
             self._merged[key] = _write_manifest(c, entries, bin_[0].partition_spec_id, bin_[0].content,
                                                 added_snapshot_id=c.snapshot_id, n=3)
         return self._merged[key]

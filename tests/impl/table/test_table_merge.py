@@ -11,8 +11,8 @@ from icefloe.impl.outcomes import Committed, InvalidArgument
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.merge import MergePolicy, merge_manifests, pack_end
 
-from table_helpers import ids_of, rows
-from delete_writers import equality_delete_file
+from table_helpers import ids_of, rival, rows
+from delete_writers import data_file, equality_delete_file
 
 MERGE_AT_2 = {"commit.manifest.min-count-to-merge": "2"}
 
@@ -154,3 +154,28 @@ def test_a_retry_reuses_an_unchanged_merge_and_merges_anew_over_a_rival(mem):
     data = [m for m in manifests_of(table) if m.content == ManifestContent.DATA]
     assert len(data) == 1 and data[0].manifest_path not in merged_first
     assert ids_of(table.scan()) == [2, 3]
+
+
+def test_a_manifest_merged_on_one_attempt_and_listed_alone_on_the_next_reads_back(mem):
+    """Goal: a retry that lists its own new manifest unmerged (a rollback took away what it
+    had merged it with) commits a manifest whose entries read with the list's sequence
+    number through the same handle (seed gate, seed 6: a TypeError comparing None with a
+    sequence number while planning). Method: an upsert-like row delta merges its delete
+    manifest with an older one, a rollback removes that one, the delta retries and lands;
+    the handle that ran it scans."""
+    table = mem.create(properties=MERGE_AT_2)
+    table.append(rows([1, 2]))
+    before = table.current_snapshot().snapshot_id
+    table.add_delete_files([equality_delete_file(table, "id", [1])])
+    delta = table.begin(P.RowDelta([equality_delete_file(table, "id", [2])], [data_file(table, rows([7]))]))
+    while delta.phase != "swap":
+        delta.step()
+    assert any(m.content == ManifestContent.DELETES and m.added_snapshot_id == delta.snapshot_id
+               for m in delta.operation.manifests(delta))          # merged on attempt 1
+    other = rival(mem)
+    assert isinstance(other.rollback_to(before), Committed)
+    delta.run()
+    outcome = table.adopt(delta)
+    assert isinstance(outcome, Committed) and outcome.attempts == 2, outcome
+    assert ids_of(table.scan()) == [1, 7]
+    assert {t.data_sequence_number for t in table.plan_files()} == {1, 3}
