@@ -221,6 +221,43 @@ _ALL_FAULTS = ("Faults", 0, ("write_fail", "swap_fail", "ack_lost", "swap_delaye
             *[s for w in (1, 2, 2, 2) for s in (("Begin", w, "append", 1, "b"), ("WriteData", w), *_WRITES(w),
                                                  ("Swap", w))],
             ("ReadIncremental", 0, (0, 1))]),
+    # seed 6 with merged manifests: an upsert merged its delete manifest with the row delete's
+    # on its first attempt, a rollback took that away, its retry listed the manifest alone,
+    # whose entries the handle had cached without a sequence number (TypeError in planning)
+    (1724, [
+            ("Begin", 2, "append", 1, "b"),
+            ("Begin", 1, "row_delete", 2),
+            ("WriteData", 1),
+            ("WriteData", 2),
+            ("WriteManifests", 1),
+            ("WriteManifests", 2),
+            ("WriteManifestList", 1),
+            ("WriteManifestList", 2),
+            ("WriteMetadata", 1),
+            ("WriteMetadata", 2),
+            ("AckLost", 1),
+            ("Resolve", 1),
+            ("AckLost", 2),
+            ("Resolve", 2),
+            ("WriteManifestList", 2),
+            ("WriteMetadata", 2),
+            ("Begin", 1, "upsert", 2),
+            ("Swap", 2),
+            ("Begin", 2, "rollback"),
+            ("WriteMetadata", 2),
+            ("Heal", 0),
+            ("Swap", 2),
+            ("WriteData", 1),
+            ("WriteManifests", 1),
+            ("WriteManifestList", 1),
+            ("WriteMetadata", 1),
+            ("Swap", 1),
+            ("Retry", 1),
+            ("WriteManifests", 1),
+            ("WriteManifestList", 1),
+            ("WriteMetadata", 1),
+            ("Swap", 1)
+    ]),
 ])
 def test_the_seed_gates_shrunk_disagreements_replay_clean(ctx_seed, program):
     """Goal: the model/engine disagreements the seed gate found stay fixed. Method: replay each shrunk program on icefloe; any Violation fails the test."""
