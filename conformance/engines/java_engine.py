@@ -191,7 +191,10 @@ class JavaCommit:
                       f"WHEN NOT MATCHED THEN INSERT * "
                       f"WHEN NOT MATCHED BY SOURCE AND {condition(op.where, 't.' + A.COLUMN)} THEN DELETE",
                       props)
-            elif op.kind == A.DELETE and h.mode == MERGE_ON_READ and h.row_level_delete and h.mor_delete_by_merge:
+            elif op.kind == A.DELETE and op.where and h.mode == MERGE_ON_READ and h.row_level_delete \
+                    and h.mor_delete_by_merge:
+                # (an empty or absent id set goes to DELETE below: a MERGE from an empty source
+                # still commits an empty row delta, where the model's delete of nothing is a no-op)
                 w.sql(f"MERGE INTO {table} t USING ({rows_source(op.where)}) s ON t.{A.COLUMN} = s.{A.COLUMN} "
                       f"WHEN MATCHED THEN DELETE", props)
             elif op.kind == A.DELETE:
