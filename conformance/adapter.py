@@ -28,7 +28,9 @@ they allow:
                black-box engine's interleavings are coarser, and the verdict says so;
   reads        a subset of READS: current, at-snapshot (time travel), incremental
                (rows appended since a snapshot, along main's ancestry), handle (what a
-               writer's own table handle shows right after its operation ended);
+               writer's own table handle shows right after its operation ended),
+               filtered (a snapshot's rows matching `column op value`, planned with the
+               engine's own pruning: `read_filtered`);
   isolation    the isolation level the engine claims for overwrite-by-filter
                ("serializable" or "snapshot"); the model and checker judge at it;
   stores       where its tables can live: "memory" (a memory:// warehouse, stepping
@@ -136,8 +138,9 @@ WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH = (
     "write_fail", "swap_fail", "ack_lost", "swap_delayed", "crash")
 FAULT_KINDS = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED, CRASH)
 
-READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE = "current", "at-snapshot", "incremental", "handle"
-READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE)
+READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE, READ_FILTERED = (
+    "current", "at-snapshot", "incremental", "handle", "filtered")
+READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_HANDLE, READ_FILTERED)
 
 TRANSPORT_S3, TRANSPORT_SQL, TRANSPORT_REST = "s3", "sql", "rest"
 TRANSPORTS = (TRANSPORT_S3, TRANSPORT_SQL)          # a stepping engine's
@@ -465,6 +468,9 @@ class TableHandle(Protocol):
     def read_at(self, snapshot_id: int) -> ReadResult: ...
     def read_incremental(self, since_snapshot_id: int) -> ReadResult: ...
     def read_handle(self, writer: int) -> ReadResult: ...
+    # Only for the filtered read: the rows of the snapshot where `column op value` holds
+    # (op one of < <= > >= = !=), as the engine's own planning and filtering find them.
+    def read_filtered(self, snapshot_id: int, column: str, op: str, value) -> ReadResult: ...
     def history(self) -> TableHistory: ...
     def remove_orphans(self, older_than_ms: int) -> list: ...
     def close(self) -> None: ...

@@ -29,7 +29,10 @@ Families (a class is a tuple; every writer phase, fault, outcome is the model's 
   validations (operation, commits in between, result): a retry validates against the snapshots
               that landed since its start (newest first; up to two), starts its next attempt or ends;
   sequences   (kind, kind, kind): three commits in a row on main (expiry, rollback, delete, say);
-  orphans     (operation, outcome): orphan removal after an operation ended so.
+  orphans     (operation, outcome): orphan removal after an operation ended so;
+  handles     (outcome of a writer's operation, kind of a rival's commit since, the writer's
+              next operation): a writer begins its next operation through its own table
+              handle, which holds a state the pointer has left since.
 Partitions, row-level deletes and refs have families of their own (conformance.coverage_rows).
 The transport family (faults one layer down, conformance.transport) derives its programs
 from the faults family's: conformance.transport_coverage.
@@ -210,6 +213,34 @@ class Orphans(Family):
         return tags | frozenset(ended), ()
 
 
+class Handles(Family):
+    """A writer's next operation begins through its own table handle after another
+    writer's commit landed since the writer's last operation ended: the handle holds a
+    state the pointer has left (its own commit, or what it read before a conflict)."""
+    KINDS = ("append", "overwrite", "delete", "rollback", "expire")
+
+    def bounds(self, base):
+        return replace(classic_bounds(base), writers=2, ops=2, kinds=tuple(k for k in base.kinds if k in self.KINDS),
+                       faults=(), fault_budget=0, orphan_runs=0, por=True)
+
+    def observe(self, b, tags, s, label, t):
+        # tags: (w, outcome of its first operation, kind of the first rival commit since)
+        out = set(tags)
+        for w, k, _, res in _ended(s, label, t):
+            if k == 1:
+                out.add((w, res, None))
+        if t.cat != s.cat and t.cat[0] != 0:
+            landed = iceberg.mget(t.metas, t.cat).op.kind
+            for tag in [x for x in out if x[2] is None and x[0] != t.cat[0]]:
+                out = (out - {tag}) | {(tag[0], tag[1], landed)}
+        done = ()
+        if label[0] == "Begin":
+            mine = [x for x in out if x[0] == label[1]]
+            out -= set(mine)
+            done = tuple((x[1], x[2], label[2]) for x in mine if x[2] is not None)
+        return frozenset(out), done
+
+
 FAMILIES = (
     Faults("faults", "an operation meets a fault in a phase, and ends so"),
     Unknowns("unknowns", "an unknown swap outcome on the first, a middle or the last attempt, and its fate"),
@@ -217,6 +248,7 @@ FAMILIES = (
     Validations("validations", "a retry validates over the commits that landed since its start"),
     Sequences("sequences", "three commits in a row on main", ()),
     Orphans("orphans", "orphan removal after an operation ended so"),
+    Handles("handles", "a writer's next operation begins through its own handle after a rival committed"),
 )
 from icefloe.conformance.coverage_rows import ROW_FAMILIES  # noqa: E402 - they extend these classes
 FAMILIES += ROW_FAMILIES

@@ -11,7 +11,11 @@ so their instances keep their size): each has its own small instance of the mode
               not drop a position delete committed meanwhile);
   refs        (kind, kind, kind): three commits in a row with a branch and a tag (a
               commit to the branch, a tag, a fast-forward, an expiry that must keep what
-              any ref reaches).
+              any ref reaches);
+  delta-orphans (operation, outcome): orphan removal after a row delta or a compaction
+              ended so (delete files and their manifests must count as reachable);
+  delta-sequences (kind, kind, kind): three commits in a row among row deltas,
+              compactions and expiries (an expiry must keep the delete files still live).
 
 coverage.py appends these families to its FAMILIES at its end: import that module (this
 one, imported first, would meet it half-initialized).
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from icefloe.conformance.coverage import Rivals, Sequences, Validations
+from icefloe.conformance.coverage import Orphans, Rivals, Sequences, Validations
 from icefloe.model import iceberg
 from icefloe.model.state import (
     APPEND, BRANCH, DELETE, EXPIRE, FAST_FORWARD, OVERWRITE, REWRITE, ROW_DELETE, ROW_UPDATE, TAG_OP, UPSERT,
@@ -77,6 +81,27 @@ class RefSequences(Sequences):
         return tuple(window), ((window,) if len(window) == 3 else ())
 
 
+class DeltaOrphans(Orphans):
+    """Orphan removal after a row delta or a compaction ended so: the table then holds
+    delete files and their manifests (and, on icefloe's table, merged manifests), which
+    reachability must count as the data files are counted."""
+    KINDS = (ROW_DELETE, ROW_UPDATE, UPSERT, REWRITE)
+
+    def bounds(self, base):
+        return replace(base, writers=1, ops=1, kinds=_kinds(base, self.KINDS),
+                       fault_budget=min(base.fault_budget, 1) if base.faults else 0, partitions=1, refs=False)
+
+
+class DeltaSequences(Sequences):
+    """Three commits in a row among row deltas, compactions and expiries: an expiry then
+    deletes what only expired snapshots reached while delete files stay live."""
+    KINDS = (ROW_DELETE, UPSERT, REWRITE, EXPIRE)
+
+    def bounds(self, base):
+        return replace(base, writers=1, ops=3, kinds=_kinds(base, self.KINDS), faults=(), fault_budget=0,
+                       orphan_runs=0, partitions=1, refs=False)
+
+
 def _ended_ops(s, label, t):
     from icefloe.conformance.coverage import _ended
     return _ended(s, label, t)
@@ -88,4 +113,6 @@ ROW_FAMILIES = (
     DeltaValidations("deltas", "a retry of an append, compaction, row delta or upsert validates over the commits "
                      "that landed since its start"),
     RefSequences("refs", "three commits in a row with a branch and a tag", ()),
+    DeltaOrphans("delta-orphans", "orphan removal after a row delta or a compaction ended so"),
+    DeltaSequences("delta-sequences", "three commits in a row among row deltas, compactions and expiries", ()),
 )

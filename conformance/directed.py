@@ -101,7 +101,7 @@ def plan(engine, profile: Profile) -> Plan:
         engine_view = graph_cache.explore(family, family.bounds(mine), black_box)
         reachable = engine_view.classes & model.classes
         programs = graph_cache.cover(engine_view, black_box) if reachable else []
-        why_not = {c: "operation orphans not supported" if family.name == "orphans" and A.ORPHANS not in
+        why_not = {c: "operation orphans not supported" if isinstance(family, C.Orphans) and A.ORPHANS not in
                    caps.operations else _why(c, caps) for c in model.classes - reachable}
         targets = {p: c for c, p in engine_view.witnesses.items() if p in set(programs)}
         families.append(FamilyPlan(family, model.classes, reachable, programs, why_not, targets))

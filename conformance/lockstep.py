@@ -370,10 +370,12 @@ class Lockstep:
     def read_retained(self) -> None:
         """The current rows and every retained snapshot's (P7, P8: nothing reachable was
         lost); incremental reads since main's oldest retained ancestor and since the head's
-        parent (P10: every kind of commit in between, and the shortest span)."""
+        parent (P10: every kind of commit in between, and the shortest span); the head's
+        rows under a filter, every comparison (A0: planning pruned no file it needs)."""
         labels = self.readers.labels()
         since = [lab for lab in labels if lab[0] == "ReadIncremental"]   # newest first
-        for label in [("ReadCurrent", 0)] + [lab for lab in labels if lab[0] == "ReadAt"] + since[-1:] + since[1:2]:
+        for label in ([("ReadCurrent", 0)] + [lab for lab in labels if lab[0] == "ReadAt"] + since[-1:] + since[1:2]
+                      + [lab for lab in labels if lab[0] == "ReadFiltered"]):
             self.apply(label)
 
     def finish(self) -> None:

@@ -22,7 +22,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, precondition,
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance.profiles import Profile, bounds_for
-from icefloe.conformance.readers import READ_LABELS
+from icefloe.conformance.readers import DRAWN_READS
 from icefloe.conformance.runs import Failure, new_lockstep
 from icefloe.conformance.stats import rule_of
 from icefloe.conformance.violation import AGREEMENT, Violation
@@ -148,10 +148,10 @@ class ConformanceMachine(RuleBasedStateMachine):
     def remove_orphans(self):
         self._apply(("RemoveOrphans", 0))
 
-    @precondition(lambda self: bool(self._labels(READ_LABELS)))
+    @precondition(lambda self: bool(self._labels(DRAWN_READS)))
     @rule(data=st.data())
     def read(self, data):
-        self._draw(data, READ_LABELS, "read")
+        self._draw(data, DRAWN_READS, "read")
 
     def teardown(self):
         try:

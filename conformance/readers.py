@@ -15,8 +15,13 @@ from icefloe.model import rows as R
 from icefloe.model.checks import history as H
 from icefloe.model.state import APPEND, OVERWRITE, ancestors, snap_of
 
-READ_CURRENT, READ_AT, READ_INCREMENTAL = "ReadCurrent", "ReadAt", "ReadIncremental"
-READ_LABELS = (READ_CURRENT, READ_AT, READ_INCREMENTAL)
+READ_CURRENT, READ_AT, READ_INCREMENTAL, READ_FILTERED = "ReadCurrent", "ReadAt", "ReadIncremental", "ReadFiltered"
+# The reads the random search draws; filtered reads are made at the end of every program
+# (Lockstep.read_retained), one per comparison, so that planning's pruning meets every
+# operator at a value the table holds (where an off-by-one in a bound drops a file).
+DRAWN_READS = (READ_CURRENT, READ_AT, READ_INCREMENTAL)
+READ_LABELS = DRAWN_READS + (READ_FILTERED,)
+FILTER_OPS = ("<", "<=", ">", ">=", "=", "!=")
 
 
 def row_id(fid) -> str:
@@ -41,7 +46,33 @@ class Readers:
             out += [(READ_AT, 0, s.id) for s in sorted(meta.snaps) if s.id in lock.snapshot_id]
         if A.READ_INCREMENTAL in lock.caps.reads:
             out += [(READ_INCREMENTAL, 0, sid) for sid in ancestors(meta, meta.head) if sid in lock.snapshot_id]
+        return out + self.filtered_labels()
+
+    def filtered_labels(self) -> list:
+        """Reads of main's head with a filter `column op value`, every operator: on the row
+        column at the median row the head holds, and on the partition column at partition
+        1 (a partitioned table). Empty without the capability or before the first row."""
+        lock = self.lock
+        if A.READ_FILTERED not in lock.caps.reads:
+            return []
+        meta = iceberg.current(lock.model)
+        head = iceberg.head_snap(meta)
+        live = sorted(R.live_rows(lock.model, head), key=row_id)
+        if head.id not in lock.snapshot_id or not live:
+            return []
+        out = [(READ_FILTERED, 0, head.id, A.COLUMN, op, live[len(live) // 2]) for op in FILTER_OPS]
+        if lock.bounds.partitions > 1:
+            out += [(READ_FILTERED, 0, head.id, A.PART_COLUMN, op, 1) for op in FILTER_OPS]
         return out
+
+    def filtered_rows(self, snap, column: str, op: str, value) -> tuple:
+        """The model's rows of `snap` whose `column` compares so with `value` (row ids as the
+        strings the engine stores, partitions as numbers)."""
+        def key(r):
+            return (row_id(r), row_id(value)) if column == A.COLUMN else (R.part_of(self.lock.model, r), value)
+        test = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b, ">": lambda a, b: a > b,
+                ">=": lambda a, b: a >= b, "=": lambda a, b: a == b, "!=": lambda a, b: a != b}[op]
+        return tuple(sorted(row_id(r) for r in R.live_rows(self.lock.model, snap) if test(*key(r))))
 
     def rows(self, files) -> tuple:
         """Every row of the data files (an incremental append read applies no deletes)."""
@@ -55,14 +86,17 @@ class Readers:
 
     def _appended(self, meta, sid) -> bool:
         """Whether an incremental (append) reader takes snapshot `sid`'s rows: an append,
-        or an overwrite that removed nothing (Iceberg records that as an append)."""
+        or an overwrite that removed nothing (its partition was empty): the spec's
+        `append` operation is "only data files were added and no files were removed",
+        and icefloe and pyiceberg record such an overwrite so."""
         kind = self.lock.kind_of.get(sid)
         if kind == APPEND:
             return True
         if kind != OVERWRITE:
             return False
-        parent = snap_of(meta, snap_of(meta, sid).parent)
-        return parent is not None and not parent.files
+        snap = snap_of(meta, sid)
+        parent = snap_of(meta, snap.parent)
+        return parent is not None and parent.files <= snap.files
 
     def read(self, label) -> None:
         lock = self.lock
@@ -74,6 +108,12 @@ class Readers:
                 got = lock.table.read_current()
                 want = self.rows_at(iceberg.head_snap(meta))
                 prop = "P6 Isolation"
+            elif name == READ_FILTERED:
+                _, _, sid, column, op, value = label
+                literal = row_id(value) if column == A.COLUMN else value
+                got = lock.table.read_filtered(lock.snapshot_id[sid], column, op, literal)
+                want = self.filtered_rows(snap_of(meta, sid), column, op, value)
+                prop = AGREEMENT
             elif name == READ_AT:
                 got = lock.table.read_at(lock.snapshot_id[label[2]])
                 want = self.rows_at(snap_of(meta, label[2]))
@@ -95,7 +135,8 @@ class Readers:
         if got.rows != want:
             raise Violation(prop, f"{name}{label[2:]}: the model's rows are {list(want)}, the engine's "
                             f"{list(got.rows)}", want, got.rows)
-        if got.files is not None and name != READ_INCREMENTAL:
+        if got.files is not None and name in (READ_CURRENT, READ_AT):
+            # the history checker's reads see a whole snapshot (a filtered read plans a part)
             self.reads.append(H.Read(f"r{len(self.reads) + 1}", got.snapshot_id, got.files))
 
     def invalidate(self) -> None:

@@ -170,7 +170,7 @@ def shrink(engine, failure: Failure, backends: Backends, replays_max: int = SHRI
         executed = executed[: best.step_index + 1]
         last = executed[-1]
         lean = [lab for lab in executed[:-1] if lab[0] not in READ_LABELS] + [last]
-        if lean != executed and last[0] in READ_LABELS:
+        if lean != executed:
             found = _fails(engine, lean, failure, backends, finish=False)
             if found is not None:
                 executed, best = lean, found

@@ -14,7 +14,7 @@ from icefloe.conformance import adapter as A, coverage as C, directed, machine
 from icefloe.conformance.backends import Backends
 from icefloe.conformance.histories import ANOMALY_PROPERTY
 from icefloe.conformance.profiles import MEMORY, REST, S3, Profile, bounds_for, expected_rules
-from icefloe.conformance.runs import Failure, Sink, new_lockstep
+from icefloe.conformance.runs import Failure, Sink, new_lockstep, shrink
 from icefloe.conformance.stats import Stats
 from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
 from icefloe.model.checks import history as H
@@ -59,7 +59,10 @@ def run(engine, profile: Profile, seed: int, backends: Backends, stats: Stats, s
             return None
         failure = machine.search(engine, profile, seed, backends, store, examples, stats, sink)
         if failure is not None:
-            return failure
+            # Hypothesis' shrinker works on its draws and may stop early (its own limits, the
+            # budget); delta debugging over the labels then drops the steps that don't matter
+            # (reads first), bounded as for a directed failure.
+            return shrink(engine, failure, backends)
     return None
 
 

@@ -29,6 +29,7 @@ from icefloe.impl.table import producer as P
 from icefloe.impl.table.commit import read_metadata
 from icefloe.impl.table.env import Env
 from icefloe.impl.table.files import TreeReader
+from icefloe.impl.table.merge import MIN_COUNT_TO_MERGE
 from icefloe.impl.table.table import Table, create_table
 
 SCHEMA = Schema((NestedField(1, A.COLUMN, StringType(), True),))
@@ -141,12 +142,17 @@ class IcefloeTable:
         base_store, base_catalog = self.parts(0)
         location = f"{ctx.warehouse.rstrip('/')}/{ctx.identifier.replace('.', '/')}"
         self.partitioned = ctx.partitions > 1
+        # Manifests merge as soon as two share a bin (Iceberg's default is 100), so the suite's
+        # tables hold merged manifests with EXISTING entries for scans, validations, expiry
+        # and orphan removal to get right (every model file is otherwise one manifest's only).
+        props = {MIN_COUNT_TO_MERGE: "2"}
         if self.partitioned:
             from icefloe.impl.format.transforms import parse_partition_spec
             create_table(base_catalog, ctx.identifier, PARTITIONED, parse_partition_spec(A.PART_COLUMN, PARTITIONED),
-                         location=location, io=base_store, env=self.env)
+                         location=location, properties=props, io=base_store, env=self.env)
         else:
-            create_table(base_catalog, ctx.identifier, SCHEMA, location=location, io=base_store, env=self.env)
+            create_table(base_catalog, ctx.identifier, SCHEMA, location=location, properties=props, io=base_store,
+                         env=self.env)
         self.table = Table(base_catalog, ctx.identifier, base_store, self.env, self.retry)
         # Maintenance runs as a scheduled job would: through a handle opened once, here, that
         # has seen none of the commits since (never one the suite's reads keep fresh).
@@ -283,6 +289,14 @@ class IcefloeTable:
             self._record(snap)
         rows = self.table.scan(snapshot_id=snapshot_id)
         files = [t.data_file.file_path for t in self.table.plan_files(snapshot_id=snapshot_id)]
+        return self._result(snapshot_id, rows, files)
+
+    def read_filtered(self, snapshot_id: int, column: str, op: str, value) -> A.ReadResult:
+        self.table.refresh()
+        literal = repr(value) if isinstance(value, str) else str(value)
+        row_filter = f"{column} {op} {literal}"
+        rows = self.table.scan(row_filter, snapshot_id=snapshot_id)
+        files = [t.data_file.file_path for t in self.table.plan_files(row_filter, snapshot_id=snapshot_id)]
         return self._result(snapshot_id, rows, files)
 
     def read_handle(self, writer: int) -> A.ReadResult:

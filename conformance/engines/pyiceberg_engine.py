@@ -53,7 +53,7 @@ CATALOG_NAME = "conform"   # the same for every writer: SqlCatalog rows are per 
 # partitions) are not tested on pyiceberg.
 CAPABILITIES = A.Capabilities(
     operations=frozenset({A.APPEND, A.OVERWRITE, A.DELETE, A.ROLLBACK}), mode=A.BLACK_BOX,
-    faults=frozenset(), swap_over_s3=False, reads=frozenset({A.READ_CURRENT, A.READ_AT}),
+    faults=frozenset(), swap_over_s3=False, reads=frozenset({A.READ_CURRENT, A.READ_AT, A.READ_FILTERED}),
     isolation=A.SERIALIZABLE, stores=frozenset({"s3"}), partitions=1, refs=False)
 ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False)])
 # Longer than the proxy holds a gated request (GATE_HOLD_S_MAX, 60 s): with the AWS SDK's
@@ -245,10 +245,16 @@ class PyicebergTable:
     def read_at(self, snapshot_id: int) -> A.ReadResult:
         return self._read(self._table(), snapshot_id)
 
-    def _read(self, table, snapshot_id: int) -> A.ReadResult:
+    def read_filtered(self, snapshot_id: int, column: str, op: str, value) -> A.ReadResult:
+        """pyiceberg's own planning (its manifest and metrics evaluators) and filter."""
+        literal = repr(value) if isinstance(value, str) else str(value)
+        return self._read(self._table(), snapshot_id, f"{column} {'==' if op == '=' else op} {literal}")
+
+    def _read(self, table, snapshot_id: int, row_filter: str | None = None) -> A.ReadResult:
         if table.metadata.snapshot_by_id(snapshot_id) is None:
             raise ValueError(f"snapshot {snapshot_id} is not retained")
-        scan = table.scan(snapshot_id=snapshot_id)
+        scan = table.scan(snapshot_id=snapshot_id) if row_filter is None else \
+            table.scan(snapshot_id=snapshot_id, row_filter=row_filter)
         files = frozenset(task.file.file_path for task in scan.plan_files())
         rows = scan.to_arrow().column(A.COLUMN).to_pylist()
         return A.ReadResult(snapshot_id, tuple(sorted(rows)), files)

@@ -217,7 +217,8 @@ class JavaWorker:
 
     def log_tail(self) -> str:
         try:
-            self._log.flush()
+            if not self._log.closed:           # close() (a failed start) has flushed it already
+                self._log.flush()
             return self.log_path.read_text(errors="replace")[-LOG_TAIL_CHARS:]
         except OSError:
             return "(no log)"

@@ -13,7 +13,8 @@ SERVER_ATTEMPTS_MAX, as Iceberg-Java's CatalogHandlers do).
 
 The answer follows what is known of the outcome, never more:
 - a failed requirement, a snapshot numbered for an older version (a commit landed since,
-  apache/iceberg #15001), or every attempt lost its race: 409 CommitFailedException (not
+  apache/iceberg #15001), a snapshot removed that a ref points at now (an expiry planned
+  before a ref moved there), or every attempt lost its race: 409 CommitFailedException (not
   applied; the attempt's own metadata file is deleted);
 - an update that cannot apply, a malformed body: 400, nothing written;
 - the catalog could not take the request (its database unreachable before COMMIT): 503;
@@ -85,7 +86,7 @@ class Committer:
             new = U.apply_all(start, updates, base_location, s.env.wall_ms(), creating=base is None)
             if base is None:
                 new = _without_placeholders(new)
-        except U.StaleSequenceNumber as e:
+        except (U.StaleSequenceNumber, U.SnapshotStillReferenced) as e:
             raise E.commit_failed(f"{ident} changed since the request was built: {e}") from None
         except (InvalidArgument, FormatError) as e:
             raise E.bad_request(f"Cannot apply the updates to {ident}: {e}") from None

@@ -3,8 +3,9 @@
 data sequence number; spec/PROTOCOL.md 10 "Readers").
 
 - a position delete applies to a data file when its data sequence number is >= the data
-  file's and it names the file's path (paths compared in one spelling, since writers
-  disagree on `file:/` versus `file:///`);
+  file's, it is in the file's partition (or unpartitioned), its file_path bounds may
+  enclose the file's path (as Iceberg-Java's delete index prunes), and it names the path
+  (paths compared in one spelling, since writers disagree on `file:/` versus `file:///`);
 - an equality delete applies when its data sequence number is strictly > the data
   file's, and it is in the same partition of the same spec or its spec is unpartitioned;
   a row is deleted when its values of the delete's equality ids equal a delete row's
@@ -23,7 +24,26 @@ from icefloe.impl.format.integrity import CorruptMetadata, check_data_file
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.parquet import read_data_file
 from icefloe.impl.io.base import ObjectStore
-from icefloe.impl.io.locations import canonical_location
+from icefloe.impl.io.locations import canonical_location, comparable_location
+
+
+# Reserved field ids of a position delete file (Iceberg spec "Position Delete Files").
+DELETE_FILE_PATH_ID = 2147483546
+DELETE_POS_ID = 2147483545
+
+
+def may_name_path(delete: DataFile, path: str) -> bool:
+    """Whether a position delete file's file_path bounds may enclose `path` (no bounds:
+    it may name any path). A truncated bound still encloses every path it stands for
+    (spec "Truncation"). The path is tried as written and in icefloe's one spelling, since
+    writers disagree on `file:/` versus `file:///` and the rows are matched in that
+    spelling (`DeleteReader.apply`)."""
+    assert delete.content == DataFileContent.POSITION_DELETES
+    lo = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
+    hi = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
+    if lo is None or hi is None:
+        return True
+    return any(lo <= p.encode() <= hi for p in {path, comparable_location(path)})
 
 
 def position_delete_applies(delete_seq: int, delete_spec_id: int, delete: DataFile,
@@ -32,7 +52,9 @@ def position_delete_applies(delete_seq: int, delete_spec_id: int, delete: DataFi
     assert delete.content == DataFileContent.POSITION_DELETES
     if delete_seq < data_seq:
         return False
-    return unpartitioned_delete or (delete_spec_id == data_spec_id and delete.partition == data.partition)
+    if not (unpartitioned_delete or (delete_spec_id == data_spec_id and delete.partition == data.partition)):
+        return False
+    return may_name_path(delete, data.file_path)
 
 
 def equality_delete_applies(delete_seq: int, delete_spec_id: int, delete: DataFile,

@@ -7,7 +7,9 @@ per-operation table; model: APPEND, OVERWRITE, DELETE, REWRITE).
 - `FileChange`: overwrite / delete / rewrite / row delta. The files to remove (D) and
   the rows to add (A) are planned once at the starting snapshot; each attempt marks D
   deleted in the manifests of the base's head. A manifest already filtered by an earlier
-  attempt is reused; only manifests that appeared since are filtered and rewritten.
+  attempt is reused; only manifests that appeared since are filtered and rewritten. The
+  resulting list is then merged as the table's commit.manifest-merge.* properties say
+  (merge.py; Iceberg-Java's merging producers), a merged bin reused as long as it stands.
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from icefloe.impl.table.commit import LIST, MANIFESTS, PendingCommit
 from icefloe.impl.table.deletes import DeleteReader, not_true
 from icefloe.impl.table.env import data_file_location, manifest_location, partition_path_of
 from icefloe.impl.table.files import LIVE
+from icefloe.impl.table.merge import MergePolicy, merge_manifests, merged_entries
 from icefloe.impl.table.requirements import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
 )
@@ -135,6 +138,8 @@ class FileChange(_Producer):
         self.data_sequence_number: int | None = None  # rewrite: the starting snapshot's
         self.reqs: list = []
         self._filtered: dict[str, ManifestFile | None] = {}  # manifest path -> rewritten (None: kept)
+        self._merged: dict[tuple, ManifestFile] = {}         # bin's manifest paths -> merged manifest
+        self._new_entries: dict[str, list[ManifestEntry]] = {}  # path of a manifest in _new -> its entries
         self._filtered_for: int | None = None
         self._new: list[ManifestFile] | None = None
         self._manifests: list[ManifestFile] = []
@@ -149,17 +154,19 @@ class FileChange(_Producer):
 
     def write_manifests(self, c):
         if self._filtered_for != c.snapshot_id:  # deleted entries carry our snapshot id
-            self._filtered, self._filtered_for = {}, c.snapshot_id
+            self._filtered, self._merged, self._filtered_for = {}, {}, c.snapshot_id
         if self._new is None:
             self._new = []
             if self.added:
                 seq = self.data_sequence_number
                 entries = [ManifestEntry(ManifestEntryStatus.ADDED, f, sequence_number=seq) for f in self.added]
                 self._new.append(_write_manifest(c, entries, c.base.default_spec_id, n=0))
+                self._new_entries[self._new[-1].manifest_path] = entries
             if self.added_deletes:
                 entries = [ManifestEntry(ManifestEntryStatus.ADDED, f) for f in self.added_deletes]
                 self._new.append(_write_manifest(c, entries, self.delete_spec_id(c),
                                                  ManifestContent.DELETES, n=1))
+                self._new_entries[self._new[-1].manifest_path] = entries
         found: set[str] = set()
         carried = []
         for m in c.tree.manifests(c.head()):
@@ -172,7 +179,23 @@ class FileChange(_Producer):
             carried.append(m if rewritten is None else rewritten)
         missing = set(self.removed) - found
         assert not missing, f"files to remove are not live in the base's head: {sorted(missing)[:3]}"
-        self._manifests = self._new + carried
+        self._manifests = merge_manifests(self._new + carried, MergePolicy.from_properties(c.base.properties),
+                                          lambda bin_: self._merge_bin(c, bin_))
+
+    def _merge_bin(self, c: PendingCommit, bin_: list[ManifestFile]) -> ManifestFile:
+        """One merged manifest for `bin_` (merge.py), written once per bin and snapshot id."""
+        key = tuple(m.manifest_path for m in bin_)
+        if key not in self._merged:
+            # Our own new manifests are merged from the entries we wrote: read through the
+            # tree before a manifest list assigned their sequence number, their entries
+            # would be cached without one (and a later attempt may list them unmerged).
+            def entries_of(m):
+                own = self._new_entries.get(m.manifest_path)
+                return own if own is not None else c.tree.entries(m)
+            entries = merged_entries(entries_of, bin_, c.snapshot_id)
+            self._merged[key] = _write_manifest(c, entries, bin_[0].partition_spec_id, bin_[0].content,
+                                                added_snapshot_id=c.snapshot_id, n=3)
+        return self._merged[key]
 
     def _filter(self, c: PendingCommit, m: ManifestFile) -> ManifestFile | None:
         """The manifest with D marked deleted, or None when it lists none of D."""
@@ -223,8 +246,11 @@ class DeleteWhere(FileChange):
         for task in plan_files(c.tree, c.base, start, self.row_filter):
             rows = read_task(c.io, task, schema, deletes)
             matched = rows.filter(mask).num_rows
-            if matched == 0:
+            if matched == 0 and rows.num_rows:
                 continue
+            # Every live row it holds matches, some do, or none is left (each was deleted by
+            # a delete file): it goes, its survivors rewritten. A file the filter's range may
+            # hold with no live row left goes too, as a partition overwrite removes it.
             self.removed[task.data_file.file_path] = task.data_file
             survivors = rows.filter(not_true(mask))
             if survivors.num_rows:
@@ -292,10 +318,13 @@ class RewriteFiles(FileChange):
                 groups.setdefault((task.spec_id, task.data_file.partition), []).append(task)
         deletes = DeleteReader(c.io)
         for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: repr(kv[0])):
+            few = len(tasks) < self.files_min
             has_deletes = any(t.position_deletes or t.equality_deletes for t in tasks)
-            if len(tasks) < self.files_min and not has_deletes or spec_id != c.base.default_spec_id:
+            if few and not has_deletes or spec_id != c.base.default_spec_id:
                 continue
             rows = pa.concat_tables([read_task(c.io, t, schema, deletes) for t in tasks])
+            if few and rows.num_rows == sum(t.data_file.record_count for t in tasks):
+                continue  # the deletes that may apply remove none of its rows: nothing to do (5.4)
             for t in tasks:
                 self.removed[t.data_file.file_path] = t.data_file
             self.rows_to_add.append(rows)
@@ -331,7 +360,14 @@ class RowDelta(FileChange):
         self.operation = "delete" if not data_files else "overwrite"
 
     def plan(self, c):
-        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(self.referenced, self.ref)]
+        validated = bool(self.referenced) or (self.row_filter is not None and self.isolation == SERIALIZABLE)
+        # A delta that names no data file and reads no rows (an upsert: an equality delete
+        # and its new rows) assumes nothing about its starting snapshot (spec/PROTOCOL.md
+        # 7.3 "upsert"; model: validate() is True for UPSERT), so a rollback that takes its
+        # start off the ref's line is no conflict for it (Iceberg-Java's RowDelta without
+        # validateFromSnapshot).
+        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(self.referenced, self.ref)] \
+            if validated else []
         if self.referenced:
             live = {e.data_file.file_path: e.data_file
                     for _, e in c.tree.live_entries(c.starting_snapshot, ManifestContent.DATA)}

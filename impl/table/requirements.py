@@ -18,11 +18,9 @@ from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.impl.io.locations import comparable_location
+from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID, DELETE_POS_ID, may_name_path  # noqa: F401 - re-exported
 from icefloe.impl.table.files import TreeReader, snapshots_between
 
-# Reserved field ids of a position delete file (Iceberg spec "Position Delete Files").
-DELETE_FILE_PATH_ID = 2147483546
-DELETE_POS_ID = 2147483545
 
 
 class Requirement(Protocol):
@@ -145,11 +143,7 @@ def delete_may_apply(delete: DataFile, data: DataFile) -> bool:
     if delete.partition and data.partition and delete.partition != data.partition:
         return False
     if delete.content == DataFileContent.POSITION_DELETES:
-        lo = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
-        hi = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
-        if lo is not None and hi is not None:
-            path = data.file_path.encode()
-            return lo <= path <= hi  # truncated bounds still enclose the path
+        return may_name_path(delete, data.file_path)
     return True
 
 

@@ -63,3 +63,12 @@ def test_reads_a_table_straight_from_its_metadata_file(java_worker, java_warehou
     location = sorted(glob.glob(f"{java_warehouse}/env/bypath/metadata/v*.metadata.json"))[-1]
     assert sorted(java_worker.call("load", location=location)) == [["x"], ["y"]]
     assert java_worker.call("load", location=location, snapshot_id=first) == [["x"]]
+
+
+def test_a_worker_that_cannot_start_says_why():
+    """Goal: a worker whose Spark cannot start raises WorkerDied carrying its log's tail (the
+    reason), not an error of the harness reading a log it already closed. Method: start one
+    with a master URL Spark cannot parse."""
+    with pytest.raises(java_env.WorkerDied) as died:
+        java_env.JavaWorker({"spark.master": "no-such-master://x"})
+    assert "did not start" in str(died.value) and "Master must either be" in str(died.value), str(died.value)[-2000:]

@@ -124,3 +124,96 @@ def test_row_delta_rejected_when_its_file_was_removed(mem):
     table.delete_files([path])
     outcome = delta.run()
     assert type(outcome).__name__ == "Conflict"
+
+
+def test_upsert_commits_after_a_rollback_took_its_start_off_main(mem):
+    """Goal: a row delta that names no data file and reads no rows (an upsert: an equality
+    delete and its new rows) assumes nothing about its starting snapshot (spec/PROTOCOL.md
+    7.3 "upsert"), so a rollback landing meanwhile is no conflict; one that names a file
+    still is. Method: both deltas plan at the head, a rollback to its parent lands, both
+    run."""
+    table = mem.create()
+    table.append(rows([1, 2]))
+    table.append(rows([3]))
+    head = table.current_snapshot()
+    [path] = [t.data_file.file_path for t in table.plan_files() if t.data_file.record_count == 1]  # rows [3]
+    upsert = table.new_commit(P.RowDelta([equality_delete_file(table, "id", [3])], [data_file(table, rows([3]))]))
+    named = table.new_commit(P.RowDelta([position_delete_file(table, [(path, 0)])], (), [path]))
+    for pending in (upsert, named):
+        for _ in range(3):
+            pending.step()
+    assert isinstance(table.rollback_to(head.parent_snapshot_id), Committed)
+    assert isinstance(upsert.run(), Committed)
+    assert type(named.run()).__name__ == "Conflict"
+    table.refresh()
+    assert table.current_snapshot().parent_snapshot_id == head.parent_snapshot_id
+    assert ids_of(table.scan()) == [1, 2, 3]
+
+
+def _naming_exactly(delete, path: str):
+    """`delete` with its file_path bounds set to `path` untruncated, as Iceberg-Java writes
+    a position delete's file_path metrics (a truncated bound encloses the neighbours too)."""
+    from dataclasses import replace
+
+    from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID
+    exact = path.encode()
+    return replace(delete, lower_bounds={**(delete.lower_bounds or {}), DELETE_FILE_PATH_ID: exact},
+                   upper_bounds={**(delete.upper_bounds or {}), DELETE_FILE_PATH_ID: exact})
+
+
+def test_a_position_delete_is_planned_only_against_files_its_bounds_may_name(mem):
+    """Goal: planning attaches a position delete only to data files its file_path bounds may
+    enclose (Iceberg-Java's delete index does the same), so a compaction of a lone file
+    whose partition holds a delete of another, removed file is a no-op (5.4; the model's
+    rewrite plans nothing there). Method: a delete of file A's row, then A removed; B's
+    task has no delete; rewriting leaves the head where it was."""
+    table = mem.create()
+    table.append(rows([1, 2]))
+    [a] = [t.data_file.file_path for t in table.plan_files()]
+    table.append(rows([3]))
+    [b] = [t.data_file.file_path for t in table.plan_files() if t.data_file.file_path != a]
+    delete = _naming_exactly(position_delete_file(table, [(a, 0)]), a)
+    assert isinstance(table.add_delete_files([delete], [a]), Committed)
+    by_path = {t.data_file.file_path: t for t in table.plan_files()}
+    assert by_path[a].position_deletes == [delete] and by_path[b].position_deletes == []
+    assert isinstance(table.delete_files([a]), Committed)
+    head = table.current_snapshot().snapshot_id
+    outcome = table.rewrite_files()
+    assert isinstance(outcome, Committed) and outcome.attempts == 0, outcome
+    table.refresh()
+    assert table.current_snapshot().snapshot_id == head and ids_of(table.scan()) == [3]
+
+
+def test_a_lone_file_is_compacted_only_when_a_delete_removes_some_of_its_rows(mem):
+    """Goal: a compaction rewrites a partition's lone file when deletes remove rows of it,
+    and not when the deletes that may apply (truncated bounds, an equality delete) remove
+    none. Method: an equality delete matching nothing leaves the rewrite a no-op; one
+    matching a row makes it rewrite the file without that row."""
+    table = mem.create()
+    table.append(rows([1, 2]))
+    table.add_delete_files([equality_delete_file(table, "id", [9])])
+    assert table.rewrite_files().attempts == 0
+    table.add_delete_files([equality_delete_file(table, "id", [2])])
+    outcome = table.rewrite_files()
+    assert isinstance(outcome, Committed) and outcome.snapshot_id is not None
+    [task] = table.plan_files()
+    assert not task.equality_deletes and ids_of(table.scan()) == [1]
+
+
+def test_an_overwrite_removes_a_file_whose_rows_were_all_deleted(mem):
+    """Goal: a file every row of which a delete file deleted is removed by an overwrite whose
+    filter may select it (as a partition overwrite removes every file of the partition), so
+    the snapshot is an "overwrite", not an "append" an incremental reader would take
+    (the seed gate's seed 1: P10). Method: one partitioned table, the only row of partition 'a' deleted by position; overwrite of
+    cat = 'a'."""
+    table = mem.create(partition="cat")
+    table.append(rows([1], cat="a"))
+    table.append(rows([2], cat="b"))
+    [a] = [t.data_file for t in table.plan_files() if t.data_file.partition == ("a",)]
+    assert isinstance(table.add_delete_files([position_delete_file(table, [(a.file_path, 0)], ("a",))],
+                                             [a.file_path]), Committed)
+    assert isinstance(table.overwrite(rows([3], cat="a"), "cat = 'a'"), Committed)
+    summary = table.current_snapshot().summary
+    assert summary["operation"] == "overwrite" and summary["deleted-data-files"] == "1", summary
+    assert a.file_path not in {t.data_file.file_path for t in table.plan_files()}
+    assert ids_of(table.scan()) == [2, 3]
