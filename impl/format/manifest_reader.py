@@ -182,18 +182,25 @@ _FILE_FIELDS = (
     (135, "equality_ids", "equality_ids", False, "tuple"), (140, "sort_order_id", "sort_order_id", False, None))
 
 
+def entry_records(schema: Any, location: str) -> tuple[FieldIds, FieldIds, FieldIds]:
+    """The manifest_entry, data_file and partition records of a writer schema, resolved by
+    field id; a partition field without its field-id is refused."""
+    entry = FieldIds(schema, location, "manifest_entry")
+    file_ = FieldIds(entry.field(2, "data_file")["type"], location, "data_file")
+    part = FieldIds(file_.field(102, "partition")["type"], location, "partition")
+    if len(part.fields) != len(part.names):
+        raise ManifestError("a partition field lacks its field-id", location, "102 partition")
+    return entry, file_, part
+
+
 class _EntryFields:
     """The fields of manifest_entry records of one writer schema, resolved by field id once
     (names of the ids, missing required ids refused up front); each record is then a few
     dict lookups, so planning a scan costs little beyond Avro decoding."""
 
     def __init__(self, schema: Any, location: str):
-        entry = FieldIds(schema, location, "manifest_entry")
-        file_ = FieldIds(entry.field(2, "data_file")["type"], location, "data_file")
-        part = FieldIds(file_.field(102, "partition")["type"], location, "partition")
+        entry, file_, part = entry_records(schema, location)
         part_fields = list(part.fields.values())
-        if len(part_fields) != len(part.names):
-            raise ManifestError("a partition field lacks its field-id", location, "102 partition")
         self.location = location
         self.status = entry.field(0, "status")["name"]
         self.data_file = entry.field(2, "data_file")["name"]

@@ -33,8 +33,9 @@ from icefloe.impl.format import expressions as E
 from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format.avro_container import DECODE_ERRORS
 from icefloe.impl.format.avro_decode import read_long
-from icefloe.impl.format.field_ids import FieldIds, branch, from_avro_value, map_in
+from icefloe.impl.format.field_ids import branch, from_avro_value, map_in
 from icefloe.impl.format.manifest import ManifestError, ManifestFile
+from icefloe.impl.format.manifest_reader import entry_records
 
 __all__ = ["ManifestColumns", "decode_manifest", "referenced_field_ids", "STATS_IDS"]
 
@@ -409,12 +410,8 @@ def _compile(schema: Any, stats_ids: frozenset[int], location: str) -> tuple[Cal
     """The block decoder of one manifest_entry writer schema: `read(buf, p, count, out)`
     appends (status, sequence number, content, file path, record count, file size,
     partition values, statistics maps...) per record and returns the end position."""
-    entry = FieldIds(schema, location, "manifest_entry")
-    file_ = FieldIds(entry.field(2, "data_file")["type"], location, "data_file")
-    part = FieldIds(file_.field(102, "partition")["type"], location, "partition")
+    entry, file_, part = entry_records(schema, location)
     part_fields = list(part.fields.values())
-    if len(part_fields) != len(part.names):
-        raise ManifestError("a partition field lacks its field-id", location, "102 partition")
     entry.field(0, "status")
     for fid, label in ((100, "file_path"), (101, "file_format"), (103, "record_count"),
                        (104, "file_size_in_bytes")):

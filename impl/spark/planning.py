@@ -260,11 +260,16 @@ def tasks_to_table(tasks: list[FileScanTask], delete_index: dict[str, int]) -> p
 
 
 class _DataFileView:
-    """What position_delete_applies and equality_delete_applies read of a data file."""
-    __slots__ = ("partition",)
+    """What position_delete_applies and equality_delete_applies read of a data file: its
+    partition, and its path (decoded only when a position delete's path bounds are asked)."""
+    __slots__ = ("partition", "_path")
 
-    def __init__(self, partition: tuple):
-        self.partition = partition
+    def __init__(self, partition: tuple, path: bytes):
+        self.partition, self._path = partition, path
+
+    @property
+    def file_path(self) -> str:
+        return self._path.decode("utf-8")
 
 
 def _attach(columns: MC.ManifestColumns, deletes: list[DeleteRef]) -> tuple[list, list, list]:
@@ -276,8 +281,9 @@ def _attach(columns: MC.ManifestColumns, deletes: list[DeleteRef]) -> tuple[list
     for i, (_, spec_id, d, global_) in enumerate(deletes):
         (unpartitioned if global_ else by_partition.setdefault((spec_id, tuple(d.partition)), [])).append(i)
     positions, equalities, keys = [], [], []
-    for seq, spec_id, partition in zip(columns.data_sequence_number, columns.spec_id, columns.partition):
-        view = _DataFileView(partition)
+    for seq, spec_id, partition, path in zip(columns.data_sequence_number, columns.spec_id, columns.partition,
+                                             columns.file_path):
+        view = _DataFileView(partition, path)
         found_pos, found_eq = [], []
         for i in unpartitioned + by_partition.get((spec_id, partition), []):
             dseq, dspec, d, global_ = deletes[i]
