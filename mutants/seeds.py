@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from mutants.catalog import ROOT
 
@@ -125,6 +126,22 @@ def write_docs(runs: list, subjects: list, seeds: list, profile: str, load: str)
     DOCS.write_text(text)
 
 
+def render(paths: list, profile: str, load: str) -> int:
+    """Rewrite the docs table from recorded runs (the later record of a subject and seed wins)."""
+    cells = {}
+    for path in paths:
+        for record in json.loads(Path(path).read_text()):
+            r = Run(**record)
+            cells[(r.subject, r.seed)] = r
+    runs = list(cells.values())
+    order = [ICEFLOE] + variants()
+    subjects = [s for s in order if any(r.subject == s for r in runs)]
+    seeds = sorted({r.seed for r in runs})
+    write_docs(runs, subjects, seeds, profile, load or " ".join(open("/proc/loadavg").read().split()[:3]))
+    print(table(runs, subjects, seeds))
+    return 0 if all(r.ok for r in runs) else 1
+
+
 def _seeds(spec: str) -> list:
     if ".." in spec:
         lo, hi = spec.split("..")
@@ -139,7 +156,13 @@ def main(argv=None) -> int:
     p.add_argument("--only", default="", help="comma-separated subjects (icefloe and/or variant names)")
     p.add_argument("--docs", action="store_true", help="rewrite the table in docs/conformance.md")
     p.add_argument("--timeout", type=float, default=TIMEOUT_S)
+    p.add_argument("--render", nargs="+", metavar="SEEDS_JSON",
+                   help="only rewrite docs/conformance.md's table from the seeds.json of earlier runs "
+                        "(e.g. icefloe's and the variants' run as separate streams)")
+    p.add_argument("--load", default="", help="with --render: the load average to report")
     args = p.parse_args(argv)
+    if args.render:
+        return render(args.render, args.profile, args.load)
     try:
         seeds = _seeds(args.seeds)
     except ValueError as e:
