@@ -1,6 +1,6 @@
 """icefloe's native Spark paths vs Spark's own Parquet writer and reader, in one local-mode
-Spark session, on the same data and files (issue 15); merge-on-read reads; planning at
-10^5 and 10^6 data files (bench/spark_planning.py).
+Spark session, on the same data and files (issue 15); merge-on-read reads. Planning at
+10^5 and 10^6 data files is its own benchmark (bench_spark_planning.py).
 
 The machine is shared, so the two sides of each comparison run alternately (A B, B A,
 A B, ...) after an unrecorded warm-up round, the figure of each side is its median, and
@@ -21,7 +21,7 @@ from pathlib import Path
 TITLE = "Spark: icefloe's native paths vs Spark's Parquet writer and reader"
 
 FULL_ROWS, QUICK_ROWS = 1_000_000, 100_000
-FULL_REPEATS, QUICK_REPEATS = 4, 1
+FULL_REPEATS, QUICK_REPEATS = 8, 1  # rounds per comparison: a write of 10^6 rows takes ~1-2 s, so load swings weigh
 WARMUP_ROUNDS = 1
 QUERY = ["sum(id) as s_id", "sum(v) as s_v", "max(length(s)) as m_s", "count(distinct cat) as n_cat"]
 
@@ -254,11 +254,6 @@ def run(quick: bool) -> str:
         mor = _merge_on_read(spark, df, n, work, repeats, lines)
     finally:
         spark.stop()
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    import spark_planning
-    sizes = (10_000, 100_000) if quick else (100_000, 1_000_000)
-    planned = spark_planning.measure(work / "planning", sizes, rounds=1 if quick else None)
     shutil.rmtree(work, ignore_errors=True)
     load_at_end = os.getloadavg()[0]
     med = {k: statistics.median(v) if v else 0.0 for k, v in breakdown.items()}
@@ -293,8 +288,6 @@ def run(quick: bool) -> str:
         "data files returns the deleted rows as well, so its ratio is the cost of applying the deletes. In the same "
         f"run: position deletes: {mor['position']}; equality deletes: {mor['equality']}. Plan stats of the "
         f"equality table: {mor['stats']}.",
-        "",
-        spark_planning.render(planned),
     ])
 
 

@@ -191,6 +191,20 @@ def measure(work: Path, sizes=(100_000, 1_000_000), rounds: int | None = None) -
     return out
 
 
+def _scheduler_note() -> str:
+    try:
+        autogroup = open("/proc/sys/kernel/sched_autogroup_enabled").read().strip()
+    except OSError:
+        autogroup = "?"
+    if autogroup == "1":
+        return ("The kernel's autogroup scheduler is on (`/proc/sys/kernel/sched_autogroup_enabled` = 1) and the "
+                "machine is shared, so a process tree gets one share of the CPU however many processes it runs: "
+                "measured seconds understate the executor planner's parallelism.")
+    return (f"The kernel's autogroup scheduler is off (`sched_autogroup_enabled` = {autogroup}): each process "
+            "competes on its own, so the executor planner's two workers can use both cores, shared with other "
+            "work (the load column).")
+
+
 def render(planned: list[dict]) -> str:
     """The planning section's Markdown: a table, and executor planning vs one process."""
     rows = []
@@ -205,16 +219,16 @@ def render(planned: list[dict]) -> str:
         "Planning (bench/spark_planning.py): one synthesized snapshot of N data files in 1,000 manifests "
         "(partition, counts and id bounds per file; the files do not exist: planning never opens one), planned "
         "unfiltered and with `id >= ...` keeping 1% (pruned by column bounds, every manifest read), each planner "
-        "in a fresh process, the three taking turns, the median of the rounds: icefloe's single-process planner, "
-        "icefloe's executor planner (the native read's `planning='distributed'`: the manifest list on the driver, "
-        "the manifests decoded and pruned in a Spark job of `local[2]`, file tasks back as Arrow; the session is "
-        "started and its Python workers are up before the clock starts), pyiceberg 0.12's `plan_files`. "
-        "Speed-up: the single-process planner's seconds over this planner's (medians); CPU s: the CPU seconds of "
-        "the planning process tree (for the executor planner: Python driver, JVM and Python workers). This machine "
-        "runs the kernel's autogroup scheduler (`/proc/sys/kernel/sched_autogroup_enabled` = 1) and is shared, so a "
-        "process tree gets one share of the CPU however many processes it runs: measured seconds cannot show the "
-        "executor planner's parallelism. Critical-path CPU: for the executor planner, its CPU outside the planning "
-        "tasks (driver, JVM, the workers' own overhead, all counted as if serial) plus the task CPU of the busiest of "
+        "in a fresh process, the planners taking turns, the median of the rounds: the native read's planner in one "
+        "process (`planning='local'`: manifests decoded into columns, the baseline row), the same planner on "
+        "Spark's executors (`planning='distributed'`: the manifest list on the driver, the manifests decoded and "
+        "pruned in a Spark job of `local[2]`, file tasks back as Arrow; the session is started and its Python "
+        "workers are up before the clock starts), icefloe's `Table.plan_files` (one task object per file) and "
+        "pyiceberg 0.12's `plan_files`. Speed-up: the baseline's seconds over this planner's (medians); CPU s: the "
+        "CPU seconds of the planning process tree (for the executor planner: Python driver, JVM and Python "
+        "workers). " + _scheduler_note() + " Critical-path CPU: for the executor planner, its CPU outside the "
+        "planning tasks (driver, JVM, the workers' own overhead, all counted as if serial) plus the task CPU of the "
+        "busiest of "
         "its two Python workers, i.e. about its seconds on two idle cores; for the others, their CPU. Peak RSS: the planning process's "
         "(for the executor planner the Python driver's, where the plan lands; the JVM's is not counted); storage "
         "reads: metadata, manifest list and manifests (for the executor planner, driver plus executors).",
