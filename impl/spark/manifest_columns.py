@@ -157,14 +157,17 @@ def _skip_simple(src: _Source, d: int, kind: str) -> None:
     src.line(d + 1, "raise ValueError('a varint longer than 10 bytes')")
 
 
-def _union_open(src: _Source, d: int, null_byte: int, other_byte: int, target: str) -> None:
+def _union_open(src: _Source, d: int, null_byte: int, other_byte: int, on_null: str, then: bool = True) -> None:
+    """A [null, X] union's branch byte: `on_null` for null, an error for a byte of neither
+    branch, then (with `then`) an `else:` whose block the caller writes at depth d + 1."""
     src.line(d, "b = buf[p]")
     src.line(d, "p += 1")
     src.line(d, f"if b == {null_byte}:")
-    src.line(d + 1, f"{target} = None")
+    src.line(d + 1, on_null)
     src.line(d, f"elif b != {other_byte}:")
     src.line(d + 1, "raise ValueError('a union branch byte out of range')")
-    src.line(d, "else:")
+    if then:
+        src.line(d, "else:")
 
 
 def _value(src: _Source, d: int, t: Any, target: str) -> None:
@@ -175,7 +178,7 @@ def _value(src: _Source, d: int, t: Any, target: str) -> None:
         return
     union = _null_union(t)
     if union is not None and _kind(union[2]) is not None:
-        _union_open(src, d, union[0], union[1], target)
+        _union_open(src, d, union[0], union[1], f"{target} = None")
         _simple(src, d + 1, _kind(union[2]), target)
         return
     reader = src.bind("rd", avro_decode.compile_reader(t))
@@ -344,7 +347,7 @@ def _stats_map(src: _Source, d: int, t: Any, wanted: frozenset[int], target: str
         src.names["map_in"] = map_in
         return
     keep = src.bind("keep", wanted)
-    _union_open(src, d, union[0], union[1], target)
+    _union_open(src, d, union[0], union[1], f"{target} = None")
     d += 1
     src.line(d, f"{target} = {{}}")
     src.line(d, "while True:")
@@ -379,12 +382,7 @@ def _record(src: _Source, d: int, schema: Any, actions: dict[str, Callable[[int,
     the others stepped over at once."""
     union = _null_union(schema)
     if union is not None:
-        src.line(d, "b = buf[p]")
-        src.line(d, "p += 1")
-        src.line(d, f"if b == {union[0]}:")
-        src.line(d + 1, f"raise MissingField({required!r}, {label!r})")
-        src.line(d, f"if b != {union[1]}:")
-        src.line(d + 1, "raise ValueError('a union branch byte out of range')")
+        _union_open(src, d, union[0], union[1], f"raise MissingField({required!r}, {label!r})", then=False)
         schema = union[2]
     skipped: list[dict] = []
     for f in schema["fields"]:
