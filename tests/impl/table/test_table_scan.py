@@ -217,3 +217,28 @@ def test_an_overwrite_removes_a_file_whose_rows_were_all_deleted(mem):
     assert summary["operation"] == "overwrite" and summary["deleted-data-files"] == "1", summary
     assert a.file_path not in {t.data_file.file_path for t in table.plan_files()}
     assert ids_of(table.scan()) == [2, 3]
+
+
+def test_a_position_delete_applies_to_a_data_file_spelled_another_way(tmp_path):
+    """Goal: a position delete finds its data file however each engine spelled the local
+    path (Hadoop and Spark write `file:/x`, icefloe and pyiceberg `file:///x`; spec
+    "Position Delete Files": file_path is the data file's location). Method: one row delta
+    adds a data file listed as `file:/...` and a position delete of its second row naming
+    it `file:///...`; the scan drops that row, and the delete is planned against the file."""
+    import dataclasses
+    from table_helpers import local_stack
+    stack = local_stack(tmp_path)
+    try:
+        table = stack.create()
+        table.append(rows([1]))
+        added = data_file(table, rows([7, 8, 9]))
+        assert added.file_path.startswith("file:///")
+        foreign = dataclasses.replace(added, file_path="file:/" + added.file_path.removeprefix("file:///"))
+        delete = position_delete_file(table, [(added.file_path, 1)])
+        assert isinstance(table.new_commit(P.RowDelta([delete], [foreign])).run(), Committed)
+        table.refresh()
+        [task] = [t for t in table.plan_files() if t.data_file.file_path == foreign.file_path]
+        assert task.position_deletes == [delete]
+        assert ids_of(table.scan()) == [1, 7, 9]
+    finally:
+        stack.catalog.close()
