@@ -96,13 +96,8 @@ def _groupable(array: pa.Array) -> pa.Array:
     return array
 
 
-def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema,
-                       files_max: int = DATA_FILES_MAX_DEFAULT) -> list[tuple[tuple, pa.Table]]:
-    """Rows of `table` grouped by partition tuple (spec field order), in order of first
-    appearance; each tuple holds internal values ready for DataFile.partition. More than
-    `files_max` partitions (one data file each) is TooManyFiles, before any is built."""
-    if not spec.fields:
-        return [((), table)]
+def _partition_keys(table: pa.Table, spec: PartitionSpec, schema: T.Schema) -> list[pa.Array]:
+    """One array per partition field: its transform of every row of `table`."""
     keys = []
     for pf in spec.fields:
         try:
@@ -110,6 +105,24 @@ def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema,
         except (pa.ArrowInvalid, T.FormatError) as e:
             # e.g. truncate of an int within `width` of the minimum leaves the int range
             raise DataFileError(f"partition field {pf.name!r} ({pf.transform}): {e}") from None
+    return keys
+
+
+def partition_of_row(row: pa.Table, spec: PartitionSpec, schema: T.Schema) -> tuple:
+    """The partition tuple of a one-row table (internal values, as split_by_partition
+    gives them): for a file known to hold one partition, its first row decides."""
+    assert row.num_rows == 1, row.num_rows
+    return tuple(_as_internal(k)[0] for k in _partition_keys(row, spec, schema))
+
+
+def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema,
+                       files_max: int = DATA_FILES_MAX_DEFAULT) -> list[tuple[tuple, pa.Table]]:
+    """Rows of `table` grouped by partition tuple (spec field order), in order of first
+    appearance; each tuple holds internal values ready for DataFile.partition. More than
+    `files_max` partitions (one data file each) is TooManyFiles, before any is built."""
+    if not spec.fields:
+        return [((), table)]
+    keys = _partition_keys(table, spec, schema)
     names = [f"k{i}" for i in range(len(keys))]
     grouping = pa.table([_groupable(k) for k in keys] + [pa.array(range(table.num_rows), pa.int64())],
                         names=[*names, "row"])

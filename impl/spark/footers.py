@@ -14,6 +14,7 @@ The columns' field ids are checked against the table schema.
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
@@ -22,13 +23,23 @@ import pyarrow.parquet as pq
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.parquet import DataFileError, footer_metrics
-from icefloe.impl.format.partitioning import split_by_partition
+from icefloe.impl.format.partitioning import partition_of_row
 from icefloe.impl.format.transforms import PartitionSpec, partition_spec_from_json, partition_spec_to_json
 from icefloe.impl.io.locations import local_path
 
 FILES_PER_TASK_MAX = 64
 DRIVER_FILES_MAX = 256  # up to this many files, footers are read on the driver (about 1 ms of CPU each; a Spark job costs more)
 DRIVER_THREADS = 4
+_driver_pool: ThreadPoolExecutor | None = None  # one per driver process: starting threads per write costs more than the footers
+_driver_pool_lock = threading.Lock()
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _driver_pool
+    with _driver_pool_lock:
+        if _driver_pool is None:
+            _driver_pool = ThreadPoolExecutor(DRIVER_THREADS, thread_name_prefix="icefloe-footers")
+        return _driver_pool
 
 
 def _check_field_ids(arrow_schema: pa.Schema, schema: T.Schema, location: str) -> None:
@@ -54,8 +65,7 @@ def describe_file(location: str, schema: T.Schema, spec: PartitionSpec) -> DataF
     if spec.fields:
         sources = sorted({_top_level(schema, pf.source_id) for pf in spec.fields})
         first = next(parquet.iter_batches(batch_size=1, columns=sources))
-        groups = split_by_partition(pa.Table.from_batches([first.slice(0, 1)]), spec, schema)
-        partition = groups[0][0]
+        partition = partition_of_row(pa.Table.from_batches([first.slice(0, 1)]), spec, schema)
     return DataFile(file_path=location, file_format="PARQUET", partition=tuple(partition),
                     content=DataFileContent.DATA, file_size_in_bytes=os.path.getsize(path), **metrics)
 
@@ -79,9 +89,8 @@ def describe_files(spark, locations: list[str], schema: T.Schema, spec: Partitio
     if not locations:
         return []
     if len(locations) <= driver_files_max:
-        with ThreadPoolExecutor(DRIVER_THREADS) as pool:
-            found = pool.map(lambda loc: describe_file(loc, schema, spec), locations)
-            return [d for d in found if d is not None]
+        found = _pool().map(lambda loc: describe_file(loc, schema, spec), locations)
+        return [d for d in found if d is not None]
     schema_json, spec_json = T.schema_to_json(schema), partition_spec_to_json(spec)
 
     def run(group):

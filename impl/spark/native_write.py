@@ -137,16 +137,26 @@ class _Jvm:
 
 
 def conform(df, schema: T.Schema, source=None):
-    """`df` as the table's columns, in schema order, each with its field id. The columns are
-    built on the JVM side directly, three round trips each (SQL expression, field id
-    metadata, alias); PySpark's Column API takes a dozen per column."""
+    """`df` as the table's columns, in schema order, each with its field id. The names and
+    types are checked here, in Python (SchemaMismatch).
+
+    A frame Spark has cached, whose columns are the table's as they are (same names and
+    types, no null check), is relabelled: `DataFrame.to(schema)` gives its columns their
+    field ids and nothing else, so the relabelled plan is the cached plan and Spark
+    substitutes the cache with the field ids on its output: the rows are written as they
+    are stored, not copied through a projection. Otherwise each column is an aliased
+    expression carrying its field id, built on the JVM side directly in three round trips
+    (SQL expression, field id metadata, alias; PySpark's Column API takes a dozen); over a
+    computed frame the projection folds into the one before it. (An attribute relabelled
+    over a computed frame loses its metadata when the optimizer folds the projections, so
+    the relabel is for cached frames only.)"""
     spark = df.sparkSession
-    source = source or df.schema  # the names and types are checked here, in Python
+    source = source or df.schema
     by_name = {f.name: f for f in source.fields}
     lower: dict = {}
     for f in source.fields:
         lower.setdefault(f.name.lower(), []).append(f)
-    used, exprs = set(), []
+    used, exprs, as_stored = set(), [], True
     for f in schema.fields:
         target = spark_type(f.type)
         found = by_name.get(f.name)
@@ -155,7 +165,8 @@ def conform(df, schema: T.Schema, source=None):
         if found is None:
             if f.required:
                 raise SchemaMismatch(f"required column {f.name!r} is missing")
-            exprs.append((f, f"cast(null as {sql_type(f.type)})", False))
+            exprs.append((f, f"cast(null as {sql_type(f.type)})", False, True))
+            as_stored = False
             continue
         used.add(found.name)
         if not _widens(found.dataType, target):
@@ -167,19 +178,49 @@ def conform(df, schema: T.Schema, source=None):
         if f.required and found.nullable:  # Spark knows a non-nullable column holds no null
             message = sql_string(f"required column {f.name!r} has a null")
             sql = f"case when {sql} is null then raise_error({message}) else {sql} end"
-        exprs.append((f, sql, isinstance(f.type, T.StructType)))
+        as_stored = as_stored and sql == quote(f.name) and _same_nullability(found.dataType, target)
+        exprs.append((f, sql, isinstance(f.type, T.StructType), found.nullable))
     extra = sorted({f.name for f in source.fields} - used)
     if extra:
         raise SchemaMismatch(f"columns {extra} are not in the table's schema")
+    if as_stored and [f.name for f in source.fields] == [f.name for f in schema.fields] and _is_cached(df):
+        from pyspark.sql import types as S
+        target = S.StructType([S.StructField(f.name, spark_type(f.type), nullable, {FIELD_ID: f.field_id})
+                               for f, _, _, nullable in exprs])
+        return type(df)(df._jdf.to(spark._jsparkSession.parseDataType(target.json())), spark)
     jvm = _Jvm.of(spark)
     columns = []
-    for f, sql, nested in exprs:
+    for f, sql, nested, _ in exprs:
         column = jvm.expr(sql)
         if nested:  # a struct's own fields get their field ids from the type cast to
             column = column.cast(spark._jsparkSession.parseDataType(spark_type(f.type).json()))
         metadata = jvm.metadata_from_json(json.dumps({FIELD_ID: f.field_id}))
         columns.append(getattr(column, "as")(f.name, metadata))
     return type(df)(df._jdf.select(jvm.to_seq(columns)), spark)
+
+
+def _same_nullability(found, target) -> bool:
+    """Whether a struct's fields are as nullable as the table's (a relabel cannot check
+    them); top-level columns are checked by conform."""
+    from pyspark.sql import types as S
+    if isinstance(found, S.StructType):
+        return all(a.nullable == b.nullable and _same_nullability(a.dataType, b.dataType)
+                   for a, b in zip(found.fields, target.fields))
+    return True
+
+
+def _is_cached(df) -> bool:
+    """Whether Spark's cache manager holds `df`'s plan (two round trips to the JVM)."""
+    if not df.is_cached:  # PySpark knows the frames persisted through it; others are not relabelled
+        return False
+    sc = df.sparkSession.sparkContext
+    found = _CACHE_MANAGERS.get(id(sc))
+    if found is None or found[0] is not sc:  # one per SparkContext; a new context has its own
+        found = _CACHE_MANAGERS[id(sc)] = (sc, df.sparkSession._jsparkSession.sharedState().cacheManager())
+    return bool(found[1].lookupCachedData(df._jdf).isDefined())
+
+
+_CACHE_MANAGERS: dict = {}
 
 
 def fallback_reason(table, schema: T.Schema) -> str | None:

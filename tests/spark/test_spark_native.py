@@ -193,6 +193,40 @@ def test_incremental_read_and_executor_planning(spark, opts):
     assert plan(spark, TABLE, {**opts}).stats.mode == "local"  # a small table plans on the driver
 
 
+def test_a_cached_frame_is_written_as_stored_with_its_field_ids(spark, opts):
+    """Goal: a frame Spark has cached, whose columns are the table's, is relabelled with the
+    field ids rather than copied through a projection (the plan written is the cache itself),
+    and its files carry the ids; a frame PySpark believes cached but Spark's cache manager no
+    longer holds, and a cached frame that needs a cast, go through the aliased projection
+    and carry the ids too. Method: conform such frames; look at the optimized plan's root;
+    write each and read every file's Parquet schema."""
+    from icefloe.impl.spark.native_write import conform
+    make_table(opts, None)
+    table = open_table(opts)
+    schema = table.metadata.schema()
+    cached = _frame(spark, range(100)).cache()
+    cached.count()
+    root = conform(cached, schema)._jdf.queryExecution().optimizedPlan().getClass().getSimpleName()
+    assert root == "InMemoryRelation"  # no projection between the cache and the writer
+    widened = spark.range(100, 200, numPartitions=2).selectExpr(
+        "cast(id as int) as id", "'a' as cat", "cast(id as float) as v").cache()
+    widened.count()
+    assert conform(widened, schema)._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() == "Project"
+    forgotten = _frame(spark, range(200, 300)).cache()
+    forgotten.count()
+    spark.catalog.clearCache()  # PySpark's is_cached stays True
+    assert forgotten.is_cached
+    for frame in (cached, widened, forgotten):
+        assert isinstance(write(frame, TABLE, opts).outcome, Committed)
+    table = open_table(opts)
+    for path in table.tree.live_data_paths(table.current_snapshot()):
+        pf = pq.ParquetFile(path.removeprefix("file://"))
+        assert [int(f.metadata[b"PARQUET:field_id"]) for f in pf.schema_arrow] == [1, 2, 3]
+    assert sorted(table.scan().column("id").to_pylist()) == list(range(300))
+    cached.unpersist()
+    widened.unpersist()
+
+
 def test_native_write_conforms_columns_to_the_table(spark, opts):
     """Goal: the native write matches columns to the table by name (case-insensitively when
     unambiguous), widens only safely, fills a missing optional column with nulls, refuses extra,

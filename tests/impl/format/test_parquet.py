@@ -17,7 +17,8 @@ from icefloe.impl.format.parquet import (
     BOUND_TRUNCATE_LENGTH, DataFileError, read_data_file, truncate_lower, truncate_upper, write_data_file,
 )
 from icefloe.impl.format.partitioning import (
-    DATA_FILES_MAX_DEFAULT, DATA_FILES_MAX_PROPERTY, TooManyFiles, data_files_max, split_by_partition,
+    DATA_FILES_MAX_DEFAULT, DATA_FILES_MAX_PROPERTY, TooManyFiles, data_files_max, partition_of_row,
+    split_by_partition,
 )
 from icefloe.impl.format.transforms import parse_partition_spec
 
@@ -202,9 +203,10 @@ SPECS = ["", "s", "bucket(4, id)", "truncate(2, s), year(d)", "month(ts), n", "d
 
 @given(st.lists(rows, max_size=30), st.sampled_from(SPECS))
 def test_split_by_partition_groups_rows_by_their_transformed_values(records, spec_text):
-    """Goal: every row lands in exactly one group whose tuple is its own partition value.
+    """Goal: every row lands in exactly one group whose tuple is its own partition value, and
+    partition_of_row (the native Spark write's one-row rule) gives each row that tuple too.
     Method: Hypothesis rows and specs; recompute each row's tuple with the scalar
-    Transform.apply and compare with its group's tuple."""
+    Transform.apply and compare with its group's tuple and with partition_of_row."""
     spec = parse_partition_spec(spec_text, SCHEMA)
     table = to_table(records)
     groups = split_by_partition(table, spec, SCHEMA)
@@ -226,6 +228,10 @@ def test_split_by_partition_groups_rows_by_their_transformed_values(records, spe
             same = [a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
                     for a, b in zip(expect, partition)]
             assert all(same), (expect, partition)
+        for i in range(part.num_rows):
+            alone = partition_of_row(part.slice(i, 1), spec, SCHEMA)
+            assert [a == b or (isinstance(a, float) and math.isnan(a) and math.isnan(b))
+                    for a, b in zip(alone, partition)] == [True] * len(partition), (alone, partition)
     if records and spec.fields:
         assert isinstance(groups[0][0], tuple) and len(groups[0][0]) == len(spec.fields)
 
