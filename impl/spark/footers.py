@@ -42,14 +42,20 @@ def _pool() -> ThreadPoolExecutor:
         return _driver_pool
 
 
-def _check_field_ids(arrow_schema: pa.Schema, schema: T.Schema, location: str) -> None:
-    for f in schema.fields:
-        if f.name not in arrow_schema.names:
+def _check_field_ids(fields, iceberg_fields, location: str, path: str = "") -> None:
+    """Every column the file has, struct fields included, carries the table's field id (a
+    reader matches columns by id: a missing or wrong id reads as nulls or as another column)."""
+    by_name = {f.name: f for f in fields}
+    for f in iceberg_fields:
+        found = by_name.get(f.name)
+        if found is None:
             continue  # an optional column the writer left out reads as null
-        found = arrow_schema.field(f.name)
         fid = (found.metadata or {}).get(T.FIELD_ID_KEY)
         if fid is None or int(fid) != f.field_id:
-            raise DataFileError(f"column {f.name!r} carries field id {fid!r}, the table says {f.field_id}", location)
+            carries = "no field id" if fid is None else f"field id {int(fid)}"
+            raise DataFileError(f"column {path + f.name!r} carries {carries}, the table says {f.field_id}", location)
+        if isinstance(f.type, T.StructType) and pa.types.is_struct(found.type):
+            _check_field_ids(list(found.type), f.type.fields, location, f"{path}{f.name}.")
 
 
 def describe_file(location: str, schema: T.Schema, spec: PartitionSpec) -> DataFile | None:
@@ -59,7 +65,7 @@ def describe_file(location: str, schema: T.Schema, spec: PartitionSpec) -> DataF
     md = parquet.metadata
     if md.num_rows == 0:
         return None
-    _check_field_ids(parquet.schema_arrow, schema, location)
+    _check_field_ids(list(parquet.schema_arrow), schema.fields, location)
     metrics = footer_metrics(md, schema)
     partition: tuple = ()
     if spec.fields:

@@ -140,8 +140,8 @@ def conform(df, schema: T.Schema, source=None):
     """`df` as the table's columns, in schema order, each with its field id. The names and
     types are checked here, in Python (SchemaMismatch).
 
-    A frame Spark has cached, whose columns are the table's as they are (same names and
-    types, no null check), is relabelled: `DataFrame.to(schema)` gives its columns their
+    A frame Spark has cached, whose columns are the table's as they are (same names, order
+    and types, no null check, no struct), is relabelled: `DataFrame.to(schema)` gives its columns their
     field ids and nothing else, so the relabelled plan is the cached plan and Spark
     substitutes the cache with the field ids on its output: the rows are written as they
     are stored, not copied through a projection. Otherwise each column is an aliased
@@ -178,7 +178,8 @@ def conform(df, schema: T.Schema, source=None):
         if f.required and found.nullable:  # Spark knows a non-nullable column holds no null
             message = sql_string(f"required column {f.name!r} has a null")
             sql = f"case when {sql} is null then raise_error({message}) else {sql} end"
-        as_stored = as_stored and sql == quote(f.name) and _same_nullability(found.dataType, target)
+        # a struct goes through the projection: its fields' ids ride on the type it is cast to
+        as_stored = as_stored and sql == quote(f.name) and not isinstance(f.type, T.StructType)
         exprs.append((f, sql, isinstance(f.type, T.StructType), found.nullable))
     extra = sorted({f.name for f in source.fields} - used)
     if extra:
@@ -197,16 +198,6 @@ def conform(df, schema: T.Schema, source=None):
         metadata = jvm.metadata_from_json(json.dumps({FIELD_ID: f.field_id}))
         columns.append(getattr(column, "as")(f.name, metadata))
     return type(df)(df._jdf.select(jvm.to_seq(columns)), spark)
-
-
-def _same_nullability(found, target) -> bool:
-    """Whether a struct's fields are as nullable as the table's (a relabel cannot check
-    them); top-level columns are checked by conform."""
-    from pyspark.sql import types as S
-    if isinstance(found, S.StructType):
-        return all(a.nullable == b.nullable and _same_nullability(a.dataType, b.dataType)
-                   for a, b in zip(found.fields, target.fields))
-    return True
 
 
 def _is_cached(df) -> bool:

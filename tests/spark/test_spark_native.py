@@ -276,3 +276,31 @@ def test_native_write_conforms_columns_to_the_table(spark, opts):
         write(frame.selectExpr("case when ID = 1 then null else ID end as id"), TABLE, opts)
     assert len(open_table(opts).history()) == 1
     assert data_files_on_disk(opts) == paths
+
+
+def test_a_file_whose_struct_fields_lack_their_field_ids_is_refused(tmp_path):
+    """Goal: the native write's footer check covers struct fields, not only top-level columns
+    (a reader matches columns by id, so a struct field without its id would read as nulls).
+    Method: Parquet files with the top-level ids right and a struct field's id missing, then
+    wrong; describe_file raises DataFileError naming the field; with every id right it passes."""
+    import pyarrow as pa
+    from icefloe.impl.format import types as T
+    from icefloe.impl.format.parquet import DataFileError
+    from icefloe.impl.format.transforms import PartitionSpec
+    from icefloe.impl.spark.footers import describe_file
+    schema = T.Schema((T.NestedField(1, "id", T.LONG, True),
+                       T.NestedField(2, "pt", T.StructType((T.NestedField(3, "x", T.INT, False),)), False)))
+
+    def ids(n):
+        return {b"PARQUET:field_id": str(n).encode()}
+    for inner, message in ((None, "'pt.x' carries no field id"), (ids(9), "'pt.x' carries field id 9, the table says 3"),
+                           (ids(3), None)):
+        x = pa.field("x", pa.int32(), metadata=inner)
+        arrow = pa.schema([pa.field("id", pa.int64(), False, ids(1)), pa.field("pt", pa.struct([x]), metadata=ids(2))])
+        path = tmp_path / f"f{len(list(tmp_path.iterdir()))}.parquet"
+        pq.write_table(pa.table({"id": [1], "pt": [{"x": 1}]}, schema=arrow), path)
+        if message is None:
+            assert describe_file(f"file://{path}", schema, PartitionSpec(0, ())).record_count == 1
+        else:
+            with pytest.raises(DataFileError, match=message):
+                describe_file(f"file://{path}", schema, PartitionSpec(0, ()))
