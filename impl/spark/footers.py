@@ -30,7 +30,7 @@ from icefloe.impl.io.locations import local_path
 FILES_PER_TASK_MAX = 64
 DRIVER_FILES_MAX = 256  # up to this many files, footers are read on the driver (about 1 ms of CPU each; a Spark job costs more)
 DRIVER_THREADS = 4
-_driver_pool: ThreadPoolExecutor | None = None  # one per driver process: starting threads per write costs more than the footers
+_driver_pool: ThreadPoolExecutor | None = None  # one per process: starting threads per write costs more than the footers
 _driver_pool_lock = threading.Lock()
 
 
@@ -40,6 +40,15 @@ def _pool() -> ThreadPoolExecutor:
         if _driver_pool is None:
             _driver_pool = ThreadPoolExecutor(DRIVER_THREADS, thread_name_prefix="icefloe-footers")
         return _driver_pool
+
+
+def _forget_pool() -> None:
+    """In a forked child: none of the parent's threads exist there (nor may its lock be free)."""
+    global _driver_pool, _driver_pool_lock
+    _driver_pool, _driver_pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _check_field_ids(fields, iceberg_fields, location: str, path: str = "") -> None:

@@ -304,3 +304,23 @@ def test_a_file_whose_struct_fields_lack_their_field_ids_is_refused(tmp_path):
         else:
             with pytest.raises(DataFileError, match=message):
                 describe_file(f"file://{path}", schema, PartitionSpec(0, ()))
+
+
+def test_footers_are_read_in_a_process_forked_after_a_write(tmp_path):
+    """Goal: the driver's footer thread pool, kept between writes, works in a process forked
+    after it started (the child has none of its threads; a stale pool would wait forever).
+    Method: describe a file in this process, fork, describe it in the child within a bound."""
+    import multiprocessing
+
+    import pyarrow as pa
+    from icefloe.impl.format import types as T
+    from icefloe.impl.format.transforms import PartitionSpec
+    from icefloe.impl.spark.footers import describe_files
+    schema = T.Schema((T.NestedField(1, "id", T.LONG, True),))
+    path = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"id": [1, 2]}, schema=pa.schema([pa.field("id", pa.int64(), False,
+                                                                        {b"PARQUET:field_id": b"1"})])), path)
+    args = (None, [f"file://{path}"], schema, PartitionSpec(0, ()))
+    assert [f.record_count for f in describe_files(*args)] == [2]
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert [f.record_count for f in pool.apply_async(describe_files, args).get(timeout=60)] == [2]
