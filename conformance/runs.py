@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance.backends import Backends
@@ -49,9 +50,10 @@ class Sink:
     coverage: object = None            # a coverage.Tracker, when the run measures coverage
     deadline: float | None = None      # time.monotonic() past which no program or example starts
     cut: str = ""                      # what the time budget left unrun, if it ran out
+    clock: Callable[[], float] = time.monotonic   # injected in tests: when the budget runs out
 
     def out_of_time(self) -> bool:
-        return self.deadline is not None and time.monotonic() >= self.deadline
+        return self.deadline is not None and self.clock() >= self.deadline
 
 
 def new_lockstep(engine, backends: Backends, store: str, bounds: iceberg.Bounds, seed: int, stats: Stats,
