@@ -134,6 +134,7 @@ def _row(what: str, n: int, times: dict, cpu: dict, loads: list, theirs_note: st
 def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
     from icefloe.impl.spark import native_write as NW
     from icefloe.impl.spark import write
+    from icefloe.impl.spark.job import JobFiles
     from icefloe.impl.spark.options import table_ref
     from icefloe.impl.spark.source import _load_or_create
     names = itertools.count()
@@ -146,6 +147,15 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
         finally:
             breakdown["footers"].append(time.perf_counter() - started)
     NW.describe_files = timed_describe
+    real_persist = JobFiles.persist
+
+    def timed_persist(*args, **kwargs):  # the fsyncs, in a thread beside the footers
+        started = time.perf_counter()
+        try:
+            return real_persist(*args, **kwargs)
+        finally:
+            breakdown["fsync"].append(time.perf_counter() - started)
+    JobFiles.persist = timed_persist
     try:
         for layout, partition_by in (("unpartitioned", None), ("partitioned by cat (8)", "cat")):
             opts = {"catalog-uri": f"sqlite:///{work / 'catalog.db'}", "warehouse": str(work / "wh"),
@@ -187,6 +197,7 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
             breakdown["write"].extend(times["icefloe"])
     finally:
         NW.describe_files = real_describe
+        JobFiles.persist = real_persist
 
 
 def _reads(spark, n, repeats, lines, tables):
@@ -259,7 +270,7 @@ def run(quick: bool) -> str:
     work = Path(tempfile.mkdtemp(prefix="icefloe-bench-spark-"))
     load_at_start = os.getloadavg()[0]
     spark = local_session("icefloe-bench", cores=2)
-    lines, tables, breakdown = [], {}, {"write": [], "footers": [], "commit": []}
+    lines, tables, breakdown = [], {}, {"write": [], "footers": [], "fsync": [], "commit": []}
     try:
         df = _frame(spark, n).cache()
         df.count()
@@ -279,7 +290,9 @@ def run(quick: bool) -> str:
         "1-minute load average over a comparison's rounds (2 cores shared with other engineers' work). icefloe "
         "writes with `icefloe.impl.spark.write` into an empty table created before the clock starts: Spark's own Parquet writer under the job prefix (field ids, the "
         "partition spec's transforms computed in Spark), each file's footer read for its DataFile (on the driver "
-        "for at most 256 files, else in a Spark job), one commit (manifest, manifest list, metadata, SQLite swap). "
+        "for at most 256 files, else in a Spark job) while a driver thread fsyncs the files and their folders "
+        "(Spark's writer closes them without one; the table's commit must not point at data a crash could take "
+        "back; Spark's side does not fsync), one commit (manifest, manifest list, metadata, SQLite swap). "
         "The cached frame's columns are the table's, so icefloe relabels them with their field ids and Spark writes "
         "the cache as stored, as it does for `df.write.parquet` (a frame that needs a cast or a null check goes "
         "through a projection, which over a computed frame folds into the one before it). "
@@ -298,8 +311,8 @@ def run(quick: bool) -> str:
         *lines,
         "",
         f"Where a native write's time goes (medians over every recorded write): {med['write']:.2f} s per write, "
-        f"of which footers {med['footers']:.3f} s and the commit {med['commit']:.3f} s; the rest is Spark's "
-        "own Parquet write job.",
+        f"of which footers {med['footers']:.3f} s (the fsyncs beside them: {med['fsync']:.3f} s) and the commit "
+        f"{med['commit']:.3f} s; the rest is Spark's own Parquet write job and the driver's preparation of it.",
         "",
         "Merge-on-read: the read applies the deletes as anti-joins in Spark (position deletes on "
         "`_metadata.file_path` / `_metadata.row_index`; equality deletes on id with sequence numbers) and its "

@@ -166,6 +166,23 @@ class LocalStore(CountingMixin):
         except NotFound:
             return  # the directory went away meanwhile: the object is gone either way
 
+    def persist(self, location: str) -> None:
+        """Make a file or directory another writer created here durable (fsync), as this
+        store's own puts are: Spark's Parquet writer closes its files without an fsync, and
+        a commit must not point at data a crash could still take back. StoreUnavailable if
+        the fsync fails (the caller has committed nothing yet); a no-op without fsync."""
+        if not self.fsync:
+            return
+        self._count("persist")
+        try:
+            fd = os.open(local_path(location), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as e:
+            raise StoreUnavailable(location, f"fsync failed: {e}") from e
+
     # -- helpers ----------------------------------------------------------------------
 
     def _info(self, location: str, path: str) -> ObjectInfo:

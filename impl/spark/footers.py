@@ -34,7 +34,7 @@ _driver_pool: ThreadPoolExecutor | None = None  # one per process: starting thre
 _driver_pool_lock = threading.Lock()
 
 
-def _pool() -> ThreadPoolExecutor:
+def driver_pool() -> ThreadPoolExecutor:
     global _driver_pool
     with _driver_pool_lock:
         if _driver_pool is None:
@@ -104,7 +104,7 @@ def describe_files(spark, locations: list[str], schema: T.Schema, spec: Partitio
     if not locations:
         return []
     if len(locations) <= driver_files_max:
-        found = _pool().map(lambda loc: describe_file(loc, schema, spec), locations)
+        found = driver_pool().map(lambda loc: describe_file(loc, schema, spec), locations)
         return [d for d in found if d is not None]
     schema_json, spec_json = T.schema_to_json(schema), partition_spec_to_json(spec)
 

@@ -180,10 +180,23 @@ def with_partition_columns(df, schema: T.Schema, spec: X.PartitionSpec, columns:
     when the caller knows them (asking Spark is a round trip to the JVM)."""
     from pyspark.sql import Column
     from pyspark.sql import functions as F
-    if all(isinstance(pf.transform, X.VoidTransform) for pf in spec.fields):
+    chains, names = partition_chains(schema, spec, df.columns if columns is None else columns)
+    if not chains:
         return df, []
-    taken = {c.lower() for c in (df.columns if columns is None else columns)}
-    names, helpers, chains = [], set(), []
+    helpers = {column for chain in chains for column, _ in chain} - set(names)
+    # One projection per step level: the fields' chains advance side by side.
+    for level in range(max(len(c) for c in chains)):
+        df = df.withColumns({column: sql if isinstance(sql, Column) else F.expr(sql)
+                             for column, sql in (c[level] for c in chains if level < len(c))})
+    return (df.drop(*sorted(helpers)) if helpers else df), names
+
+
+def partition_chains(schema: T.Schema, spec: X.PartitionSpec, columns: list[str]) -> tuple[list, list[str]]:
+    """For each non-void partition field, the steps (partition_steps) that compute its column
+    over a frame with `columns`, and the partition columns' names in spec order (the field's
+    name where no column has it, else `<name>_<transform>`)."""
+    taken = {c.lower() for c in columns}
+    names, chains = [], []
     for i, pf in enumerate(spec.fields):
         if isinstance(pf.transform, X.VoidTransform):
             continue
@@ -195,12 +208,6 @@ def with_partition_columns(df, schema: T.Schema, spec: X.PartitionSpec, columns:
             n += 1
             name = f"{pf.name}_{n}"
         taken.add(name.lower())
-        chain = partition_steps(schema, pf, name, f"__icefloe_p{i}")
-        helpers |= {column for column, _ in chain if column != name}
-        chains.append(chain)
+        chains.append(partition_steps(schema, pf, name, f"__icefloe_p{i}"))
         names.append(name)
-    # One projection per step level: the fields' chains advance side by side.
-    for level in range(max((len(c) for c in chains), default=0)):
-        df = df.withColumns({column: sql if isinstance(sql, Column) else F.expr(sql)
-                             for column, sql in (c[level] for c in chains if level < len(c))})
-    return (df.drop(*sorted(helpers)) if helpers else df), names
+    return chains, names

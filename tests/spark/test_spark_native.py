@@ -227,6 +227,47 @@ def test_a_cached_frame_is_written_as_stored_with_its_field_ids(spark, opts):
     widened.unpersist()
 
 
+def test_partition_columns_join_the_conforming_projection_when_the_columns_are_as_stored(spark, opts):
+    """Goal: when a frame's columns are the table's as they are, the partition columns are
+    computed in the same projection as the field ids (one analysis, one projection over the
+    cache), and otherwise in a projection over the conformed columns (a widened `cat` read
+    through its cast); either way the files carry the ids and the right partition tuples.
+    Method: conform with a one-step partition column and count the analysed plan's
+    projections; write both frames to a table partitioned by cat; read files and entries."""
+    from icefloe.impl.spark.native_write import conform
+    make_table(opts, "cat")
+    schema = open_table(opts).metadata.schema()
+    cached = _frame(spark, range(100)).cache()
+    cached.count()
+    also = [("cat_identity", "`cat`")]
+
+    def projections(frame):
+        plan = frame._jdf.queryExecution().analyzed()
+        found = []
+        while plan.getClass().getSimpleName() == "Project":
+            found.append(plan)
+            plan = plan.child()
+        return len(found)
+    one = conform(cached, schema, also=also)
+    assert one.columns == ["id", "cat", "v", "cat_identity"]
+    assert projections(one) == 1 + projections(cached)
+    renamed = cached.withColumnRenamed("cat", "CAT")  # matched case-insensitively: not as stored
+    two = conform(renamed, schema, also=also)
+    assert two.columns == ["id", "cat", "v", "cat_identity"]
+    assert projections(two) == 2 + projections(renamed)
+    for frame in (cached, renamed):
+        assert isinstance(write(frame, TABLE, opts).outcome, Committed)
+    table = open_table(opts)
+    entries = [e.data_file for _, e in table.tree.live_entries(table.current_snapshot(), ManifestContent.DATA)]
+    assert len(entries) >= 8
+    for f in entries:
+        data = pq.read_table(f.file_path.removeprefix("file://"))
+        assert [int(x.metadata[b"PARQUET:field_id"]) for x in data.schema] == [1, 2, 3]
+        assert set(data["cat"].to_pylist()) == {f.partition[0]}
+    assert sorted(table.scan().column("id").to_pylist()) == sorted(list(range(100)) * 2)
+    cached.unpersist()
+
+
 def test_native_write_conforms_columns_to_the_table(spark, opts):
     """Goal: the native write matches columns to the table by name (case-insensitively when
     unambiguous), widens only safely, fills a missing optional column with nulls, refuses extra,
@@ -324,3 +365,56 @@ def test_footers_are_read_in_a_process_forked_after_a_write(tmp_path):
     assert [f.record_count for f in describe_files(*args)] == [2]
     with multiprocessing.get_context("fork").Pool(1) as pool:
         assert [f.record_count for f in pool.apply_async(describe_files, args).get(timeout=60)] == [2]
+
+
+def test_data_files_are_made_durable_before_the_commit_references_them(spark, opts, monkeypatch):
+    """Goal: Spark's Parquet writer closes its files without an fsync; the native write fsyncs
+    every data file, then every directory from theirs up to the table's data folder, before
+    the swap that makes them part of the table (as icefloe's own puts are durable). Method:
+    record LocalStore.persist's locations and the order of the first swap; a partitioned write."""
+    from icefloe.impl.catalog.sql import SqlCatalog
+    from icefloe.impl.io.local import LocalStore
+    events = []
+    real_persist, real_swap = LocalStore.persist, SqlCatalog.swap
+
+    def persist(self, location):
+        events.append(("persist", location))
+        return real_persist(self, location)
+
+    def swap(self, *args, **kwargs):
+        events.append(("swap", None))
+        return real_swap(self, *args, **kwargs)
+    monkeypatch.setattr(LocalStore, "persist", persist)
+    monkeypatch.setattr(SqlCatalog, "swap", swap)
+    make_table(opts, "cat")
+    write(_frame(spark, range(200)), TABLE, opts)
+    table = open_table(opts)
+    files = sorted(table.tree.live_data_paths(table.current_snapshot()))
+    synced = [loc for kind, loc in events if kind == "persist"]
+    assert len(files) >= 4 and {f.removeprefix("file://") for f in files} <= {s.removeprefix("file://") for s in synced}
+    job_dir = files[0][:files[0].index("/", files[0].index("/data/spark-") + 6)]
+    data_dir = job_dir[:job_dir.rindex("/")]
+    want_dirs = {f[:f.rindex("/")] for f in files} | {job_dir, data_dir}
+    assert want_dirs <= set(synced)
+    assert events.index(("swap", None)) > max(i for i, (kind, _) in enumerate(events) if kind == "persist")
+
+
+def test_a_data_file_that_cannot_be_made_durable_fails_the_write_and_leaves_nothing(spark, opts, monkeypatch):
+    """Goal: an fsync that fails (a full or failing disk) fails the write before any commit,
+    with the store's typed error, and the job's files go. Method: LocalStore.persist raises
+    StoreUnavailable for the write's third file; the table keeps no snapshot and data/ no file."""
+    from icefloe.impl.io.base import StoreUnavailable
+    from icefloe.impl.io.local import LocalStore
+    real_persist, calls = LocalStore.persist, []
+
+    def persist(self, location):
+        calls.append(location)
+        if len(calls) == 3:
+            raise StoreUnavailable(location, "fsync failed: [Errno 5] Input/output error")
+        return real_persist(self, location)
+    monkeypatch.setattr(LocalStore, "persist", persist)
+    make_table(opts, "cat")
+    with pytest.raises(StoreUnavailable, match="fsync failed"):
+        write(_frame(spark, range(200)), TABLE, opts)
+    assert open_table(opts).current_snapshot() is None
+    assert data_files_on_disk(opts) == []
