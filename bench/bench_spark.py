@@ -131,6 +131,24 @@ def _row(what: str, n: int, times: dict, cpu: dict, loads: list, theirs_note: st
             f"{ca:.1f} / {cb:.1f} = {cb / ca:.2f} | {len(times['icefloe'])} | {_load_range(loads)} |")
 
 
+def _fsync_tree(folder: Path) -> None:
+    """fsync every Parquet file under `folder` (four at a time), then the folders up to it
+    and its parent: what JobFiles.persist does for a native write's files."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def fsync(path) -> None:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    files = sorted(folder.rglob("*.parquet"))
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(fsync, files))
+    for d in sorted({f.parent for f in files} | {folder, folder.parent}, key=lambda p: len(str(p)), reverse=True):
+        fsync(d)
+
+
 def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
     from icefloe.impl.spark import native_write as NW
     from icefloe.impl.spark import write
@@ -178,17 +196,28 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
                 w = df.write
                 (w.partitionBy(partition_by) if partition_by else w).parquet(str(next(outs)))
 
+            def theirs_durable():
+                # Spark's write, then its files made durable as the native write makes its own
+                # (the same fsyncs: files four at a time, then their folders).
+                out = next(outs)
+                w = df.write
+                (w.partitionBy(partition_by) if partition_by else w).parquet(str(out))
+                _fsync_tree(out)
+
             def theirs_same_files():
                 # The files an Iceberg table needs: the partition source column stays in every
                 # file (partitionBy drops the column it lays out by, so a copy lays them out).
                 copy = df.selectExpr("*", f"{partition_by} as {partition_by}_identity")
                 copy.write.partitionBy(f"{partition_by}_identity").parquet(str(next(outs)))
-            sides = {"icefloe": ours, "spark": theirs}
+            sides = {"icefloe": ours, "spark": theirs, "spark + fsync": theirs_durable}
             if partition_by:
                 sides["same files"] = theirs_same_files
             times, cpu, loads = alternate(sides, repeats)
             tables[layout] = (last["name"], opts)
             lines.append(_row(f"write, {layout}", n, times, cpu, loads))
+            lines.append(_row(f"write, {layout}: Spark's files then fsynced as icefloe's are", n,
+                              {"icefloe": times["icefloe"], "spark": times["spark + fsync"]},
+                              {"icefloe": cpu["icefloe"], "spark": cpu["spark + fsync"]}, loads))
             if partition_by:
                 lines.append(_row(f"write, {layout}: Spark writing the same files ({partition_by} kept in each "
                                   "file, laid out by a copy of it)", n,
@@ -292,7 +321,8 @@ def run(quick: bool) -> str:
         "partition spec's transforms computed in Spark), each file's footer read for its DataFile (on the driver "
         "for at most 256 files, else in a Spark job) while a driver thread fsyncs the files and their folders "
         "(Spark's writer closes them without one; the table's commit must not point at data a crash could take "
-        "back; Spark's side does not fsync), one commit (manifest, manifest list, metadata, SQLite swap). "
+        "back; Spark's `df.write.parquet` does not fsync, so a row compares with Spark's write followed by the "
+        "same fsyncs), one commit (manifest, manifest list, metadata, SQLite swap). "
         "The cached frame's columns are the table's, so icefloe relabels them with their field ids and Spark writes "
         "the cache as stored, as it does for `df.write.parquet` (a frame that needs a cast or a null check goes "
         "through a projection, which over a computed frame folds into the one before it). "
