@@ -50,6 +50,14 @@ def _is_internal(name: str) -> bool:
     return name.startswith(".") and (name.endswith(_TEMP_SUFFIX) or name.endswith(_LOCK_SUFFIX))
 
 
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _mtime_ms(st: os.stat_result) -> int:
     return st.st_mtime_ns // 1_000_000
 
@@ -175,11 +183,7 @@ class LocalStore(CountingMixin):
             return
         self._count("persist")
         try:
-            fd = os.open(local_path(location), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _fsync_path(local_path(location))
         except OSError as e:
             raise StoreUnavailable(location, f"fsync failed: {e}") from e
 
@@ -222,11 +226,7 @@ class LocalStore(CountingMixin):
         if not self.fsync:
             return
         try:
-            fd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            _fsync_path(directory)
         except OSError as e:
             raise StoreOutcomeUnknown(location, f"applied, but directory fsync failed: {e}") from e
 
