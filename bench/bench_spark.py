@@ -132,21 +132,30 @@ def _row(what: str, n: int, times: dict, cpu: dict, loads: list, theirs_note: st
 
 
 def _fsync_tree(folder: Path) -> None:
-    """fsync every Parquet file under `folder` (four at a time), then the folders up to it
-    and its parent: what JobFiles.persist does for a native write's files."""
+    """fsync every Parquet file under `folder` (PERSIST_THREADS at a time), then the folders
+    up to it and its parent: what JobFiles.persist does for a native write's files, with the
+    same LocalStore.persist."""
     from concurrent.futures import ThreadPoolExecutor
 
-    def fsync(path) -> None:
-        fd = os.open(path, os.O_RDONLY)
+    from icefloe.impl.io.local import LocalStore
+    from icefloe.impl.spark.job import PERSIST_THREADS
+    store = LocalStore()
+    files = sorted(str(f) for f in folder.rglob("*.parquet"))
+    with ThreadPoolExecutor(PERSIST_THREADS) as pool:
+        list(pool.map(store.persist, files))
+    for d in sorted({os.path.dirname(f) for f in files} | {str(folder), str(folder.parent)}, key=len, reverse=True):
+        store.persist(d)
+
+
+def _timed(fn, into: list):
+    """`fn`, recording each call's seconds in `into` (where the native write's time goes)."""
+    def timed(*args, **kwargs):
+        started = time.perf_counter()
         try:
-            os.fsync(fd)
+            return fn(*args, **kwargs)
         finally:
-            os.close(fd)
-    files = sorted(folder.rglob("*.parquet"))
-    with ThreadPoolExecutor(4) as pool:
-        list(pool.map(fsync, files))
-    for d in sorted({f.parent for f in files} | {folder, folder.parent}, key=lambda p: len(str(p)), reverse=True):
-        fsync(d)
+            into.append(time.perf_counter() - started)
+    return timed
 
 
 def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
@@ -156,24 +165,9 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
     from icefloe.impl.spark.options import table_ref
     from icefloe.impl.spark.source import _load_or_create
     names = itertools.count()
-    real_describe = NW.describe_files
-
-    def timed_describe(*args, **kwargs):  # where the native write's time goes
-        started = time.perf_counter()
-        try:
-            return real_describe(*args, **kwargs)
-        finally:
-            breakdown["footers"].append(time.perf_counter() - started)
-    NW.describe_files = timed_describe
-    real_persist = JobFiles.persist
-
-    def timed_persist(*args, **kwargs):  # the fsyncs, in a thread beside the footers
-        started = time.perf_counter()
-        try:
-            return real_persist(*args, **kwargs)
-        finally:
-            breakdown["fsync"].append(time.perf_counter() - started)
-    JobFiles.persist = timed_persist
+    real_describe, real_persist = NW.describe_files, JobFiles.persist
+    NW.describe_files = _timed(real_describe, breakdown["footers"])
+    JobFiles.persist = _timed(real_persist, breakdown["fsync"])  # the fsyncs, in a thread beside the footers
     try:
         for layout, partition_by in (("unpartitioned", None), ("partitioned by cat (8)", "cat")):
             opts = {"catalog-uri": f"sqlite:///{work / 'catalog.db'}", "warehouse": str(work / "wh"),
