@@ -159,14 +159,14 @@ def _timed(fn, into: list):
 
 
 def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
-    from icefloe.impl.spark import native_write as NW
     from icefloe.impl.spark import write
     from icefloe.impl.spark.job import JobFiles
+    from icefloe.impl.spark.task_commits import TaskCommitWatch
     from icefloe.impl.spark.options import table_ref
     from icefloe.impl.spark.source import _load_or_create
     names = itertools.count()
-    real_describe, real_persist = NW.describe_files, JobFiles.persist
-    NW.describe_files = _timed(real_describe, breakdown["footers"])
+    real_describe, real_persist = TaskCommitWatch.describe, JobFiles.persist
+    TaskCommitWatch.describe = _timed(real_describe, breakdown["footers"])  # the footers not read during the job
     JobFiles.persist = _timed(real_persist, breakdown["fsync"])  # the fsyncs, in a thread beside the footers
     try:
         for layout, partition_by in (("unpartitioned", None), ("partitioned by cat (8)", "cat")):
@@ -219,7 +219,7 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
                                   {"icefloe": cpu["icefloe"], "spark": cpu["same files"]}, loads))
             breakdown["write"].extend(times["icefloe"])
     finally:
-        NW.describe_files = real_describe
+        TaskCommitWatch.describe = real_describe
         JobFiles.persist = real_persist
 
 

@@ -26,6 +26,7 @@ snapshot does not reference; after Conflict, delete all of them; after Unknown, 
 """
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -122,14 +123,19 @@ class JobFiles:
         return [location for location in list_locations(self.io, self.prefix)
                 if not canonical_location(location).startswith(marker_dir)]
 
+    def fsyncing_store(self) -> LocalStore | None:
+        """The local store under the job prefix if it fsyncs what it writes, else None."""
+        store = self.io.store_for(self.prefix) if isinstance(self.io, StoreRouter) else self.io
+        return store if isinstance(store, LocalStore) and store.fsync else None
+
     def persist(self, locations: list[str], threads: int = PERSIST_THREADS) -> None:
         """Make files written by another writer (Spark's Parquet writer) durable before a
         commit references them: each file (`threads` fsyncs at a time: the disk takes them
         together faster than one by one), then each directory from theirs up to the table's
         data folder (Spark's committer renamed them into place). A no-op on stores that make
         every put durable themselves (object stores) or were built without fsync."""
-        store = self.io.store_for(self.prefix) if isinstance(self.io, StoreRouter) else self.io
-        if not isinstance(store, LocalStore) or not store.fsync or not locations:
+        store = self.fsyncing_store()
+        if store is None or not locations:
             return
         with ThreadPoolExecutor(max(1, min(threads, len(locations))), thread_name_prefix="icefloe-fsync") as pool:
             list(pool.map(store.persist, locations))
@@ -225,11 +231,18 @@ class JobResult:
 def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile],
                removed: list[str] = (), starting_snapshot_id: int | None = None,
                commit_log: str | None = None, before_swap: Callable[[], None] | None = None,
-               fence: bool = True) -> JobResult:
+               fence: bool = True, ready: Callable[[], None] | None = None) -> JobResult:
     """Run `operation` through the commit loop, record the outcome, clean up by the rules
     above. Errors before any swap (validation, a gone starting snapshot) are a Conflict.
-    `before_swap` (injected scheduling: the demo pipeline's barrier) is called once, when
-    the first attempt has written its metadata and is about to swap. `fence=False`
+
+    The first attempt runs up to its swap (manifests, list and metadata written), then
+    `ready` is called: what must hold before the table may reference the job's files (the
+    native write's fsyncs of Spark's files, which run meanwhile). If `ready` raises, nothing
+    was swapped: the commit's own objects are deleted and the error propagates (the caller
+    aborts the job). `ready` is called once on every path, so work it waits for is over
+    before any cleanup deletes a file. Then `before_swap` (injected scheduling: the demo
+    pipeline's barrier) is called, and the `started` marker put (from here on a later abort
+    deletes nothing; before it, an error deletes the commit's objects). `fence=False`
     writes only the `started` marker (a later abort then deletes nothing): for a caller
     whose tasks do not check the fence and whose own abort runs before any commit (the
     native write path), `closed` and `outcome` would never be read, and each is a durable
@@ -237,16 +250,27 @@ def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile]
     started = time.monotonic()
     if fence:
         job.close()
-    job.mark("started", {"job-id": job.job_id, "files": len(added)})
     pending = table.new_commit(operation)
+    waiting = [ready] if ready is not None else []
+
+    def wait_ready() -> None:
+        while waiting:
+            waiting.pop()()
     try:
-        if before_swap is not None:
-            for _ in range(PHASES_BEFORE_SWAP_MAX):
-                if pending.done or pending.phase == SWAP:
-                    break
-                pending.step()
-            if not pending.done:
-                before_swap()
+        for _ in range(PHASES_BEFORE_SWAP_MAX):
+            if pending.done or pending.phase == SWAP:
+                break
+            pending.step()
+        assert pending.done or pending.phase == SWAP, f"no swap after {PHASES_BEFORE_SWAP_MAX} phases"
+        if not pending.done:
+            try:
+                wait_ready()
+                if before_swap is not None:
+                    before_swap()
+                job.mark("started", {"job-id": job.job_id, "files": len(added)})
+            except BaseException as e:
+                pending.abandon(f"{type(e).__name__} before the first swap: {e}")  # deletes what it wrote
+                raise
         outcome = pending.run()
     except IcefloeError as e:
         # The loop re-raises only from planning, before anything was swapped: definite.
@@ -258,6 +282,9 @@ def commit_job(table, job: JobFiles, operation, kind: str, added: list[DataFile]
                 table.io.delete(obj)
             except StoreError:
                 pass
+    finally:
+        with contextlib.suppress(Exception):
+            wait_ready()  # a commit that ended before its swap: the work is over before cleanup
     removed = list(removed) or list(getattr(operation, "removed", {}) or ())  # an overwrite's, as planned
     result = JobResult(outcome, job.job_id, kind, [f.file_path for f in added], removed,
                        starting_snapshot_id=pending.starting_snapshot_id,

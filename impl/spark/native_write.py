@@ -42,9 +42,10 @@ from icefloe.impl.outcomes import Committed, require_committed
 from icefloe.impl.table.append_schema import SchemaMismatch
 from icefloe.impl.table.producer import SERIALIZABLE, SNAPSHOT
 from icefloe.impl.spark import sql_filters as SF
-from icefloe.impl.spark.footers import describe_files, driver_pool
+from icefloe.impl.spark.footers import driver_pool
 from icefloe.impl.spark.job_tasks import tagged, wait_for_tasks
 from icefloe.impl.spark.job import JobFiles, JobResult, abort_job, commit_job
+from icefloe.impl.spark.task_commits import TaskCommitWatch
 from icefloe.impl.spark.options import SparkOptionError, table_ref
 from icefloe.impl.spark.producers import AppendFiles, OverwriteFiles, ReplacePartitions
 from icefloe.impl.spark.transforms_sql import NotNative, partition_chains, quote, with_partition_columns
@@ -337,13 +338,16 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
                 writer = frame.write.mode("append").options(**HADOOP_OPTIONS)
                 if partition_columns:
                     writer = writer.partitionBy(*partition_columns)
-                writer.parquet(job.prefix)
+                # the files of tasks that have committed are fsynced and their footers read
+                # while the job's other tasks run (task_commits.py)
+                with TaskCommitWatch(job.prefix, schema, spec, driver_pool(), job.fsyncing_store()) as watch:
+                    writer.parquet(job.prefix)
             written = _written(job)
             # Spark closed its files without an fsync: they are made durable (as icefloe's own
-            # puts are) in a driver thread while the footers are read, before any commit.
+            # puts are) in a driver thread while the footers left are read and the commit writes
+            # its manifests, list and metadata; its swap waits for them (commit_job's `ready`).
             durable = driver_pool().submit(job.persist, written)
-            files = describe_files(spark, written, schema, spec)
-            durable.result()
+            files = watch.describe(spark, written)
             limit = data_files_max(metadata.properties)
             if len(files) > limit:
                 raise TooManyFiles(len(files), limit)
@@ -362,8 +366,13 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
         operation, kind = ReplacePartitions(files, job.job_id, starting_snapshot_id, branch, isolation), "overwrite"
     else:
         operation, kind = AppendFiles(files, job.job_id, branch), "append"
-    result = commit_job(table, job, operation, kind, files, starting_snapshot_id=starting_snapshot_id,
-                        commit_log=ref.get("commit-log"), before_swap=before_swap, fence=False)
+    try:
+        result = commit_job(table, job, operation, kind, files, starting_snapshot_id=starting_snapshot_id,
+                            commit_log=ref.get("commit-log"), before_swap=before_swap, fence=False,
+                            ready=durable.result)
+    except BaseException:
+        abort_job(job)  # nothing was swapped unless `started` was put: then it deletes nothing
+        raise
     if not (not files and isinstance(result.outcome, Committed)):
         require_committed(result.outcome)  # Conflict / Unknown: distinct typed errors
     return result

@@ -200,6 +200,14 @@ class PendingCommit:
             self._finish_failed(self._read_pointer(), f"{type(e).__name__} in phase {self.phase}: {e}", STORE)
         return self.phase
 
+    def abandon(self, reason: str) -> None:
+        """The caller gives up at the first swap, before making it (what the swap had to wait
+        for failed): no attempt can have landed, so the commit ends as a Conflict and deletes
+        everything it wrote (9.5)."""
+        require(self.phase == SWAP and self.attempt == 1 and not self.swap_results and not self.unknown_bases,
+                "a commit is abandoned only before its first swap")
+        self._finish_failed(None, reason, STORE)
+
     def _policy(self) -> RetryPolicy:
         if self.retry is None:
             self.retry = RetryPolicy.from_properties(self.base_at_start.properties)

@@ -112,7 +112,7 @@ def test_merge_on_read_in_spark_equals_icefloe_and_pyiceberg(spark, opts, tmp_pa
     assert _ids(read(spark, TABLE, opts, snapshot_id=position_only)) == pyiceberg_ids
 
 
-def test_dynamic_partition_overwrite(spark, opts):
+def test_dynamic_partition_overwrite(spark, opts, monkeypatch):
     """Goal: mode='dynamic' replaces exactly the partitions the job wrote, and conflicts under
     serializable isolation when another writer added to one of them meanwhile. Method: write
     four partitions, dynamically overwrite two; then start a dynamic overwrite, let an append to
@@ -126,19 +126,17 @@ def test_dynamic_partition_overwrite(spark, opts):
     assert got.filter("cat = 'b'").count() == 10 and got.filter("cat = 'c'").count() == 4
     assert got.filter("cat = 'a'").count() == 25 and got.filter("cat = 'd'").count() == 25
 
-    import icefloe.impl.spark.native_write as NW
-    real = NW.describe_files
+    from icefloe.impl.spark.task_commits import TaskCommitWatch
+    real = TaskCommitWatch.describe
 
     def append_meanwhile(*args, **kwargs):  # runs between Spark's write and the commit
         open_table(opts).append(rows([3000], cats=("b",)))
         return real(*args, **kwargs)
 
-    NW.describe_files = append_meanwhile
-    try:
-        with pytest.raises(CommitConflictError, match="NoNewDataInPartitions"):
-            write(_frame(spark, range(4000, 4003), cat="b"), TABLE, opts, mode="dynamic")
-    finally:
-        NW.describe_files = real
+    monkeypatch.setattr(TaskCommitWatch, "describe", append_meanwhile)
+    with pytest.raises(CommitConflictError, match="NoNewDataInPartitions"):
+        write(_frame(spark, range(4000, 4003), cat="b"), TABLE, opts, mode="dynamic")
+    monkeypatch.undo()
     assert not any("4000" in p for p in data_files_on_disk(opts))
     assert _ids(read(spark, TABLE, opts, row_filter="cat = 'b'")) == list(range(1000, 1010)) + [3000]
 
@@ -402,19 +400,66 @@ def test_data_files_are_made_durable_before_the_commit_references_them(spark, op
 def test_a_data_file_that_cannot_be_made_durable_fails_the_write_and_leaves_nothing(spark, opts, monkeypatch):
     """Goal: an fsync that fails (a full or failing disk) fails the write before any commit,
     with the store's typed error, and the job's files go. Method: LocalStore.persist raises
-    StoreUnavailable for the write's third file; the table keeps no snapshot and data/ no file."""
+    StoreUnavailable for every fsync of the write's third file (wherever it is: the fsyncs
+    made while the job runs fail alike); the table keeps no snapshot and data/ no file."""
     from icefloe.impl.io.base import StoreUnavailable
     from icefloe.impl.io.local import LocalStore
-    real_persist, calls = LocalStore.persist, []
+    real_persist, names = LocalStore.persist, []
 
     def persist(self, location):
-        calls.append(location)
-        if len(calls) == 3:
+        name = "/".join(location.split("/")[-2:])  # partition folder and file name
+        if name.endswith(".parquet") and name not in names:
+            names.append(name)
+        if name in names[2:3]:
             raise StoreUnavailable(location, "fsync failed: [Errno 5] Input/output error")
         return real_persist(self, location)
     monkeypatch.setattr(LocalStore, "persist", persist)
     make_table(opts, "cat")
+    metadata_dir = Path(opts["warehouse"], "db.db", "t", "metadata")
+    before = sorted(p.name for p in metadata_dir.iterdir())
     with pytest.raises(StoreUnavailable, match="fsync failed"):
         write(_frame(spark, range(200)), TABLE, opts)
     assert open_table(opts).current_snapshot() is None
     assert data_files_on_disk(opts) == []
+    # the commit wrote its manifest, list and metadata beside the fsyncs: they went too
+    assert sorted(p.name for p in metadata_dir.iterdir()) == before
+
+
+def test_the_commit_writes_its_metadata_beside_the_fsyncs_and_swaps_after_them(spark, opts, monkeypatch):
+    """Goal: the fsyncs of Spark's files hold back only the swap: the commit writes its
+    manifests, manifest list and metadata while they run (each is a new, unreferenced object
+    until the swap). Method: the fsync of the first data file waits until the commit has put
+    its metadata JSON (it would wait forever, here 60 s, if the commit waited for the fsyncs
+    first); the swap comes after every fsync. (Files fsynced while the job runs, in Spark's
+    task folders, are fsynced again after it at their places: those are the ones watched.)"""
+    import threading
+    from icefloe.impl.catalog.sql import SqlCatalog
+    from icefloe.impl.io.local import LocalStore
+    make_table(opts)
+    events, metadata_put = [], threading.Event()
+    real_persist, real_put, real_swap = LocalStore.persist, LocalStore.put_if_absent, SqlCatalog.swap
+
+    def persist(self, location):
+        final = "/_temporary/" not in location  # not one of the fsyncs made while the job runs
+        if final and location.endswith(".parquet") and not any(kind == "persist" for kind, _ in events):
+            events.append(("metadata put during the fsyncs", metadata_put.wait(timeout=60)))
+        if final:
+            events.append(("persist", location))
+        return real_persist(self, location)
+
+    def put_if_absent(self, location, data):
+        out = real_put(self, location, data)
+        if location.endswith(".metadata.json"):
+            metadata_put.set()
+        return out
+
+    def swap(self, *args, **kwargs):
+        events.append(("swap", None))
+        return real_swap(self, *args, **kwargs)
+    monkeypatch.setattr(LocalStore, "persist", persist)
+    monkeypatch.setattr(LocalStore, "put_if_absent", put_if_absent)
+    monkeypatch.setattr(SqlCatalog, "swap", swap)
+    write(_frame(spark, range(100)), TABLE, opts)
+    assert events[0] == ("metadata put during the fsyncs", True)
+    assert [kind for kind, _ in events].count("swap") == 1 and events[-1] == ("swap", None)
+    assert _ids(read(spark, TABLE, opts)) == list(range(100))
