@@ -165,8 +165,14 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
     from icefloe.impl.spark.options import table_ref
     from icefloe.impl.spark.source import _load_or_create
     names = itertools.count()
-    real_describe, real_persist = TaskCommitWatch.describe, JobFiles.persist
+    real_describe, real_persist, real_exit = TaskCommitWatch.describe, JobFiles.persist, TaskCommitWatch.__exit__
     TaskCommitWatch.describe = _timed(real_describe, breakdown["footers"])  # the footers not read during the job
+    job_ended = {}
+
+    def exit_watch(self, *exc):  # the watch's context ends when Spark's job does
+        job_ended["at"] = time.perf_counter()
+        return real_exit(self, *exc)
+    TaskCommitWatch.__exit__ = exit_watch
     JobFiles.persist = _timed(real_persist, breakdown["fsync"])  # the fsyncs, in a thread beside the footers
     try:
         for layout, partition_by in (("unpartitioned", None), ("partitioned by cat (8)", "cat")):
@@ -184,6 +190,7 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
             def ours():
                 last["name"] = fresh.pop(0)
                 result = write(df, last["name"], opts)
+                breakdown["tail"].append(time.perf_counter() - job_ended["at"])
                 breakdown["commit"].append(result.commit_ms / 1000)
 
             def theirs():
@@ -219,7 +226,7 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
                                   {"icefloe": cpu["icefloe"], "spark": cpu["same files"]}, loads))
             breakdown["write"].extend(times["icefloe"])
     finally:
-        TaskCommitWatch.describe = real_describe
+        TaskCommitWatch.describe, TaskCommitWatch.__exit__ = real_describe, real_exit
         JobFiles.persist = real_persist
 
 
@@ -293,7 +300,8 @@ def run(quick: bool) -> str:
     work = Path(tempfile.mkdtemp(prefix="icefloe-bench-spark-"))
     load_at_start = os.getloadavg()[0]
     spark = local_session("icefloe-bench", cores=2)
-    lines, tables, breakdown = [], {}, {"write": [], "footers": [], "fsync": [], "commit": []}
+    lines, tables, breakdown = [], {}, {"write": [], "footers": [], "fsync": [], "commit": [],
+                                                 "tail": []}
     try:
         df = _frame(spark, n).cache()
         df.count()
@@ -313,10 +321,12 @@ def run(quick: bool) -> str:
         "1-minute load average over a comparison's rounds (2 cores shared with other engineers' work). icefloe "
         "writes with `icefloe.impl.spark.write` into an empty table created before the clock starts: Spark's own Parquet writer under the job prefix (field ids, the "
         "partition spec's transforms computed in Spark), each file's footer read for its DataFile (on the driver "
-        "for at most 256 files, else in a Spark job) while a driver thread fsyncs the files and their folders "
+        "for at most 256 files, else in a Spark job) and the files and their folders fsynced "
         "(Spark's writer closes them without one; the table's commit must not point at data a crash could take "
         "back; Spark's `df.write.parquet` does not fsync, so a row compares with Spark's write followed by the "
-        "same fsyncs), one commit (manifest, manifest list, metadata, SQLite swap). "
+        "same fsyncs), one commit (manifest, manifest list, metadata, SQLite swap). The files of tasks Spark has "
+        "committed are fsynced and their footers read while the job's later tasks run (docs/spark.md), every file is "
+        "fsynced again after the job, and the commit writes its objects beside those fsyncs; only its swap waits. "
         "The cached frame's columns are the table's, so icefloe relabels them with their field ids and Spark writes "
         "the cache as stored, as it does for `df.write.parquet` (a frame that needs a cast or a null check goes "
         "through a projection, which over a computed frame folds into the one before it). "
@@ -335,8 +345,10 @@ def run(quick: bool) -> str:
         *lines,
         "",
         f"Where a native write's time goes (medians over every recorded write): {med['write']:.2f} s per write, "
-        f"of which footers {med['footers']:.3f} s (the fsyncs beside them: {med['fsync']:.3f} s) and the commit "
-        f"{med['commit']:.3f} s; the rest is Spark's own Parquet write job and the driver's preparation of it.",
+        f"of which {med['tail']:.3f} s from the end of Spark's job to the end of the commit: in it, footers not "
+        f"read during the job {med['footers']:.3f} s, the fsyncs after the job {med['fsync']:.3f} s (beside the "
+        f"footers and the commit's writes) and the commit {med['commit']:.3f} s; the rest is Spark's own Parquet "
+        "write job and the driver's preparation of it.",
         "",
         "Merge-on-read: the read applies the deletes as anti-joins in Spark (position deletes on "
         "`_metadata.file_path` / `_metadata.row_index`; equality deletes on id with sequence numbers) and its "
