@@ -58,16 +58,33 @@ def tree_cpu_s(root: int | None = None) -> float:
     return sum(ticks.get(p, 0) for p in tree) / os.sysconf("SC_CLK_TCK")
 
 
+def balanced_orders(n: int) -> list[list[int]]:
+    """Orders of n sides in which each side comes right after each other side equally often
+    (Williams' design: n orders for even n, 2n for odd n). A side leaves work behind for the
+    next (the JVM's garbage, the page cache's dirty pages), so with plain rotation and three
+    or more sides each side would mostly follow the same one and pay for it alone."""
+    first, low, high = [0], 1, n - 1
+    while len(first) < n:
+        first.append(low)
+        low += 1
+        if len(first) < n:
+            first.append(high)
+            high -= 1
+    orders = [[(x + i) % n for x in first] for i in range(n)]
+    return orders + [order[::-1] for order in orders] if n % 2 else orders
+
+
 def alternate(sides: dict, repeats: int, warmup: int = WARMUP_ROUNDS) -> tuple[dict, dict, list]:
-    """Run the sides in turn, round r in the order rotated by r, `warmup` rounds unrecorded.
-    Returns the wall seconds and the CPU seconds (tree_cpu_s) per side, and the 1-minute
-    load average at each recorded round."""
+    """Run the sides in turn, round r in the r-th of the balanced orders (cyclically),
+    `warmup` rounds unrecorded. Returns the wall seconds and the CPU seconds (tree_cpu_s)
+    per side, and the 1-minute load average at each recorded round."""
     names = list(sides)
+    orders = balanced_orders(len(names))
     times: dict = {n: [] for n in names}
     cpu: dict = {n: [] for n in names}
     loads = []
     for r in range(warmup + repeats):
-        order = names[r % len(names):] + names[:r % len(names)]
+        order = [names[i] for i in orders[r % len(orders)]]
         for name in order:
             cpu_before, started = tree_cpu_s(), time.perf_counter()
             sides[name]()
@@ -316,7 +333,7 @@ def run(quick: bool) -> str:
     return "\n".join([
         f"{n:,} rows (id bigint, cat string, v double, s string), cached in Spark before the writes; `local[2]`. "
         f"Each comparison: {WARMUP_ROUNDS} unrecorded warm-up rounds, then {repeats} rounds with the sides "
-        "alternating (round r starts with the side after the one round r-1 started with); figures are medians. Load average "
+        "taking turns in balanced orders (each side comes right after each other side equally often: a side leaves garbage and dirty pages for the next); figures are medians. Load average "
         f"{load_at_start:.1f} at the start, {load_at_end:.1f} at the end; the last column is the range of the "
         "1-minute load average over a comparison's rounds (2 cores shared with other engineers' work). icefloe "
         "writes with `icefloe.impl.spark.write` into an empty table created before the clock starts: Spark's own Parquet writer under the job prefix (field ids, the "
