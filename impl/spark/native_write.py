@@ -331,7 +331,7 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
         frame, partition_columns = with_partition_columns(frame, schema, spec, [f.name for f in schema.fields])
     job = JobFiles(table.io, table.location, uuid.uuid4().hex)
     spark = df.sparkSession
-    durable = None
+    durable = watch = None
     with tagged(spark) as tag:
         try:
             with session_conf(spark, write_conf(schema)):
@@ -344,9 +344,11 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
                     writer.parquet(job.prefix)
             written = _written(job)
             # Spark closed its files without an fsync: they are made durable (as icefloe's own
-            # puts are) in a driver thread while the footers left are read and the commit writes
-            # its manifests, list and metadata; its swap waits for them (commit_job's `ready`).
-            durable = driver_pool().submit(job.persist, written)
+            # puts are; but those the watch fsynced as the same files, whose folders are) in a
+            # driver thread while the footers left are read and the commit writes its
+            # manifests, list and metadata; its swap waits for them (commit_job's `ready`).
+            # (`synced` waits for the watch's fsyncs of the last tasks' files, if still running.)
+            durable = driver_pool().submit(lambda: job.persist(written, synced=watch.synced(written)))
             files = watch.describe(spark, written)
             limit = data_files_max(metadata.properties)
             if len(files) > limit:
@@ -357,6 +359,8 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
             wait_for_tasks(spark, tag)
             if durable is not None:
                 durable.exception()  # its fsyncs are over before the files go
+            if watch is not None:
+                watch.settle()  # and the watch's
             abort_job(job)
             raise
     if mode == OVERWRITE:
@@ -371,6 +375,7 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
                             commit_log=ref.get("commit-log"), before_swap=before_swap, fence=False,
                             ready=durable.result)
     except BaseException:
+        watch.settle()  # no early fsync is left running when files go
         abort_job(job)  # nothing was swapped unless `started` was put: then it deletes nothing
         raise
     if not (not files and isinstance(result.outcome, Committed)):
