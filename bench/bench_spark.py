@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import itertools
 import os
+import random
 import shutil
 import statistics
 import sys
@@ -140,11 +141,23 @@ def _same(a, b) -> bool:
                for x, y in zip((r.asDict() for r in a), (r.asDict() for r in b))) and len(a) == len(b)
 
 
+def ratio_interval(ours: list, theirs: list, resamples: int = 2000, level: float = 0.95,
+                   rng: random.Random | None = None) -> tuple[float, float]:
+    """A bootstrap interval for median(theirs) / median(ours): both sides' rounds resampled
+    with replacement, `resamples` times (seeded: the same rounds give the same interval)."""
+    rng = rng or random.Random(0)
+    ratios = sorted(statistics.median(rng.choices(theirs, k=len(theirs)))
+                    / statistics.median(rng.choices(ours, k=len(ours))) for _ in range(resamples))
+    cut = int(resamples * (1 - level) / 2)
+    return ratios[cut], ratios[-1 - cut]
+
+
 def _row(what: str, n: int, times: dict, cpu: dict, loads: list, theirs_note: str = "") -> str:
     a, b = statistics.median(times["icefloe"]), statistics.median(times["spark"])
     ca, cb = statistics.median(cpu["icefloe"]), statistics.median(cpu["spark"])
+    lo, hi = ratio_interval(times["icefloe"], times["spark"])
     print(f"{what}: icefloe {times['icefloe']} s, spark {times['spark']} s, loads {loads}", file=sys.stderr, flush=True)
-    return (f"| {what} | {n / a / 1e6:.2f} | {n / b / 1e6:.2f}{theirs_note} | **{b / a:.2f}** | "
+    return (f"| {what} | {n / a / 1e6:.2f} | {n / b / 1e6:.2f}{theirs_note} | **{b / a:.2f}** ({lo:.2f}-{hi:.2f}) | "
             f"{ca:.1f} / {cb:.1f} = {cb / ca:.2f} | {len(times['icefloe'])} | {_load_range(loads)} |")
 
 
@@ -342,8 +355,9 @@ def run(quick: bool) -> str:
         "(Spark's writer closes them without one; the table's commit must not point at data a crash could take "
         "back; Spark's `df.write.parquet` does not fsync, so a row compares with Spark's write followed by the "
         "same fsyncs), one commit (manifest, manifest list, metadata, SQLite swap). The files of tasks Spark has "
-        "committed are fsynced and their footers read while the job's later tasks run (docs/spark.md), every file is "
-        "fsynced again after the job, and the commit writes its objects beside those fsyncs; only its swap waits. "
+        "committed are fsynced and their footers read while the job's later tasks run (docs/spark.md; a file so "
+        "fsynced is not fsynced again, its folder is after the job), and the commit writes its objects beside the "
+        "fsyncs; only its swap waits. "
         "The cached frame's columns are the table's, so icefloe relabels them with their field ids and Spark writes "
         "the cache as stored, as it does for `df.write.parquet` (a frame that needs a cast or a null check goes "
         "through a projection, which over a computed frame folds into the one before it). "
@@ -352,11 +366,12 @@ def run(quick: bool) -> str:
         "so a third side has Spark write the files icefloe writes: `cat` kept, laid out by a copy of it. Reads run the same aggregate over every "
         "column: `icefloe.impl.spark.read` (icefloe plans, Spark's vectorized reader reads by field id) vs "
         "`spark.read.parquet(files)` on the same files. The wall ratio is Spark's median seconds over icefloe's "
-        "(above 1: icefloe faster); the CPU column gives the median CPU seconds of the whole process tree (Python "
+        "(above 1: icefloe faster), with a 95% bootstrap interval (both sides' rounds resampled 2000 times): "
+        "on this shared machine a run's ratio is known to about ±5%; the CPU column gives the median CPU seconds of the whole process tree (Python "
         "driver, Spark's JVM, its Python workers) per run of each side and Spark's over icefloe's, a figure the "
         "load hardly moves.",
         "",
-        "| what | icefloe M rows/s | Spark Parquet M rows/s | ratio icefloe/Spark (wall) | CPU s icefloe / Spark "
+        "| what | icefloe M rows/s | Spark Parquet M rows/s | ratio icefloe/Spark (wall; 95% interval) | CPU s icefloe / Spark "
         "= ratio | rounds | load |",
         "|---|---|---|---|---|---|---|",
         *lines,
