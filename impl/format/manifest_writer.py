@@ -254,10 +254,10 @@ def write_manifest_list(manifests: Iterable[ManifestFile], snapshot_id: int,
             "added_rows_count": m.added_rows_count,
             "existing_rows_count": m.existing_rows_count,
             "deleted_rows_count": m.deleted_rows_count,
-            "partitions": None if m.partitions is None else [
+            "partitions": None if m.partitions is None else _array_out([
                 {"contains_null": s.contains_null, "contains_nan": s.contains_nan,
                  "lower_bound": s.lower_bound, "upper_bound": s.upper_bound}
-                for s in m.partitions],
+                for s in m.partitions]),
             "key_metadata": m.key_metadata})
     metadata = {"snapshot-id": str(snapshot_id),
                 "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
