@@ -116,6 +116,9 @@ def sql_string(text: str) -> str:
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
+JVM_VALUES_MAX = 1024
+
+
 class _Jvm:
     """JVM handles the write path calls through py4j, looked up once per gateway: every
     attribute step of `jvm.org.apache...` is a round trip to the JVM, and on a loaded
@@ -128,6 +131,19 @@ class _Jvm:
         self.expr = jvm.org.apache.spark.sql.functions.expr
         self.metadata_from_json = jvm.org.apache.spark.sql.types.Metadata.fromJson
         self.to_seq = jvm.org.apache.spark.api.python.PythonUtils.toSeq
+        self._made: dict = {}
+
+    def once(self, key, make):
+        """A JVM value that never changes (a data type, a column expression: both immutable),
+        made at its first use through this gateway and reused: making one is one or more round
+        trips on the write's critical path (parsing a schema's JSON ~1 ms, an aliased column
+        with its field id three). At most JVM_VALUES_MAX are held."""
+        found = self._made.get(key)
+        if found is None:
+            if len(self._made) >= JVM_VALUES_MAX:
+                self._made.clear()
+            found = self._made[key] = make()
+        return found
 
     @classmethod
     def of(cls, spark) -> "_Jvm":
@@ -189,26 +205,39 @@ def conform(df, schema: T.Schema, source=None, also=()):
     unknown = sorted({f.name for f in source.fields} - used)
     if unknown:
         raise SchemaMismatch(f"columns {unknown} are not in the table's schema")
+    jvm = _Jvm.of(spark)
     if not also and as_stored and [f.name for f in source.fields] == [f.name for f in schema.fields] \
             and _is_cached(df):
         from pyspark.sql import types as S
         target = S.StructType([S.StructField(f.name, spark_type(f.type), nullable, {FIELD_ID: f.field_id})
                                for f, _, _, nullable in exprs])
-        return type(df)(df._jdf.to(spark._jsparkSession.parseDataType(target.json())), spark)
-    jvm = _Jvm.of(spark)
-    columns = []
-    for f, sql, nested, _ in exprs:
-        column = jvm.expr(sql)
-        if nested:  # a struct's own fields get their field ids from the type cast to
-            column = column.cast(spark._jsparkSession.parseDataType(spark_type(f.type).json()))
-        metadata = jvm.metadata_from_json(json.dumps({FIELD_ID: f.field_id}))
-        columns.append(getattr(column, "as")(f.name, metadata))
-    added = [getattr(jvm.expr(sql), "as")(name) if isinstance(sql, str) else sql.alias(name)._jc
-             for name, sql in also]
+        text = target.json()
+        return type(df)(df._jdf.to(jvm.once(("type", text), lambda: spark._jsparkSession.parseDataType(text))), spark)
+    # a column that only names a column is reused; one with a cast (or any function) is
+    # parsed anew: Spark fixes a cast's ANSI mode from the session when it parses it
+    columns = [jvm.once(("column", sql, f.name, f.field_id), lambda: _column(spark, jvm, f, sql, nested))
+               if _names_a_column(sql) and not nested else _column(spark, jvm, f, sql, nested)
+               for f, sql, nested, _ in exprs]
+    added = [(jvm.once(("column", sql, name), lambda: getattr(jvm.expr(sql), "as")(name)) if _names_a_column(sql)
+              else getattr(jvm.expr(sql), "as")(name)) if isinstance(sql, str)
+             else sql.alias(name)._jc for name, sql in also]
     if all(sql == quote(f.name) for f, sql, _, _ in exprs):  # the SQL of `also` reads the same values here
         return type(df)(df._jdf.select(jvm.to_seq(columns + added)), spark)
     out = type(df)(df._jdf.select(jvm.to_seq(columns)), spark)
     return type(df)(out._jdf.select(jvm.to_seq([jvm.expr("*")] + added)), spark) if added else out
+
+
+def _names_a_column(sql: str) -> bool:
+    """Whether `sql` is one quoted column name (as `quote` writes it) and nothing else."""
+    return len(sql) >= 2 and sql[0] == sql[-1] == "`" and "`" not in sql[1:-1].replace("``", "")
+
+
+def _column(spark, jvm: _Jvm, f: T.NestedField, sql: str, nested: bool):
+    """The JVM column `sql AS name` carrying the field id of `f`."""
+    column = jvm.expr(sql)
+    if nested:  # a struct's own fields get their field ids from the type cast to
+        column = column.cast(spark._jsparkSession.parseDataType(spark_type(f.type).json()))
+    return getattr(column, "as")(f.name, jvm.metadata_from_json(json.dumps({FIELD_ID: f.field_id})))
 
 
 def _is_cached(df) -> bool:

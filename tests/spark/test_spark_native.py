@@ -14,7 +14,7 @@ from icefloe.impl.outcomes import CommitConflictError, CommitStateUnknownError, 
 from icefloe.impl.spark import plan, read, write
 from icefloe.impl.spark.job import JobFiles, abort_job
 from icefloe.impl.table.scan import IncrementalGap
-from spark_helpers import TABLE, data_files_on_disk, make_table, open_table, rows
+from spark_helpers import TABLE, data_files_on_disk, live_paths, make_table, open_table, rows
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "impl" / "table"))
 from delete_writers import equality_delete_file, position_delete_file  # noqa: E402
@@ -223,6 +223,43 @@ def test_a_cached_frame_is_written_as_stored_with_its_field_ids(spark, opts):
     assert sorted(table.scan().column("id").to_pylist()) == list(range(300))
     cached.unpersist()
     widened.unpersist()
+
+
+def test_a_column_dropped_and_added_again_is_written_with_its_new_field_id(spark, opts):
+    """Goal: the JVM values conform reuses between writes (the relabelling type, an aliased
+    column with its field id) are told apart by the field ids they carry: after `v` is dropped
+    and added again (field id 4), the same cached frame and the same uncached frame are written
+    with 4, not the 3 of their first write. Method: write both frames, evolve the schema, write
+    them again; read every file's Parquet field ids."""
+    from icefloe.impl.table import schema_evolution as SE
+    make_table(opts, None)
+    cached = _frame(spark, range(100)).cache()
+    cached.count()
+    computed = _frame(spark, range(100, 200))
+
+    def ids_of_new_files(before):
+        table = open_table(opts)
+        paths = table.tree.live_data_paths(table.current_snapshot()) - before
+        assert len(paths) >= 2
+        return {tuple(int(f.metadata[b"PARQUET:field_id"])
+                      for f in pq.ParquetFile(p.removeprefix("file://")).schema_arrow) for p in paths}
+    for frame in (cached, computed):
+        before = live_paths(open_table(opts))
+        write(frame, TABLE, opts)
+        assert ids_of_new_files(before) == {(1, 2, 3)}
+    table = open_table(opts)
+    for change in (SE.drop_column_change("v"), SE.add_column_change("v", "double")):
+        commit = table.begin(change)
+        commit.run()
+        assert isinstance(table.adopt(commit), Committed)
+    table = open_table(opts)
+    assert table.metadata.schema().find_field("v").field_id == 4
+    for frame in (cached, computed):
+        before = live_paths(open_table(opts))
+        write(frame, TABLE, opts)
+        assert ids_of_new_files(before) == {(1, 2, 4)}
+    assert len(read(spark, TABLE, opts).where("v is not null").collect()) == 200  # the rows written with id 4
+    cached.unpersist()
 
 
 def test_partition_columns_join_the_conforming_projection_when_the_columns_are_as_stored(spark, opts):
