@@ -23,6 +23,9 @@ TITLE = "Spark: icefloe's native paths vs Spark's Parquet writer and reader"
 
 FULL_ROWS, QUICK_ROWS = 1_000_000, 100_000
 FULL_REPEATS, QUICK_REPEATS = 20, 1  # rounds per comparison: a write of 10^6 rows takes ~1-2 s, so load swings weigh
+# A write's ratio is judged against 0.95 and its fixed cost is ~3% of a write: at 20 rounds its 95%
+# interval was ±5-7% wide on this shared machine (three runs of the same code: 0.93-0.99), 40 narrow it ~1.4x.
+FULL_WRITE_REPEATS = 40
 WARMUP_ROUNDS = 6  # a fresh JVM writes 10^6 rows in 1.4 s, and ~0.85 s only from its ~7th write on (C2 JIT), on either side
 QUERY = ["sum(id) as s_id", "sum(v) as s_v", "max(length(s)) as m_s", "count(distinct cat) as n_cat"]
 
@@ -327,6 +330,7 @@ def run(quick: bool) -> str:
     from icefloe.impl.spark.session import local_session
     n = QUICK_ROWS if quick else FULL_ROWS
     repeats = QUICK_REPEATS if quick else FULL_REPEATS
+    write_repeats = QUICK_REPEATS if quick else FULL_WRITE_REPEATS
     work = Path(tempfile.mkdtemp(prefix="icefloe-bench-spark-"))
     load_at_start = os.getloadavg()[0]
     spark = local_session("icefloe-bench", cores=2)
@@ -335,7 +339,7 @@ def run(quick: bool) -> str:
     try:
         df = _frame(spark, n).cache()
         df.count()
-        _writes(spark, df, n, work, repeats, lines, tables, breakdown)
+        _writes(spark, df, n, work, write_repeats, lines, tables, breakdown)
         _reads(spark, n, repeats, lines, tables)
         mor = _merge_on_read(spark, df, n, work, repeats, lines)
     finally:
@@ -345,7 +349,8 @@ def run(quick: bool) -> str:
     med = {k: statistics.median(v) if v else 0.0 for k, v in breakdown.items()}
     return "\n".join([
         f"{n:,} rows (id bigint, cat string, v double, s string), cached in Spark before the writes; `local[2]`. "
-        f"Each comparison: {WARMUP_ROUNDS} unrecorded warm-up rounds, then {repeats} rounds with the sides "
+        f"Each comparison: {WARMUP_ROUNDS} unrecorded warm-up rounds, then {write_repeats} rounds (a write) or "
+        f"{repeats} (a read) with the sides "
         "taking turns in balanced orders (each side comes right after each other side equally often: a side leaves garbage and dirty pages for the next); figures are medians. Load average "
         f"{load_at_start:.1f} at the start, {load_at_end:.1f} at the end; the last column is the range of the "
         "1-minute load average over a comparison's rounds (2 cores shared with other engineers' work). icefloe "
@@ -362,7 +367,8 @@ def run(quick: bool) -> str:
         "the cache as stored, as it does for `df.write.parquet` (a frame that needs a cast or a null check goes "
         "through a projection, which over a computed frame folds into the one before it). "
         "Spark's writer is `df.write.parquet` into a new folder (no table, no commit); partitioned, `partitionBy(cat)` "
-        "leaves `cat` out of the files, which an Iceberg table cannot (its files hold the partition source column), "
+        "leaves `cat` out of the files, which icefloe's files keep, as Iceberg's writers do (a reader that does not "
+        "fill an identity partition's values from the manifest would read nulls), "
         "so a third side has Spark write the files icefloe writes: `cat` kept, laid out by a copy of it. Reads run the same aggregate over every "
         "column: `icefloe.impl.spark.read` (icefloe plans, Spark's vectorized reader reads by field id) vs "
         "`spark.read.parquet(files)` on the same files. The wall ratio is Spark's median seconds over icefloe's "
