@@ -213,14 +213,16 @@ def conform(df, schema: T.Schema, source=None, also=()):
                                for f, _, _, nullable in exprs])
         text = target.json()
         return type(df)(df._jdf.to(jvm.once(("type", text), lambda: spark._jsparkSession.parseDataType(text))), spark)
-    # a column that only names a column is reused; one with a cast (or any function) is
-    # parsed anew: Spark fixes a cast's ANSI mode from the session when it parses it
-    columns = [jvm.once(("column", sql, f.name, f.field_id), lambda: _column(spark, jvm, f, sql, nested))
-               if _names_a_column(sql) and not nested else _column(spark, jvm, f, sql, nested)
-               for f, sql, nested, _ in exprs]
-    added = [(jvm.once(("column", sql, name), lambda: getattr(jvm.expr(sql), "as")(name)) if _names_a_column(sql)
-              else getattr(jvm.expr(sql), "as")(name)) if isinstance(sql, str)
-             else sql.alias(name)._jc for name, sql in also]
+
+    def reused(plain: bool, key, make):
+        # a column that only names a column is reused; one with a cast (a struct is cast to
+        # the type carrying its fields' ids) or any function is made anew: Spark fixes a
+        # cast's ANSI mode from the session when it parses it
+        return jvm.once(key, make) if plain else make()
+    columns = [reused(_names_a_column(sql) and not nested, ("column", sql, f.name, f.field_id),
+                      lambda: _column(spark, jvm, f, sql, nested)) for f, sql, nested, _ in exprs]
+    added = [reused(_names_a_column(sql), ("column", sql, name), lambda: getattr(jvm.expr(sql), "as")(name))
+             if isinstance(sql, str) else sql.alias(name)._jc for name, sql in also]
     if all(sql == quote(f.name) for f, sql, _, _ in exprs):  # the SQL of `also` reads the same values here
         return type(df)(df._jdf.select(jvm.to_seq(columns + added)), spark)
     out = type(df)(df._jdf.select(jvm.to_seq(columns)), spark)
