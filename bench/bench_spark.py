@@ -191,13 +191,14 @@ def _timed(fn, into: list):
     return timed
 
 
-def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
+def _writes(spark, df, n, work, repeats, lines, tables, breakdown) -> list[str]:
+    """Appends the write rows to `lines`; returns the paragraphs they need below the table."""
     from icefloe.impl.spark import write
     from icefloe.impl.spark.job import JobFiles
     from icefloe.impl.spark.task_commits import TaskCommitWatch
     from icefloe.impl.spark.options import table_ref
     from icefloe.impl.spark.source import _load_or_create
-    names = itertools.count()
+    names, notes = itertools.count(), []
     real_describe, real_persist, real_exit = TaskCommitWatch.describe, JobFiles.persist, TaskCommitWatch.__exit__
     TaskCommitWatch.describe = _timed(real_describe, breakdown["footers"])  # the footers not read during the job
     job_ended = {}
@@ -259,7 +260,7 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
                                   {"icefloe": cpu["icefloe"], "spark": cpu["same files"]}, loads))
                 same, plain = statistics.median(times["same files"]), statistics.median(times["spark"])
                 lo, hi = ratio_interval(times["same files"], times["spark"])
-                breakdown["layout"] = (
+                notes.append(
                     f"Partitioned, Spark's own writer against itself: writing the files an Iceberg table holds "
                     f"(the same files as icefloe) ran at **{plain / same:.2f}** ({lo:.2f}-{hi:.2f}) of the speed "
                     f"of its `partitionBy({partition_by})` in this run (CPU s "
@@ -274,6 +275,7 @@ def _writes(spark, df, n, work, repeats, lines, tables, breakdown):
     finally:
         TaskCommitWatch.describe, TaskCommitWatch.__exit__ = real_describe, real_exit
         JobFiles.persist = real_persist
+    return notes
 
 
 def _reads(spark, n, repeats, lines, tables):
@@ -352,14 +354,14 @@ def run(quick: bool) -> str:
     try:
         df = _frame(spark, n).cache()
         df.count()
-        _writes(spark, df, n, work, write_repeats, lines, tables, breakdown)
+        notes = _writes(spark, df, n, work, write_repeats, lines, tables, breakdown)
         _reads(spark, n, repeats, lines, tables)
         mor = _merge_on_read(spark, df, n, work, repeats, lines)
     finally:
         spark.stop()
     shutil.rmtree(work, ignore_errors=True)
     load_at_end = os.getloadavg()[0]
-    med = {k: statistics.median(v) if v else 0.0 for k, v in breakdown.items() if isinstance(v, list)}
+    med = {k: statistics.median(v) if v else 0.0 for k, v in breakdown.items()}
     return "\n".join([
         f"{n:,} rows (id bigint, cat string, v double, s string), cached in Spark before the writes; `local[2]`. "
         f"Each comparison: {WARMUP_ROUNDS} unrecorded warm-up rounds, then {write_repeats} rounds (a write) or "
@@ -380,8 +382,7 @@ def run(quick: bool) -> str:
         "the cache as stored, as it does for `df.write.parquet` (a frame that needs a cast or a null check goes "
         "through a projection, which over a computed frame folds into the one before it). "
         "Spark's writer is `df.write.parquet` into a new folder (no table, no commit); partitioned, `partitionBy(cat)` "
-        "leaves `cat` out of the files, which icefloe's files keep, as Iceberg's writers do (a reader that does not "
-        "fill an identity partition's values from the manifest would read nulls), "
+        "leaves `cat` out of the files, which icefloe's files keep, as Iceberg's writers do (below the table: why), "
         "so a third side has Spark write the files icefloe writes: `cat` kept, laid out by a copy of it. Reads run the same aggregate over every "
         "column: `icefloe.impl.spark.read` (icefloe plans, Spark's vectorized reader reads by field id) vs "
         "`spark.read.parquet(files)` on the same files. The wall ratio is Spark's median seconds over icefloe's "
@@ -401,7 +402,7 @@ def run(quick: bool) -> str:
         f"footers and the commit's writes) and the commit {med['commit']:.3f} s; the rest is Spark's own Parquet "
         "write job and the driver's preparation of it.",
         "",
-        *([breakdown["layout"], ""] if breakdown.get("layout") else []),
+        *[x for note in notes for x in (note, "")],
         "Merge-on-read: the read applies the deletes as anti-joins in Spark (position deletes on "
         "`_metadata.file_path` / `_metadata.row_index`; equality deletes on id with sequence numbers) and its "
         "count equals icefloe's own scan (and pyiceberg's, for position deletes); Spark's plain read of the same "
