@@ -10,8 +10,9 @@ which version it built on. Its snapshots carry the op id in their summaries (`ta
   the version before (its start: what its last, successful attempt read), with the data
   files that transition added and removed;
 - a rollback makes no snapshot: it landed where the lineage moves main back to its target
-  without a new snapshot, a transition no icefloe operation claims (assigned in the order
-  the operations started: committed ones first, then Unknown, then Conflict);
+  without a new snapshot, a transition no icefloe commit made (an acknowledged rollback at
+  the version its engine named, if that is such a move; the rest in the order the
+  operations started: committed ones first, then Unknown, then Conflict);
 - an op id on two versions of the lineage is a duplicate commit (the checker sees
   snapshot ids, and a client that retried with a new snapshot id would evade it).
 Black-box Unknowns are resolved from that placement; icefloe's by `resolve_unknown`, which
@@ -80,7 +81,9 @@ def attribute(ev: Evidence, engine_of: dict, tags: dict) -> tuple[Evidence, list
         return replace(o, committed_location=line[i], base_location=line[i - 1],
                        start_snapshot_id=by_loc[line[i - 1]].main, read_files=reads, **f, **kw)
 
-    claimed = {o.committed_location for o in ev.ops if engine_of[o.process] == ICEFLOE}
+    # The versions icefloe's own commits made: a no-op names the version it read, which may
+    # be another engine's rollback, so it claims none.
+    claimed = {o.committed_location for o in ev.ops if engine_of[o.process] == ICEFLOE and o.outcome != NOOP}
     claimed |= {r[1] for r in ev.resolutions.values() if r[1]}
     rollbacks = []
     for o in ev.ops:
@@ -124,7 +127,10 @@ def attribute(ev: Evidence, engine_of: dict, tags: dict) -> tuple[Evidence, list
             moves.append(i)
     rank = {COMMITTED: 0, UNKNOWN: 1, CONFLICT: 2}
     for o in sorted(rollbacks, key=lambda o: (rank.get(o.outcome, 3), o.started_s)):
-        match = next((i for i in moves if by_loc[line[i]].main == o.rollback_to), None)
+        to_target = [i for i in moves if by_loc[line[i]].main == o.rollback_to]
+        # An acknowledged rollback names its version; an Unknown takes the first such move.
+        own = [i for i in to_target if o.outcome == COMMITTED and line[i] == o.committed_location]
+        match = (own or to_target or [None])[0]
         if match is not None and o.outcome in rank:
             moves.remove(match)
             out.append(placed(o, match))
