@@ -14,7 +14,8 @@ locally because every writer of a local table runs on this host and goes through
 code (flock is advisory); it is not a protocol for network filesystems, where flock
 semantics vary. The holder removes the lock file before it lets go, so none is left
 behind (../shared/repro bug8); a locker that waited on a file removed meanwhile sees that
-its file is no longer the one at the path (inode check) and starts over on a fresh one.
+its file is no longer the one at the path (inode check) and starts over on a fresh one
+(under contention, every locker that waited does; it gives up only after a minute of it).
 Lock and temporary files are hidden from `list`; `stale_temporaries` finds the temporary
 files of writers that died between writing and linking, for orphan removal.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 import uuid
 from contextlib import contextmanager
 from typing import Iterator
@@ -43,7 +45,10 @@ from icefloe.impl.io.locations import local_path
 _TEMP_SUFFIX = ".icefloe-tmp"
 _LOCK_SUFFIX = ".icefloe-lock"
 _READ_CHUNK_BYTES = 1 << 20
-LOCK_ATTEMPTS_MAX = 64   # a lock file replaced this often in a row means something else is wrong
+# Every locker that waited on a holder finds that holder's file removed and starts over, so
+# under contention a locker may start over many times, each time after another locker got
+# through: a count says nothing. Starting over for this long means something else is wrong.
+LOCK_START_OVER_S_MAX = 60.0
 
 
 def _is_internal(name: str) -> bool:
@@ -234,7 +239,9 @@ class LocalStore(CountingMixin):
     def _locked(self, location: str, path: str):
         directory, name = os.path.split(path)
         lock_path = os.path.join(directory, f".{name}{_LOCK_SUFFIX}")
-        for _ in range(LOCK_ATTEMPTS_MAX):
+        deadline, attempts = time.monotonic() + LOCK_START_OVER_S_MAX, 0
+        while True:
+            attempts += 1
             try:
                 fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
             except (FileNotFoundError, NotADirectoryError):
@@ -247,16 +254,18 @@ class LocalStore(CountingMixin):
                     current = os.stat(lock_path).st_ino
                 except FileNotFoundError:
                     current = None
-                if current != os.fstat(fd).st_ino:
-                    continue          # the holder before us removed this file: lock a fresh one
-                try:
-                    yield
-                finally:
-                    self._unlink_quietly(lock_path)   # still held: nobody can lock this inode now
-                return
+                if current == os.fstat(fd).st_ino:
+                    try:
+                        yield
+                    finally:
+                        self._unlink_quietly(lock_path)   # still held: nobody can lock this inode now
+                    return
+                # else the holder before us removed this file: start over on a fresh one
             finally:
                 os.close(fd)  # closing the descriptor releases the flock
-        raise StoreUnavailable(location, f"lock file replaced {LOCK_ATTEMPTS_MAX} times in a row")
+            if time.monotonic() >= deadline:
+                raise StoreUnavailable(location, f"lock file replaced {attempts} times in a row over "
+                                                 f"{LOCK_START_OVER_S_MAX:g} s")
 
     # -- leftovers and links ----------------------------------------------------------
 

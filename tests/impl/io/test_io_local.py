@@ -144,6 +144,31 @@ def test_locks_leave_no_files_and_stay_exclusive(tmp_path):
     assert sorted(os.listdir(tmp_path / "t")) == ["counter"]
 
 
+def test_a_lock_file_replaced_without_end_is_given_up_with_a_typed_error(tmp_path, monkeypatch):
+    """Goal: the lock gives up only when its file keeps being replaced for a long time (a count
+    of start-overs is no bound: under contention every locker that waited starts over), and
+    then with a typed error and the object untouched. Method: every look at the lock file's
+    name sees another inode, with the limit at 0.2 s."""
+    from icefloe.impl.io import local
+    from icefloe.impl.io.base import StoreUnavailable
+    store = LocalStore(fsync=False)
+    loc = f"file://{tmp_path}/t/counter"
+    etag = store.put_if_absent(loc, b"0").etag
+    real_stat = os.stat
+
+    def replaced(path, *args, **kwargs):
+        st = real_stat(path, *args, **kwargs)
+        if str(path).endswith(".icefloe-lock"):
+            return os.stat_result((st[0], st[1] + 1) + tuple(st[2:10]))
+        return st
+    monkeypatch.setattr(local, "LOCK_START_OVER_S_MAX", 0.2)
+    monkeypatch.setattr(os, "stat", replaced)
+    with pytest.raises(StoreUnavailable, match=r"lock file replaced \d+ times in a row over 0.2 s"):
+        store.compare_and_swap(loc, b"1", etag)
+    monkeypatch.undo()
+    assert store.get(loc) == b"0"
+
+
 def test_stale_temporaries_are_found_by_age(tmp_path):
     """Goal: orphan removal can find what dead writers left. Method: two temporary files,
     one old, one fresh; only the old one is stale."""
