@@ -49,10 +49,13 @@ def read_current(table, read_id: str, reads: list, observed: list) -> str | None
 
 def outcome_fields(outcome) -> dict:
     """What a commit returned (Committed, Conflict or Unknown) as OpRecord fields; a commit
-    that had nothing to do (no attempt) is a noop."""
+    that had nothing to do (no attempt) is a noop, and names no version: the one its outcome
+    carries is the version it read (its base_location), often another writer's commit."""
     from icefloe.impl.outcomes import Committed, Conflict, Unknown
     if isinstance(outcome, Committed):
-        return dict(outcome=NOOP if outcome.attempts == 0 else COMMITTED, snapshot_id=outcome.snapshot_id,
+        if outcome.attempts == 0:
+            return dict(outcome=NOOP, attempts=0)
+        return dict(outcome=COMMITTED, snapshot_id=outcome.snapshot_id,
                     committed_location=outcome.metadata_location, attempts=outcome.attempts)
     if isinstance(outcome, Conflict):
         return dict(outcome=CONFLICT, snapshot_id=outcome.snapshot_id, attempts=outcome.attempts,

@@ -81,9 +81,7 @@ def attribute(ev: Evidence, engine_of: dict, tags: dict) -> tuple[Evidence, list
         return replace(o, committed_location=line[i], base_location=line[i - 1],
                        start_snapshot_id=by_loc[line[i - 1]].main, read_files=reads, **f, **kw)
 
-    # The versions icefloe's own commits made: a no-op names the version it read, which may
-    # be another engine's rollback, so it claims none.
-    claimed = {o.committed_location for o in ev.ops if engine_of[o.process] == ICEFLOE and o.outcome != NOOP}
+    claimed = {o.committed_location for o in ev.ops if engine_of[o.process] == ICEFLOE}
     claimed |= {r[1] for r in ev.resolutions.values() if r[1]}
     rollbacks = []
     for o in ev.ops:

@@ -79,15 +79,17 @@ def test_black_box_operations_are_placed_by_their_op_id_and_a_second_landing_is_
 
 
 def test_a_black_box_rollback_is_placed_at_its_version_though_an_icefloe_noop_names_that_version():
-    """Goal: a compaction that found nothing to do names the version it read, which may be
-    another engine's rollback; that must not hide the rollback from its placement (CI stop 26:
-    the rollback stayed unplaced, was judged as reading the whole table before the first
-    commit, and a G-single was reported against a valid history). Method: pyiceberg appends
-    f1, icefloe appends f2, pyiceberg rolls back to f1 alone, and icefloe's rewrite is a no-op
-    at that version; the placement and the judge must find one valid history."""
-    from icefloe.conformance.campaign_judge import (
-        APPEND, COMMITTED, NOOP, REWRITE, ROLLBACK, Evidence, OpRecord, judge,
-    )
+    """Goal: a compaction that found nothing to do read a version it did not make, maybe
+    another engine's rollback; its record must not hide that rollback from its placement (CI
+    stop 26: the no-op's record named the version as committed, the rollback stayed unplaced,
+    was judged as reading the whole table before the first commit, and a G-single was
+    reported against a valid history). Method: pyiceberg appends f1, icefloe appends f2,
+    pyiceberg rolls back to f1 alone, and icefloe's rewrite is a no-op at that version,
+    recorded as the writers record it (outcome_fields); placement and judge must find one
+    valid history."""
+    from icefloe.conformance.campaign_judge import APPEND, COMMITTED, REWRITE, ROLLBACK, Evidence, OpRecord, judge
+    from icefloe.conformance.campaign_writer import outcome_fields
+    from icefloe.impl.outcomes import Committed
     from icefloe.conformance.interop_evidence import attribute
     from icefloe.model.checks.history import SnapshotRecord, TableHistory
     f1, f2 = "/t/data/cat=a/f1.parquet", "/t/data/cat=a/f2.parquet"
@@ -96,7 +98,7 @@ def test_a_black_box_rollback_is_placed_at_its_version_though_an_icefloe_noop_na
     entries = [("v0", None, None, []), ("v1", "v0", 1, [s1]), ("v2", "v1", 2, [s1, s2]), ("v3", "v2", 1, [s1, s2])]
     ops = (OpRecord("w1.0", 1, APPEND, COMMITTED, start_snapshot_id=1, base_location="v1", snapshot_id=2,
                     committed_location="v2", attempts=1, rows=((2, "a"),), added_files=frozenset({f2})),
-           OpRecord("w1.1", 1, REWRITE, NOOP, committed_location="v3"),
+           OpRecord("w1.1", 1, REWRITE, base_location="v3", **outcome_fields(Committed(None, 0, "v3"))),
            OpRecord("w2.0", 2, APPEND, COMMITTED, rows=((1, "a"),), committed_location="v1"),
            OpRecord("w2.1", 2, ROLLBACK, COMMITTED, rollback_to=1, committed_location="v3"))
     ev = Evidence(TableHistory.from_versions(entries, "v3"), ops, file_rows={f1: ((1, "a"),), f2: ((2, "a"),)})
