@@ -224,8 +224,8 @@ def _storage(storage: str, tmp: str, seed: int, s3_rate: float, variant: str | N
     from icefloe.conformance.campaign_faults import fault_plan
     from icefloe.conformance.testing.proxy import FaultProxy
     from icefloe.impl.catalog.sql import SqlCatalog
-    from icefloe.impl.rest.service import CatalogService
-    from icefloe.impl.rest.store import store_for
+    from icefloe.impl.serve.service import CatalogService
+    from icefloe.impl.serve.store import store_for
     from icefloe.impl.s3.store import S3Store
     with _quiet_moto(), _moto_process(tmp) as moto, FaultProxy(moto.endpoint_url, seed=seed) as proxy:
         direct = S3Store.from_config(moto.endpoint_url, "server", S3_SECRET, S3_REGION, read_timeout_s=30)

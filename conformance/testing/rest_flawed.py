@@ -25,11 +25,11 @@ from icefloe.conformance.testing.faulty_sql import AFTER, BEFORE, wrap_connect
 from icefloe.conformance.testing.rest_server import RestServer
 from icefloe.impl.catalog.sql import SqlCatalog, connection_factory
 from icefloe.impl.io.router import StoreRouter
-from icefloe.impl.rest import errors as E
-from icefloe.impl.rest.commit import Committer
-from icefloe.impl.rest.idempotency import Idempotency
-from icefloe.impl.rest.service import CatalogService
-from icefloe.impl.rest.store import TableChange, store_for
+from icefloe.impl.serve import errors as E
+from icefloe.impl.serve.commit import Committer
+from icefloe.impl.serve.idempotency import Idempotency
+from icefloe.impl.serve.service import CatalogService
+from icefloe.impl.serve.store import TableChange, store_for
 
 AFTER_P, BEFORE_P = 0.15, 0.05
 CHECK_TO_SWAP_S = 0.05   # non-atomic-check: the window between its check and its swap

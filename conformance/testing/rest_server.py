@@ -3,7 +3,7 @@ application under a real uvicorn server, in a thread of the calling process, on 
 port (test infrastructure: impl never imports it).
 
 `RestServer(catalog_uri, warehouse, wrap=...)` builds the service exactly as `icefloe
-serve` does (impl.rest.cli.make_service); `wrap(app)` installs ASGI middleware around the
+serve` does (impl.serve.cli.make_service); `wrap(app)` installs ASGI middleware around the
 application (conformance/testing/rest_faults.py). Use as a context manager; `url` is the
 base URI a REST client takes.
 """
@@ -70,8 +70,8 @@ class RestServer(AsgiServer):
     def __init__(self, catalog_uri: str, warehouse: str, *, token: str | None = None, wrap=None,
                  idempotency_lifetime_s: int = 1800, client_config: dict | None = None, service=None,
                  **app_options):
-        from icefloe.impl.rest.app import build_app
-        from icefloe.impl.rest.cli import make_service
+        from icefloe.impl.serve.app import build_app
+        from icefloe.impl.serve.cli import make_service
         service = service or make_service(catalog_uri, warehouse)
         self.app = build_app(service, token=token, idempotency_lifetime_s=idempotency_lifetime_s,
                              client_config=client_config, **app_options)

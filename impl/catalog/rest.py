@@ -8,7 +8,7 @@ is a commit: the attempt's changes of its base as requirements and updates
 (rest_changes.py), POSTed with an `Idempotency-Key`. The server writes its own version,
 so a Swapped names the server's location, not the attempt's file (`writes_own_versions`).
 
-The answer decides the outcome, by how far the request got (as impl/rest/commit.py maps
+The answer decides the outcome, by how far the request got (as impl/serve/commit.py maps
 it on the server's side):
   200        Swapped(the location the server made current);
   409        SwapRejected: a requirement failed, nothing was applied;

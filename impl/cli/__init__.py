@@ -36,7 +36,7 @@ COMMAND_GROUPS = [
     "icefloe.impl.cli.schema",        # schema add-column|rename-column|drop-column|widen
     "icefloe.impl.cli.refs",          # branch tag rollback set-current cherry-pick
     "icefloe.impl.cli.maintenance",   # compact expire remove-orphans
-    "icefloe.impl.rest.cli",          # serve (issue 13; its module's add_parser)
+    "icefloe.impl.serve.cli",          # serve (issue 13; its module's add_parser)
 ]
 
 _EPILOG = """\

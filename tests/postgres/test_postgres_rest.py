@@ -15,8 +15,8 @@ from icefloe.conformance.testing.rest_client import RestClient, new_key
 from icefloe.conformance.testing.rest_server import RestServer
 from icefloe.impl.catalog.sql import SqlCatalog
 from icefloe.impl.io.router import StoreRouter
-from icefloe.impl.rest.service import CatalogService
-from icefloe.impl.rest.store import store_for
+from icefloe.impl.serve.service import CatalogService
+from icefloe.impl.serve.store import store_for
 
 H = load_test_module("rest/rest_helpers.py", "rest_helpers_for_postgres")
 WRITERS, COMMITS_PER_WRITER = 4, 8

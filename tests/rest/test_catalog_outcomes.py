@@ -12,8 +12,8 @@ from icefloe.conformance.testing.rest_client import RestClient, new_key
 from icefloe.conformance.testing.rest_server import RestServer
 from icefloe.impl.catalog.sql import connection_factory, SqlCatalog
 from icefloe.impl.io.router import StoreRouter
-from icefloe.impl.rest.service import CatalogService
-from icefloe.impl.rest.store import store_for
+from icefloe.impl.serve.service import CatalogService
+from icefloe.impl.serve.store import store_for
 
 from rest_helpers import append, head, main_ancestry, make_table
 

@@ -12,8 +12,8 @@ from icefloe.conformance.testing.rest_server import RestServer
 from icefloe.impl.catalog.memory import MemoryCatalog
 from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.outcomes import SwapUnknown
-from icefloe.impl.rest.service import CatalogService
-from icefloe.impl.rest.store import store_for
+from icefloe.impl.serve.service import CatalogService
+from icefloe.impl.serve.store import store_for
 
 from rest_helpers import append, main_ancestry, make_table
 

@@ -18,7 +18,7 @@ def test_every_subcommand_has_a_description_and_an_example():
     lines start with `icefloe X` (or a tool reading its output)."""
     for name, parser in _subcommands().items():
         if name == "serve":
-            continue                   # the REST server's command (impl/rest/cli.py, issue 13)
+            continue                   # the REST server's command (impl/serve/cli.py, issue 13)
         assert parser.description and len(parser.description) > 40, name
         assert parser.epilog and parser.epilog.startswith("examples:"), name
         examples = [line.strip() for line in parser.epilog.splitlines()[1:] if line.strip()]
