@@ -1,4 +1,4 @@
-"""icefloe.impl.rest: `icefloe serve`, an Iceberg REST catalog server (the REST catalog
+"""icefloe.impl.serve: `icefloe serve`, an Iceberg REST catalog server (the REST catalog
 OpenAPI spec, open-api/rest-catalog-open-api.yaml; spec/PROTOCOL.md 3 "The catalog's swap",
 9 "Commit outcomes").
 

@@ -18,11 +18,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response as HttpResponse
 from starlette.routing import Route
 
-from icefloe.impl.rest import errors as E
-from icefloe.impl.rest import models as M
-from icefloe.impl.rest.commit import Committer
-from icefloe.impl.rest.idempotency import Idempotency, iso_duration
-from icefloe.impl.rest.service import CatalogService, Response, identifier, namespace_of
+from icefloe.impl.serve import errors as E
+from icefloe.impl.serve import models as M
+from icefloe.impl.serve.commit import Committer
+from icefloe.impl.serve.idempotency import Idempotency, iso_duration
+from icefloe.impl.serve.service import CatalogService, Response, identifier, namespace_of
 
 log = logging.getLogger("icefloe.rest")
 NS = "/v1/namespaces/{namespace}"
@@ -205,7 +205,7 @@ def _as_create(draft, ident, location):
     if draft is None:
         return None
     import json
-    from icefloe.impl.rest.store import KeyRecord
+    from icefloe.impl.serve.store import KeyRecord
     return KeyRecord(draft.key, draft.operation, 200, json.dumps(
         {"kind": "load", "table": str(ident), "metadata-location": location}), draft.created_at_ms)
 

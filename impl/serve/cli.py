@@ -37,8 +37,8 @@ def make_service(catalog_uri: str, warehouse: str):
     from icefloe.impl.catalog.s3 import S3Catalog
     from icefloe.impl.catalog.sql import SqlCatalog
     from icefloe.impl.io.router import StoreRouter
-    from icefloe.impl.rest.service import CatalogService
-    from icefloe.impl.rest.store import store_for
+    from icefloe.impl.serve.service import CatalogService
+    from icefloe.impl.serve.store import store_for
     io = StoreRouter()
     if catalog_uri.startswith(("s3://", "s3a://")):
         catalog = S3Catalog(io.store_for(catalog_uri), catalog_uri)  # type: ignore[arg-type]
@@ -60,7 +60,7 @@ def _pairs(items) -> dict:
 def run(args) -> int:
     try:
         import uvicorn
-        from icefloe.impl.rest.app import build_app
+        from icefloe.impl.serve.app import build_app
     except ImportError as e:
         print(f"icefloe serve: needs {e.name}: pip install 'icefloe[rest]'", file=sys.stderr)
         return EXIT_USAGE

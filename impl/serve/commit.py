@@ -29,11 +29,11 @@ from icefloe.impl.format.metadata import TableMetadata
 from icefloe.impl.format.transforms import UNSORTED, PartitionSpec
 from icefloe.impl.format.types import FormatError, Schema
 from icefloe.impl.outcomes import InvalidArgument, SwapRejected, Swapped
-from icefloe.impl.rest import errors as E
-from icefloe.impl.rest import requirements as R
-from icefloe.impl.rest import updates as U
-from icefloe.impl.rest.service import CatalogService, Response, identifier, table_location
-from icefloe.impl.rest.store import KeyRecord, TableChange
+from icefloe.impl.serve import errors as E
+from icefloe.impl.serve import requirements as R
+from icefloe.impl.serve import updates as U
+from icefloe.impl.serve.service import CatalogService, Response, identifier, table_location
+from icefloe.impl.serve.store import KeyRecord, TableChange
 from icefloe.impl.table.env import metadata_version
 
 SERVER_ATTEMPTS_MAX = 8

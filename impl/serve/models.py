@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from icefloe.impl.rest.errors import bad_request
+from icefloe.impl.serve.errors import bad_request
 
 JSON_DEPTH_MAX = 64  # deeper bodies are refused before parsing (nested types stay far below)
 

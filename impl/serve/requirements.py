@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from icefloe.impl.format.metadata import TableMetadata
-from icefloe.impl.rest.errors import bad_request
+from icefloe.impl.serve.errors import bad_request
 
 # type -> (JSON field, TableMetadata attribute it compares with) for the id assertions
 _ID_ASSERTIONS = {

@@ -25,8 +25,8 @@ from icefloe.impl.format.types import FormatError, schema_from_json
 from icefloe.impl.io.base import NotFound, StoreError
 from icefloe.impl.io.locations import scheme_of
 from icefloe.impl.outcomes import InvalidArgument, SwapRejected, SwapUnknown, Swapped
-from icefloe.impl.rest import errors as E
-from icefloe.impl.rest.store import Store, TableChange
+from icefloe.impl.serve import errors as E
+from icefloe.impl.serve.store import Store, TableChange
 from icefloe.impl.table.commit import read_metadata
 from icefloe.impl.table.confinement import Confinement, catalog_tables, check_no_overlap
 from icefloe.impl.table.env import Env, metadata_file_location

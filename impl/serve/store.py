@@ -18,7 +18,7 @@ from typing import Protocol
 
 from icefloe.impl.catalog.base import NamespaceAlreadyExists, NoSuchTable, TableAlreadyExists, TableIdentifier
 from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown
-from icefloe.impl.rest.errors import RestError, no_such_namespace, unsupported
+from icefloe.impl.serve.errors import RestError, no_such_namespace, unsupported
 
 KEYS_REMEMBERED_MAX = 100_000  # PointerStore's keys in memory (oldest forgotten first)
 PENDING = -1  # KeyRecord.status of a PointerStore commit whose swap had an unknown outcome
@@ -164,7 +164,7 @@ class PointerStore:
 def store_for(catalog) -> Store:
     from icefloe.impl.catalog.sql import SqlCatalog
     if isinstance(catalog, SqlCatalog):
-        from icefloe.impl.rest.sql_store import SqlStore
+        from icefloe.impl.serve.sql_store import SqlStore
         return SqlStore(catalog)
     return PointerStore(catalog)
 

@@ -26,7 +26,7 @@ from icefloe.impl.format.transforms import (
     PartitionField, PartitionSpec, SortOrder, partition_spec_from_json, sort_order_from_json,
 )
 from icefloe.impl.format.types import FormatError, Schema, schema_from_json
-from icefloe.impl.rest.errors import bad_request, unsupported
+from icefloe.impl.serve.errors import bad_request, unsupported
 from icefloe.impl.table import updates as U
 from icefloe.impl.table.updates import InvalidUpdate
 
