@@ -97,20 +97,20 @@ conform-seeds: venv
 fuzz-deep: venv
 	nice -n 10 $(BIN)/python tests/fuzz/deep.py
 
-# The deep fault campaign (conformance/campaign_deep.py): 16 writer processes x 100 operations
+# The deep fault campaign (conformance/campaign/deep.py): 16 writer processes x 100 operations
 # on one table under the deep fault plan (outcomes left unresolved), on moto S3 with the S3
 # catalog and with PostgreSQL; writes docs/campaigns.md. Resumable part by part
 # (reports/campaigns/; FORCE=--force reruns). Not in `make test` (it has a bounded share).
 campaign-deep: venv system-deps
-	nice -n 10 $(BIN)/python -m icefloe.conformance.campaign_deep $(FORCE)
+	nice -n 10 $(BIN)/python -m icefloe.conformance.campaign.deep $(FORCE)
 
 # Interop under concurrency (issue 13 item 5; figures in docs/verdicts.md): icefloe, pyiceberg
 # and Iceberg-Java writers on one table through icefloe serve with commit faults, then icefloe
 # and pyiceberg on an S3 warehouse with S3 faults too; each judged by the history checker.
 INTEROP_OPS ?= 20
 interop: venv system-deps java-venv
-	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --icefloe 2 --pyiceberg 2 --java 2 --ops $(INTEROP_OPS) --rate 0.4 --seed 1
-	nice -n 10 $(BIN)/python -m icefloe.conformance.interop --storage s3 --icefloe 3 --pyiceberg 3 --java 0 --ops $(INTEROP_OPS) --rate 0.4 --seed 2
+	nice -n 10 $(BIN)/python -m icefloe.conformance.interop.run --icefloe 2 --pyiceberg 2 --java 2 --ops $(INTEROP_OPS) --rate 0.4 --seed 1
+	nice -n 10 $(BIN)/python -m icefloe.conformance.interop.run --storage s3 --icefloe 3 --pyiceberg 3 --java 0 --ops $(INTEROP_OPS) --rate 0.4 --seed 2
 
 explore: venv
 	$(BIN)/python -m icefloe.model.explore --writers 3 --ops 2

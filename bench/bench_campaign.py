@@ -1,8 +1,8 @@
 """Concurrency campaigns: writer processes racing on one table on moto S3 through the fault
-proxy (icefloe.conformance.campaign), with the seeded fault plan and without it."""
+proxy (icefloe.conformance.campaign.run), with the seeded fault plan and without it."""
 from __future__ import annotations
 
-from icefloe.conformance.campaign import run_campaign
+from icefloe.conformance.campaign.run import run_campaign
 
 TITLE = "Concurrency campaigns: commits/s, retries and faults, 4 processes x 25 operations"
 SEED = 1

@@ -7,11 +7,14 @@ import os
 import time
 from dataclasses import replace
 
-from icefloe.conformance import adapter as A, directed, machine, suite
-from icefloe.conformance.backends import Backends
-from icefloe.conformance.profiles import MEMORY, PROFILES, S3
-from icefloe.conformance.runs import Sink
-from icefloe.conformance.stats import Stats
+from icefloe.conformance import adapter as A
+from icefloe.conformance.coverage import directed
+from icefloe.conformance.suite import machine
+from icefloe.conformance.suite import run as suite
+from icefloe.conformance.suite.backends import Backends
+from icefloe.conformance.suite.profiles import MEMORY, PROFILES, S3
+from icefloe.conformance.suite.runs import Sink
+from icefloe.conformance.suite.stats import Stats
 
 TITLE = "Conformance suite throughput: the deep profile (steps/s, examples/s)"
 SEED = 0
@@ -61,8 +64,8 @@ def run(quick: bool) -> str:
         f"{profile.attempts_max} attempts per commit; seed {SEED}. Each step is applied to the model and "
         "to the engine and compared, including a read of the current rows; each program ends with the",
         "liveness phase, the history checker and reads of every retained snapshot. The directed programs",
-        "(every transition class of the model, conformance/coverage.py) run on the in-memory store before",
-        "the random search; their plan comes from the disk cache (conformance/graph_cache.py). The S3 rows",
+        "(every transition class of the model, conformance/coverage/families.py) run on the in-memory store before",
+        "the random search; their plan comes from the disk cache (conformance/coverage/cache.py). The S3 rows",
         "use moto on 127.0.0.1 (SQLite and S3 catalogs alternating). The random search's vacuity guard",
         "(every rule, fault kind and resolution drawn by the search itself) is checked. Hypothesis'",
         "shrinking is not included (no failure). There is no peer here: the suite's cost per step is the",

@@ -19,11 +19,12 @@ from dataclasses import replace
 
 from hypothesis import Phase
 
-from icefloe.conformance import machine, runs
-from icefloe.conformance.backends import Backends
+from icefloe.conformance.suite import machine
+from icefloe.conformance.suite import runs
+from icefloe.conformance.suite.backends import Backends
 from icefloe.conformance.engines.flawed import VARIANTS
-from icefloe.conformance.profiles import MEMORY, PROFILES
-from icefloe.conformance.stats import Stats
+from icefloe.conformance.suite.profiles import MEMORY, PROFILES
+from icefloe.conformance.suite.stats import Stats
 
 PROFILE = replace(PROFILES["ci"], name="ci-search-only", directed=False, examples_s3=0)
 

@@ -5,7 +5,7 @@ commands that need them live here and are imported only when asked for:
 
     icefloe conform ...          the conformance suite (icefloe.conformance.conform)
     icefloe demo-pipeline ...    the Spark example pipeline, judged by the checker
-                                 (icefloe.conformance.demo_pipeline)
+                                 (icefloe.conformance.demo.pipeline)
 
 Every other subcommand (create, append, scan, history, rollback, compact, expire) is
 the implementation's own CLI, `icefloe.impl.cli`.
@@ -21,9 +21,9 @@ import sys
 COMMANDS = {
     "conform": ("icefloe.conformance.conform", "run the conformance suite against an engine (icefloe conform --help)",
                 ("hypothesis", "moto"), "conform"),
-    "conform-rest": ("icefloe.conformance.rest_conform", "judge a REST catalog's commit endpoint "
+    "conform-rest": ("icefloe.conformance.rest.conform", "judge a REST catalog's commit endpoint "
                      "(icefloe conform --rest-uri URI)", ("starlette", "uvicorn", "requests"), "rest"),
-    "demo-pipeline": ("icefloe.conformance.demo_pipeline",
+    "demo-pipeline": ("icefloe.conformance.demo.pipeline",
                       "two Spark jobs append while a third compacts; the checker judges the history",
                       ("pyspark",), "spark"),
 }

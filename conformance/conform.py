@@ -97,7 +97,7 @@ class Progress:
 
 def phases(engine, profile, the_plan) -> list:
     """[(phase name, examples)] in the order the suite runs them (suite.run)."""
-    from icefloe.conformance import suite
+    from icefloe.conformance.suite import run as suite
     out = []
     if the_plan is not None:
         out.append(("directed programs (every transition class of the model)", len(the_plan.programs)))
@@ -124,8 +124,9 @@ def main(argv=None) -> int:
 
 
 def run(engine, args) -> int:
-    from icefloe.conformance import report as R, suite
-    from icefloe.conformance.profiles import PROFILES
+    from icefloe.conformance.report import result as R
+    from icefloe.conformance.suite import run as suite
+    from icefloe.conformance.suite.profiles import PROFILES
 
     profile = PROFILES[args.profile]
     if args.time_budget is not None:
@@ -138,7 +139,7 @@ def run(engine, args) -> int:
           f"profile {profile.name}, seed {args.seed}; interleaving {caps.interleaving}", flush=True)
     the_plan = None
     if profile.directed:
-        from icefloe.conformance import directed
+        from icefloe.conformance.coverage import directed
         print("planning: a shortest program to every transition class of the model", flush=True)
         the_plan = directed.plan(engine, profile)
     progress = Progress(phases(engine, profile, the_plan), not args.no_progress and sys.stderr.isatty())

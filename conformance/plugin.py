@@ -45,8 +45,8 @@ def conformance_engine(request):
 
 def run_suite(engine, spec: str, profile_name: str = "ci", seed: int = 0, profile=None):
     """Run the suite; returns the RunResult (its `passed`, `violated`, `vacuity`)."""
-    from icefloe.conformance import suite
-    from icefloe.conformance.profiles import PROFILES
+    from icefloe.conformance.suite import run as suite
+    from icefloe.conformance.suite.profiles import PROFILES
     return suite.run_suite(engine, spec, profile or PROFILES[profile_name], seed)
 
 
@@ -60,7 +60,7 @@ class ConformanceItem(pytest.Item):
         self.spec = spec
 
     def runtest(self):
-        from icefloe.conformance import report as R
+        from icefloe.conformance.report import result as R
         config = self.config
         engine = A.load_engine(self.spec)
         result = run_suite(engine, self.spec, config.getoption("--conform-profile"),

@@ -5,7 +5,7 @@ Each mutant replaces one exact snippet of one file. `area` says which part of th
 breaks; `model_covers` says whether the conformance model has that area (a mutant there
 must be killed by `icefloe conform` itself; the others are killed by unit tests). Since
 issue 12 the model has partitions, row deltas with sequence numbers and refs, and the
-suite's table with them (conformance/coverage_rows.py): conform's directed programs kill
+suite's table with them (conformance/coverage/rows.py): conform's directed programs kill
 the mutants of those areas, except position-delete-same-sequence (a position delete of a
 data file of its own commit, which no operation of the model writes) and the blind
 position-delete-path-spelling (one engine writes every path the suite's table holds, so

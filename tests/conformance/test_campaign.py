@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from icefloe.conformance.campaign import main, run_campaign
-from icefloe.conformance.campaign_judge import (
+from icefloe.conformance.campaign.run import main, run_campaign
+from icefloe.conformance.campaign.judge import (
     APPEND, COMMITTED, CONFLICT, UNKNOWN, OUTCOMES, judge,
 )
 from icefloe.model.checks.history import SnapshotRecord, TableHistory, VersionRecord, lineage
@@ -40,7 +40,7 @@ def _last_committed_append(ev):
 
 
 def _history(ev):
-    from icefloe.conformance.campaign_judge import to_history
+    from icefloe.conformance.campaign.judge import to_history
     return to_history(ev)
 
 
@@ -117,7 +117,7 @@ def _rollback_story(with_append_after_rollback: bool):
     """Append A (f1), overwrite O1 of partition c (f1 -> f2), rollback R to A's snapshot,
     then overwrite O2, which started at A's snapshot before O1, commits (f1 -> f3);
     optionally an append P (f4) to partition c lands between R and O2, unseen by O2."""
-    from icefloe.conformance.campaign_judge import Evidence, OpRecord, OVERWRITE, ROLLBACK
+    from icefloe.conformance.campaign.judge import Evidence, OpRecord, OVERWRITE, ROLLBACK
     f = {n: f"s3://b/t/data/cat=c/f{n}.parquet" for n in range(1, 5)}
 
     def snap(sid, parent, files):

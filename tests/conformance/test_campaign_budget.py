@@ -1,4 +1,4 @@
-"""A campaign's budget (issue 14 item 8, conformance/campaign_budget.py): the writers start no
+"""A campaign's budget (issue 14 item 8, conformance/campaign/budget.py): the writers start no
 new operation once the proxy injected enough faults or the time is up, and what they did is
 still judged whole; the deep campaign records the budget and says the run stopped early."""
 from __future__ import annotations
@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from icefloe.conformance.campaign import run_campaign
-from icefloe.conformance.campaign_budget import COUNT_EVERY_S, Budget, Watch, fault_counts
-from icefloe.conformance.campaign_deep import part_config, render
+from icefloe.conformance.campaign.run import run_campaign
+from icefloe.conformance.campaign.budget import COUNT_EVERY_S, Budget, Watch, fault_counts
+from icefloe.conformance.campaign.deep import part_config, render
 
 
 class _Proxy:
@@ -136,4 +136,4 @@ def test_the_deep_campaign_records_its_budget_and_says_it_stopped_early():
     assert "postgresql part stopped early" not in text
     assert "`make campaign-deep`" in text
     budgeted = _part("s3", config=part_config("s3", 16, 100, 14, Budget(seconds=3840)))
-    assert "`python -m icefloe.conformance.campaign_deep --time-budget 3840`" in render([budgeted, _part("postgresql")])
+    assert "`python -m icefloe.conformance.campaign.deep --time-budget 3840`" in render([budgeted, _part("postgresql")])

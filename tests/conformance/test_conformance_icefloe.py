@@ -13,8 +13,8 @@ import pytest
 from icefloe.conformance import adapter as A
 from icefloe.conformance import conform
 from icefloe.conformance.engines import icefloe_engine as I
-from icefloe.conformance.profiles import MEMORY, PROFILES, S3, bounds_for, classic_bounds
-from icefloe.conformance.runs import replay
+from icefloe.conformance.suite.profiles import MEMORY, PROFILES, S3, bounds_for, classic_bounds
+from icefloe.conformance.suite.runs import replay
 from icefloe.impl.table.files import TreeReader
 from icefloe.conformance.violation import InvalidProgram, Violation
 from icefloe.conformance.plugin import run_suite

@@ -5,9 +5,12 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 
-from icefloe.conformance import adapter as A, coverage as C, graph_cache as G, suite
-from icefloe.conformance.profiles import PROFILES, Profile, model_bounds
-from icefloe.conformance.stats import Stats
+from icefloe.conformance import adapter as A
+from icefloe.conformance.coverage import families as C
+from icefloe.conformance.coverage import cache as G
+from icefloe.conformance.suite import run as suite
+from icefloe.conformance.suite.profiles import PROFILES, Profile, model_bounds
+from icefloe.conformance.suite.stats import Stats
 
 ORPHANS = next(f for f in C.FAMILIES if f.name == "orphans")
 

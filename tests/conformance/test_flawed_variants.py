@@ -19,13 +19,13 @@ from dataclasses import replace
 import pytest
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance import suite
-from icefloe.conformance.backends import Backends
-from icefloe.conformance.profiles import MEMORY, PROFILES, Profile, bounds_for, classic_bounds
-from icefloe.conformance.runs import Sink, new_lockstep
+from icefloe.conformance.suite import run as suite
+from icefloe.conformance.suite.backends import Backends
+from icefloe.conformance.suite.profiles import MEMORY, PROFILES, Profile, bounds_for, classic_bounds
+from icefloe.conformance.suite.runs import Sink, new_lockstep
 from icefloe.conformance.engines.flawed import DESCRIPTIONS, VARIANTS
 from icefloe.conformance.engines.icefloe_engine import engine as reference_engine
-from icefloe.conformance.stats import Stats
+from icefloe.conformance.suite.stats import Stats
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model import variants as model_variants
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.runs import replay
+from icefloe.conformance.suite.runs import replay
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.impl.outcomes import Committed
 from icefloe.impl.table.table import Table

@@ -9,7 +9,7 @@ import pytest
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance import conform
-from icefloe.conformance.profiles import PROFILES, Profile
+from icefloe.conformance.suite.profiles import PROFILES, Profile
 from icefloe.conformance.engines.pyiceberg_engine import CAPABILITIES, UnsupportedOperation, engine
 
 

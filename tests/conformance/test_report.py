@@ -11,12 +11,15 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from icefloe.conformance import adapter as A, report as R, report_graph as G, report_md
-from icefloe.conformance.backends import Backends
-from icefloe.conformance.profiles import PROFILES, bounds_for
-from icefloe.conformance.runs import Failure, replay
-from icefloe.conformance.stats import Stats
-from icefloe.conformance.suite import replay_history
+from icefloe.conformance import adapter as A
+from icefloe.conformance.report import result as R
+from icefloe.conformance.report import graph as G
+from icefloe.conformance.report import md as report_md
+from icefloe.conformance.suite.backends import Backends
+from icefloe.conformance.suite.profiles import PROFILES, bounds_for
+from icefloe.conformance.suite.runs import Failure, replay
+from icefloe.conformance.suite.stats import Stats
+from icefloe.conformance.suite.run import replay_history
 from icefloe.conformance.testing import browser
 from icefloe.conformance.violation import PROPERTIES, Violation
 from icefloe.model.checks import history as H

@@ -10,12 +10,12 @@ from __future__ import annotations
 import pytest
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.backends import Backends
+from icefloe.conformance.suite.backends import Backends
 from icefloe.conformance.engines import icefloe_rest as R
-from icefloe.conformance.profiles import PROFILES, REST, bounds_for
-from icefloe.conformance.runs import new_lockstep, replay
-from icefloe.conformance.stats import Stats
-from icefloe.conformance.view import END_UNKNOWN, REST as REST_VIEW, steps, view_of, visible
+from icefloe.conformance.suite.profiles import PROFILES, REST, bounds_for
+from icefloe.conformance.suite.runs import new_lockstep, replay
+from icefloe.conformance.suite.stats import Stats
+from icefloe.conformance.suite.view import END_UNKNOWN, REST as REST_VIEW, steps, view_of, visible
 from icefloe.conformance.violation import InvalidProgram, Violation
 from icefloe.impl.catalog.rest import RestCatalog
 from icefloe.impl.outcomes import SwapRejected, SwapUnknown, Unknown
@@ -272,7 +272,7 @@ def test_the_directed_plan_gives_a_rest_engine_what_it_can_reach_and_says_why_no
     """Goal: coverage by construction for a REST engine: every commit fault kind and status
     in the rest family, the swap faults in the faults and unknowns families where the model
     has the class, and a reason for each class out of reach. Method: the plan for the icefloe REST engine at ci."""
-    from icefloe.conformance import directed
+    from icefloe.conformance.coverage import directed
     the_plan = directed.plan(R.engine(), PROFILES["ci"])
     families = {f.family.name: f for f in the_plan.families}
     rest = families["rest"]

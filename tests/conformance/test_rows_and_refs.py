@@ -20,12 +20,12 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.backends import Backends
-from icefloe.conformance.coverage import FAMILIES
-from icefloe.conformance.profiles import MEMORY, PROFILES, bounds_for
-from icefloe.conformance.readers import row_id
-from icefloe.conformance.runs import new_lockstep
-from icefloe.conformance.stats import Stats
+from icefloe.conformance.suite.backends import Backends
+from icefloe.conformance.coverage.families import FAMILIES
+from icefloe.conformance.suite.profiles import MEMORY, PROFILES, bounds_for
+from icefloe.conformance.suite.readers import row_id
+from icefloe.conformance.suite.runs import new_lockstep
+from icefloe.conformance.suite.stats import Stats
 from icefloe.model.state import SERIALIZABLE, SNAPSHOT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -108,7 +108,7 @@ def _planted(mutant: str, bounds, program) -> str:
         "from mutants import hook\n"
         f"hook.install({mutant!r})\n"
         "from icefloe.conformance import adapter as A\n"
-        "from icefloe.conformance.runs import replay\n"
+        "from icefloe.conformance.suite.runs import replay\n"
         "from icefloe.conformance.violation import Violation\n"
         "from icefloe.model import iceberg\n"
         "spec = json.loads(sys.stdin.read())\n"
@@ -161,7 +161,7 @@ def test_an_engine_without_partitions_or_refs_is_told_why_their_classes_are_out_
     """Goal: the verdict's coverage says why an engine with one partition and main only
     (pyiceberg 0.12's adapter) cannot reach a class of the partitions or refs families.
     Method: directed._why on such classes with those capabilities."""
-    from icefloe.conformance import directed
+    from icefloe.conformance.coverage import directed
     from icefloe.conformance.engines.icefloe_engine import CAPABILITIES
     caps = replace(CAPABILITIES, partitions=1, refs=False,
                    operations=frozenset({A.APPEND, A.OVERWRITE, A.DELETE, A.EXPIRE}))
@@ -261,7 +261,7 @@ _ALL_FAULTS = ("Faults", 0, ("write_fail", "swap_fail", "ack_lost", "swap_delaye
 ])
 def test_the_seed_gates_shrunk_disagreements_replay_clean(ctx_seed, program):
     """Goal: the model/engine disagreements the seed gate found stay fixed. Method: replay each shrunk program on icefloe; any Violation fails the test."""
-    from icefloe.conformance.runs import replay
+    from icefloe.conformance.suite.runs import replay
     from icefloe.model.iceberg import Bounds
     replay(A.load_engine("icefloe"), program, bounds=Bounds(**_SEED_GATE_BOUNDS), store="memory", ctx_seed=ctx_seed)
 

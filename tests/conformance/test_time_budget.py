@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from icefloe.conformance import adapter as A, conform
-from icefloe.conformance.profiles import PROFILES, Profile
-from icefloe.conformance.suite import run_suite
+from icefloe.conformance.suite.profiles import PROFILES, Profile
+from icefloe.conformance.suite.run import run_suite
 
 
 def test_a_budget_spent_before_the_directed_programs_is_a_cut_not_a_pass():
@@ -50,11 +50,11 @@ def test_a_budget_that_runs_out_in_the_middle_of_any_example_is_a_cut_not_a_cras
     once crashed `icefloe conform --seed 1` under load). Method: a ticking clock makes the
     budget run out at the k-th check of the search, for every k over the first examples (with
     this seed, profile and Hypothesis 6.170 the stop at k=10 is the one that crashed)."""
-    from icefloe.conformance import machine
-    from icefloe.conformance.backends import Backends
-    from icefloe.conformance.profiles import MEMORY
-    from icefloe.conformance.runs import Sink
-    from icefloe.conformance.stats import Stats
+    from icefloe.conformance.suite import machine
+    from icefloe.conformance.suite.backends import Backends
+    from icefloe.conformance.suite.profiles import MEMORY
+    from icefloe.conformance.suite.runs import Sink
+    from icefloe.conformance.suite.stats import Stats
 
     engine = A.load_engine("icefloe")
     profile = Profile("tiny", examples_memory=8, examples_s3=0, steps=5, directed=False)

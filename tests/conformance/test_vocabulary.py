@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from icefloe.conformance import adapter as A, histories, view
+from icefloe.conformance import adapter as A
+from icefloe.conformance.suite import histories
+from icefloe.conformance.suite import view
 from icefloe.conformance.testing import faulty_catalog
 from icefloe.impl import outcomes as impl_outcomes
 from icefloe.impl.table import commit as impl_commit
@@ -154,5 +156,5 @@ def test_the_suite_keeps_no_translation_table(module):
     """Goal: no layer translates another's names (lockstep.PHASES and the outcome maps are
     gone). Method: the suite's modules define no PHASES / outcome-name mapping of their own."""
     import importlib
-    mod = importlib.import_module(f"icefloe.conformance.{module}")
+    mod = importlib.import_module(f"icefloe.conformance.suite.{module}")
     assert not hasattr(mod, "PHASES") and not hasattr(mod, "FAULT_LABELS") and not hasattr(mod, "OUTCOME_NAMES")

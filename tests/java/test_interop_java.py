@@ -4,8 +4,8 @@
 writer, judged afterwards by the history checker."""
 from __future__ import annotations
 
-from icefloe.conformance.interop import run_interop
-from icefloe.conformance.interop_writers import ICEFLOE, JAVA, PYICEBERG
+from icefloe.conformance.interop.run import run_interop
+from icefloe.conformance.interop.writers import ICEFLOE, JAVA, PYICEBERG
 
 
 def test_java_pyiceberg_and_icefloe_race_on_one_table_under_commit_faults(java_worker):

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from icefloe.conformance.backends import Backends
+from icefloe.conformance.suite.backends import Backends
 from icefloe.conformance.engines import java_engine as J
-from icefloe.conformance.profiles import REST
-from icefloe.conformance.runs import replay
+from icefloe.conformance.suite.profiles import REST
+from icefloe.conformance.suite.runs import replay
 from icefloe.conformance.violation import Violation
 from icefloe.model.iceberg import Bounds
 

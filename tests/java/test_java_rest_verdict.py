@@ -10,8 +10,9 @@ import json
 
 import pytest
 
-from icefloe.conformance import adapter as A, conform, directed
-from icefloe.conformance.profiles import PROFILES, REST, Profile
+from icefloe.conformance import adapter as A, conform
+from icefloe.conformance.coverage import directed
+from icefloe.conformance.suite.profiles import PROFILES, REST, Profile
 from icefloe.conformance.testing import java_env
 from icefloe.conformance.testing.rest_server import RestServer
 

@@ -9,8 +9,8 @@ import psycopg2
 import pyarrow as pa
 import pytest
 
-from icefloe.conformance.campaign import run_campaign
-from icefloe.conformance.campaign_judge import UNKNOWN
+from icefloe.conformance.campaign.run import run_campaign
+from icefloe.conformance.campaign.judge import UNKNOWN
 from icefloe.conformance.testing.faulty_sql import AFTER, BEFORE, STALL, UnresolvedCommits
 from icefloe.impl.catalog.base import TableIdentifier
 from icefloe.impl.catalog.sql import SqlCatalog, connection_factory

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from icefloe.conformance import rest_conform
+from icefloe.conformance.rest import conform as rest_conform
 from icefloe.conformance.cli import main as icefloe_main
 from icefloe.conformance.testing import rest_flawed
 

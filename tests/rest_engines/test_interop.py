@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from icefloe.conformance.interop import run_interop
-from icefloe.conformance.interop_writers import ICEFLOE, PYICEBERG
+from icefloe.conformance.interop.run import run_interop
+from icefloe.conformance.interop.writers import ICEFLOE, PYICEBERG
 from icefloe.conformance.testing import rest_faults as F
 
 CLEAN = {"lost": 0, "duplicated": 0, "dangling": 0, "dirty": 0, "other": 0}
@@ -61,8 +61,8 @@ def test_black_box_operations_are_placed_by_their_op_id_and_a_second_landing_is_
     snapshot id. Method: a hand-made history where one op id tags snapshots landed in two
     versions (a retry that committed again under a new id) and a rollback moves main back;
     attribute() must name the duplicate and place the rollback at its version."""
-    from icefloe.conformance.campaign_judge import APPEND, COMMITTED, ROLLBACK, Evidence, OpRecord
-    from icefloe.conformance.interop_evidence import attribute
+    from icefloe.conformance.campaign.judge import APPEND, COMMITTED, ROLLBACK, Evidence, OpRecord
+    from icefloe.conformance.interop.evidence import attribute
     from icefloe.model.checks.history import SnapshotRecord, TableHistory
     s1 = SnapshotRecord(1, None, "append", frozenset({"/t/data/cat=a/f1.parquet"}))
     s2 = SnapshotRecord(2, 1, "append", frozenset({"/t/data/cat=a/f1.parquet", "/t/data/cat=a/f2.parquet"}))
@@ -87,10 +87,10 @@ def test_a_black_box_rollback_is_placed_at_its_version_though_an_icefloe_noop_na
     pyiceberg rolls back to f1 alone, and icefloe's rewrite is a no-op at that version,
     recorded as the writers record it (outcome_fields); placement and judge must find one
     valid history."""
-    from icefloe.conformance.campaign_judge import APPEND, COMMITTED, REWRITE, ROLLBACK, Evidence, OpRecord, judge
-    from icefloe.conformance.campaign_writer import outcome_fields
+    from icefloe.conformance.campaign.judge import APPEND, COMMITTED, REWRITE, ROLLBACK, Evidence, OpRecord, judge
+    from icefloe.conformance.campaign.writer import outcome_fields
     from icefloe.impl.outcomes import Committed
-    from icefloe.conformance.interop_evidence import attribute
+    from icefloe.conformance.interop.evidence import attribute
     from icefloe.model.checks.history import SnapshotRecord, TableHistory
     f1, f2 = "/t/data/cat=a/f1.parquet", "/t/data/cat=a/f2.parquet"
     s1 = SnapshotRecord(1, None, "append", frozenset({f1}), added_files=frozenset({f1}))
@@ -114,8 +114,8 @@ def test_an_acknowledged_black_box_rollback_is_placed_at_the_version_its_engine_
     """Goal: two rollbacks to one target are told apart by what their engine said. Method:
     an Unknown rollback that landed first (v3) and an acknowledged one that named v5; the
     acknowledged one, placed first, must take v5, not the first move to its target."""
-    from icefloe.conformance.campaign_judge import APPEND, COMMITTED, ROLLBACK, UNKNOWN, Evidence, OpRecord
-    from icefloe.conformance.interop_evidence import attribute
+    from icefloe.conformance.campaign.judge import APPEND, COMMITTED, ROLLBACK, UNKNOWN, Evidence, OpRecord
+    from icefloe.conformance.interop.evidence import attribute
     from icefloe.model.checks.history import SnapshotRecord, TableHistory
     f1, f2, f3 = (f"/t/data/cat=a/f{i}.parquet" for i in (1, 2, 3))
     s1 = SnapshotRecord(1, None, "append", frozenset({f1}))

@@ -11,11 +11,12 @@ import logging
 
 import pytest
 
-from icefloe.conformance import adapter as A, conform, directed
-from icefloe.conformance.backends import Backends
-from icefloe.conformance.profiles import PROFILES, REST, Profile
-from icefloe.conformance.runs import replay
-from icefloe.conformance.stats import Stats
+from icefloe.conformance import adapter as A, conform
+from icefloe.conformance.coverage import directed
+from icefloe.conformance.suite.backends import Backends
+from icefloe.conformance.suite.profiles import PROFILES, REST, Profile
+from icefloe.conformance.suite.runs import replay
+from icefloe.conformance.suite.stats import Stats
 from icefloe.conformance.violation import Violation
 
 logging.getLogger("pyiceberg").setLevel(logging.ERROR)

@@ -10,8 +10,8 @@ import dataclasses
 import pyarrow as pa
 import pytest
 
-from icefloe.conformance.campaign import run_campaign
-from icefloe.conformance.campaign_judge import COMMITTED, UNKNOWN, judge
+from icefloe.conformance.campaign.run import run_campaign
+from icefloe.conformance.campaign.judge import COMMITTED, UNKNOWN, judge
 from icefloe.conformance.testing.unresolved import LOST_ACK, LOST_REQUEST, STALL, UnresolvedSwaps, blackout_for
 from icefloe.impl.catalog.base import TableIdentifier
 from icefloe.impl.catalog.s3 import S3Catalog

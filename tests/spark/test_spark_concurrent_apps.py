@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from icefloe.conformance.demo_pipeline import run_pipeline
+from icefloe.conformance.demo.pipeline import run_pipeline
 
 pytestmark = pytest.mark.xdist_group("spark")
 

@@ -6,7 +6,7 @@ import json
 
 import pyarrow as pa
 
-from icefloe.conformance.demo_pipeline import TABLE, create_demo_table, judge, options, row_id
+from icefloe.conformance.demo.pipeline import TABLE, create_demo_table, judge, options, row_id
 from icefloe.impl.spark.source import IcefloeDataSource
 
 ROWS = 20

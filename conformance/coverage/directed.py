@@ -1,0 +1,174 @@
+"""The directed phase of a run: every transition class of the model (conformance.coverage),
+each reached on the engine by a program derived from the model's state graph, run before
+any random search and with no seed involved.
+
+`plan(engine, profile)` searches each family's instance twice: with every operation and
+fault (the model's classes: the coverage totals) and as the engine can be driven (its
+capabilities, stepping or black-box). A class of the first set the engine cannot reach
+is reported with the reason. `run` executes the selected programs (each on a fresh
+table, ended as every program is: liveness, history checker, retained snapshots read)
+and records what each covered; the first violation is shrunk and returned.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance.coverage import families as C
+from icefloe.conformance.coverage import cache as graph_cache
+from icefloe.conformance.rest import coverage as rest_coverage
+from icefloe.conformance.coverage import transport as TC
+from icefloe.conformance.suite.profiles import MEMORY, REST_FAULTS, S3, Profile, bounds_for, model_bounds
+from icefloe.conformance.suite.runs import Failure, replay, shrink
+from icefloe.conformance.suite.stats import Stats
+from icefloe.conformance.suite.view import view_of
+from icefloe.conformance.violation import Violation
+
+
+@dataclass
+class FamilyPlan:
+    family: C.Family
+    total: frozenset                  # the model's classes at the family's bounds
+    reachable: frozenset              # those this engine can be driven to
+    programs: list                    # Programs that together reach every reachable class
+    why_not: dict = field(default_factory=dict)   # class -> why this engine cannot reach it
+    targets: dict = field(default_factory=dict)   # program -> the class it was made for
+    left: dict = field(default_factory=dict)      # class -> where the engine left its program
+
+    def missed(self, covered) -> frozenset:
+        return self.reachable - covered - set(self.left)
+
+
+@dataclass
+class Plan:
+    families: list
+
+    @property
+    def programs(self) -> list:
+        return [p for f in self.families for p in f.programs]
+
+    def coverage(self, tracker: C.Tracker) -> dict:
+        """verdict.json's coverage: per family, classes exercised on the engine / classes in
+        the model, and how many (and why) the engine cannot reach."""
+        out = {}
+        for f in self.families:
+            covered = tracker.covered[f.family.name] & f.total
+            entry = {"covered": len(covered), "total": len(f.total)}
+            why_not = {**f.why_not, **{c: why for c, why in f.left.items() if c not in covered}}
+            if why_not:
+                reasons: dict = {}
+                for why in why_not.values():
+                    reasons[why] = reasons.get(why, 0) + 1
+                entry["unreachable"] = len(why_not)
+                entry["why_unreachable"] = dict(sorted(reasons.items()))
+            missed = f.missed(covered)
+            if missed:
+                entry["missed"] = [list(c) for c in sorted(missed, key=repr)[:10]]
+            out[f.family.name] = entry
+        return out
+
+    def missed(self, tracker: C.Tracker) -> list:
+        """Reachable classes the run did not exercise (none, by construction, unless the
+        directed phase was cut short)."""
+        return [(f.family.name, c) for f in self.families
+                for c in sorted(f.missed(tracker.covered[f.family.name]), key=repr)]
+
+
+def _why(cls, caps: A.Capabilities) -> str:
+    words = set(x for x in cls if isinstance(x, str)) | {y for x in cls if isinstance(x, tuple) for y in x}
+    for op in A.COMMIT_OPERATIONS:
+        if op in words and op not in caps.operations:
+            return f"operation {op} not supported"
+    if caps.partitions < 2 and "other partition" in words:
+        return "one partition (capability partitions=1)"
+    if not caps.refs and any(w.endswith("@" + A.BRANCH) for w in words):
+        return "no commits to a branch (capability refs=False)"
+    injectable = caps.faults | (set(REST_FAULTS) if caps.rest else set())
+    for fault in A.FAULT_KINDS:
+        if fault in words and fault not in injectable:
+            return f"fault {fault} not injectable" + (" at a REST commit" if caps.rest else "")
+    if caps.rest and words & {A.ACK_LOST, A.SWAP_DELAYED}:
+        return "the engine ends an unknown commit Unknown without resolving it (its caller resolves, 9.6)"
+    if caps.mode == A.BLACK_BOX:
+        return "a black-box commit cannot be interleaved phase by phase"
+    return "not reachable with this engine's capabilities"
+
+
+def plan(engine, profile: Profile) -> Plan:
+    caps = engine.capabilities
+    black_box = view_of(caps)
+    full, mine = model_bounds(engine, profile), bounds_for(engine, profile)
+    families = []
+    for family in C.FAMILIES:
+        model = graph_cache.explore(family, family.bounds(full), False)
+        engine_view = graph_cache.explore(family, family.bounds(mine), black_box)
+        reachable = engine_view.classes & model.classes
+        programs = graph_cache.cover(engine_view, black_box) if reachable else []
+        why_not = {c: "operation orphans not supported" if isinstance(family, C.Orphans) and A.ORPHANS not in
+                   caps.operations else _why(c, caps) for c in model.classes - reachable}
+        targets = {p: c for c, p in engine_view.witnesses.items() if p in set(programs)}
+        families.append(FamilyPlan(family, model.classes, reachable, programs, why_not, targets))
+        if family.name == "faults":
+            families.append(_transport_plan(engine, caps, family, full, mine, model, engine_view))
+            if caps.rest:
+                families.append(_rest_plan(engine_view))
+    if profile.families:
+        families = [f for f in families if f.family.name in profile.families]
+    return Plan(families)
+
+
+def _transport_plan(engine, caps, family, full, mine, model_faults, engine_faults) -> FamilyPlan:
+    """The transport family: every transport fault at every phase it can hit, for the
+    layers the engine's capabilities and stores allow (directed programs built from the
+    faults family's, conformance.transport_coverage)."""
+    layers = []
+    if A.TRANSPORT_SQL in caps.transport and MEMORY in caps.stores:
+        layers.append("sql")
+    if A.TRANSPORT_S3 in caps.transport and S3 in caps.stores:
+        layers.append("s3")
+    total = frozenset(TC.transport_programs(model_faults, TC.transport_classes(full.kinds, ("sql", "s3"), full.faults)))
+    programs = TC.transport_programs(engine_faults, TC.transport_classes(mine.kinds, tuple(layers), mine.faults))
+    reachable = frozenset(programs) & total
+    why_not = {c: ("transport " + c[0] + " not faultable" if c[0] not in layers else _why(c, caps))
+               for c in total - reachable}
+    return FamilyPlan(C.Family(TC.TRANSPORT, TC.TRANSPORT_DESCRIPTION), total, reachable,
+                      [programs[c] for c in sorted(reachable, key=repr)], why_not)
+
+
+def _rest_plan(engine_faults) -> FamilyPlan:
+    """The rest family (conformance.rest_coverage): each commit fault kind and status at the
+    REST commit endpoint, for an engine whose swap is a REST commit."""
+    total = frozenset(rest_coverage.classes())
+    programs = rest_coverage.programs(engine_faults)
+    return FamilyPlan(rest_coverage.FAMILY, total, frozenset(programs) & total,
+                      [programs[c] for c in sorted(programs, key=repr)],
+                      {c: "no append reaches its commit here" for c in total - set(programs)},
+                      {p: c for c, p in programs.items()})
+
+
+def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, sink) -> Failure | None:
+    """Every directed program on the engine, in order; the first failure, shrunk."""
+    tracker = sink.coverage
+    pairs = [(f, p) for f in the_plan.families for p in f.programs]
+    ordered = sorted(pairs, key=lambda fp: fp[1].store is not None and fp[1].store != store)
+    for i, (family, program) in enumerate(ordered):
+        if sink.out_of_time():
+            sink.cut = f"{len(ordered) - i} of {len(ordered)} directed programs"
+            return None
+        watch = [tracker.watch(program.bounds)] if tracker is not None else []
+        where = program.store or store
+        stats.examples += 1
+        stats.backends[where] += 1
+        try:
+            lock = replay(engine, program.labels, bounds=program.bounds, store=where, seed=0, backends=backends,
+                          stats=stats, observers=watch, ctx_seed=0, catalog=program.catalog, lenient=True)
+            if lock.left is not None and program in family.targets:
+                family.left[family.targets[program]] = lock.left
+        except Violation as v:
+            sink.failures_seen += 1
+            failure = Failure(where, list(v.program or program.labels), v, 0, 0, program.bounds, "directed",
+                              program.catalog)
+            return shrink(engine, failure, backends)
+        if sink.on_example is not None:
+            sink.on_example(stats)
+    return None
