@@ -38,6 +38,7 @@ ENDPOINTS = (
     "POST /v1/{prefix}/tables/rename", "POST /v1/{prefix}/transactions/commit",
 )
 COMMIT_PATHS = ("transactions/commit",)
+MAX_REQUEST_BYTES_DEFAULT = 16 << 20  # a commit of thousands of columns or snapshots stays far below
 
 
 def _json(response: Response) -> HttpResponse:
@@ -57,8 +58,11 @@ class RestCatalogApp:
 
     def __init__(self, service: CatalogService, *, token: str | None = None,
                  idempotency_lifetime_s: int = 1800, client_config: dict | None = None,
-                 committer: type = Committer, idempotency: type = Idempotency):
+                 committer: type = Committer, idempotency: type = Idempotency,
+                 max_request_bytes: int = MAX_REQUEST_BYTES_DEFAULT):
+        assert max_request_bytes > 0, max_request_bytes
         self.service, self.token = service, token
+        self.max_request_bytes = max_request_bytes
         self.committer = committer(service)
         self.idempotency = idempotency(service, idempotency_lifetime_s)
         self.client_config = dict(client_config or {})
@@ -72,12 +76,30 @@ class RestCatalogApp:
         given = request.headers.get("authorization", "")
         return given.startswith("Bearer ") and hmac.compare_digest(given[7:].strip(), self.token)
 
+    async def _body(self, request: Request) -> bytes:
+        """The body, refused with 413 once past the limit: by its Content-Length before
+        anything is read, else (chunked) as soon as the bytes read pass it."""
+        limit = self.max_request_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None:
+            if not declared.isdigit():
+                raise E.bad_request("Malformed Content-Length")
+            if int(declared) > limit:
+                raise E.too_large(limit)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise E.too_large(limit)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     def endpoint(self, handler, mutation: bool = False, commit: bool = False):
         async def run(request: Request):
             if not self._authorized(request):
                 return _error(E.unauthorized())
             try:
-                body = await request.body()
+                body = await self._body(request)
                 key = request.headers.get("idempotency-key") if mutation else None
                 operation = f"{request.method} {request.url.path}"
 
@@ -205,7 +227,7 @@ def _as_create(draft, ident, location):
     if draft is None:
         return None
     import json
-    from icefloe.impl.serve.store import KeyRecord
+    from icefloe.impl.serve.records import KeyRecord
     return KeyRecord(draft.key, draft.operation, 200, json.dumps(
         {"kind": "load", "table": str(ident), "metadata-location": location}), draft.created_at_ms)
 

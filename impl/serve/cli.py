@@ -2,6 +2,7 @@
 
     icefloe [--catalog URI] [--warehouse DIR|s3://...] serve [--host 127.0.0.1] [--port 8181]
             [--token T] [--idempotency-lifetime-s 1800] [--client-config KEY=VALUE ...]
+            [--allowed-location ROOT ...] [--max-request-bytes N]
 
 `--catalog`/`--warehouse` may also follow `serve`. The catalog is any icefloe catalog
 (sqlite:///F by default, postgresql://..., s3://bucket/prefix); new tables go under the
@@ -29,10 +30,15 @@ def add_parser(sub) -> None:
                    help="how long an Idempotency-Key is honoured (advertised in /v1/config)")
     p.add_argument("--client-config", action="append", default=[], metavar="KEY=VALUE",
                    help="a property sent to clients as a /v1/config default (repeatable)")
+    p.add_argument("--allowed-location", action="append", default=[], metavar="ROOT",
+                   help="a root besides the warehouse where clients may put tables (repeatable); "
+                        "any other location is refused with 403")
+    p.add_argument("--max-request-bytes", type=int, default=16 << 20,
+                   help="largest request body accepted (413 beyond; default 16 MiB)")
     p.set_defaults(fn=run)
 
 
-def make_service(catalog_uri: str, warehouse: str):
+def make_service(catalog_uri: str, warehouse: str, allowed_locations: tuple[str, ...] = ()):
     """The catalog, its store and the CatalogService for a catalog URI and a warehouse."""
     from icefloe.impl.catalog.s3 import S3Catalog
     from icefloe.impl.catalog.sql import SqlCatalog
@@ -44,7 +50,7 @@ def make_service(catalog_uri: str, warehouse: str):
         catalog = S3Catalog(io.store_for(catalog_uri), catalog_uri)  # type: ignore[arg-type]
     else:
         catalog = SqlCatalog(catalog_uri)
-    return CatalogService(catalog, store_for(catalog), io, warehouse)
+    return CatalogService(catalog, store_for(catalog), io, warehouse, allowed_locations=tuple(allowed_locations))
 
 
 def _pairs(items) -> dict:
@@ -66,8 +72,11 @@ def run(args) -> int:
         return EXIT_USAGE
     if args.idempotency_lifetime_s < 1:
         raise ValueError("--idempotency-lifetime-s must be at least 1")
-    app = build_app(make_service(args.catalog, args.warehouse), token=args.token,
-                    idempotency_lifetime_s=args.idempotency_lifetime_s, client_config=_pairs(args.client_config))
+    if args.max_request_bytes < 1:
+        raise ValueError("--max-request-bytes must be at least 1")
+    app = build_app(make_service(args.catalog, args.warehouse, args.allowed_location), token=args.token,
+                    idempotency_lifetime_s=args.idempotency_lifetime_s, client_config=_pairs(args.client_config),
+                    max_request_bytes=args.max_request_bytes)
     print(f"icefloe serve: {args.catalog} on http://{args.host}:{args.port}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

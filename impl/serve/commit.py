@@ -33,7 +33,7 @@ from icefloe.impl.serve import errors as E
 from icefloe.impl.serve import requirements as R
 from icefloe.impl.serve import updates as U
 from icefloe.impl.serve.service import CatalogService, Response, identifier, table_location
-from icefloe.impl.serve.store import KeyRecord, TableChange
+from icefloe.impl.serve.records import KeyRecord, TableChange
 from icefloe.impl.table.env import metadata_version
 
 SERVER_ATTEMPTS_MAX = 8
@@ -90,6 +90,8 @@ class Committer:
             raise E.commit_failed(f"{ident} changed since the request was built: {e}") from None
         except (InvalidArgument, FormatError) as e:
             raise E.bad_request(f"Cannot apply the updates to {ident}: {e}") from None
+        if base is None:               # a staged create: where it lives is the client's, confined
+            s.check_new_location(new.location)
         if base is not None and new == U.apply_all(base, [], base_location, new.last_updated_ms):
             return Planned(ident, base_location, None, base)          # nothing to change
         version = 0 if base_location is None else (metadata_version(base_location) or 0) + 1

@@ -9,7 +9,8 @@ never sent for an unknown state.
 """
 from __future__ import annotations
 
-BAD_REQUEST, UNAUTHORIZED, NOT_FOUND, NOT_ACCEPTABLE, CONFLICT, UNPROCESSABLE = 400, 401, 404, 406, 409, 422
+BAD_REQUEST, UNAUTHORIZED, FORBIDDEN, NOT_FOUND, NOT_ACCEPTABLE, CONFLICT = 400, 401, 403, 404, 406, 409
+TOO_LARGE, UNPROCESSABLE = 413, 422
 INTERNAL, SERVICE_UNAVAILABLE = 500, 503
 
 
@@ -68,5 +69,15 @@ def unavailable(message: str) -> RestError:
     return RestError(SERVICE_UNAVAILABLE, "ServiceUnavailableException", message)
 
 
-def unauthorized() -> RestError:
-    return RestError(UNAUTHORIZED, "NotAuthorizedException", "Not authorized: a bearer token is required")
+def unauthorized(message: str = "Not authorized: a bearer token is required") -> RestError:
+    return RestError(UNAUTHORIZED, "NotAuthorizedException", message)
+
+
+def forbidden(message: str) -> RestError:
+    """403: the principal may not do this here (nothing of the resource is told)."""
+    return RestError(FORBIDDEN, "ForbiddenException", message)
+
+
+def too_large(limit: int) -> RestError:
+    return RestError(TOO_LARGE, "RequestTooLargeException", f"Request body larger than {limit} bytes "
+                     "(icefloe serve --max-request-bytes)")

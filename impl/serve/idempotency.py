@@ -22,7 +22,7 @@ from icefloe.impl.catalog.base import TableIdentifier
 from icefloe.impl.serve import errors as E
 from icefloe.impl.serve.commit import _Replay
 from icefloe.impl.serve.service import CatalogService, Response
-from icefloe.impl.serve.store import PENDING, KeyRecord
+from icefloe.impl.serve.records import PENDING, KeyRecord
 
 LIFETIME_S_DEFAULT = 30 * 60
 PURGE_EVERY_RECORDS = 256

@@ -26,13 +26,15 @@ from icefloe.impl.io.base import NotFound, StoreError
 from icefloe.impl.io.locations import scheme_of
 from icefloe.impl.outcomes import InvalidArgument, SwapRejected, SwapUnknown, Swapped
 from icefloe.impl.serve import errors as E
-from icefloe.impl.serve.store import Store, TableChange
+from icefloe.impl.serve.records import TableChange
+from icefloe.impl.serve.store import Store
 from icefloe.impl.table.commit import read_metadata
-from icefloe.impl.table.confinement import Confinement, catalog_tables, check_no_overlap
+from icefloe.impl.serve.confine import LocationPolicy, check_levels, check_namespace_length
+from icefloe.impl.table.confinement import TableLocationOverlap, catalog_tables, check_no_overlap, table_root_of
+from icefloe.impl.table.drop import PurgeRefused, drop_table, remove_empty_directories
 from icefloe.impl.table.env import Env, metadata_file_location
 
 NAMESPACE_SEPARATOR = "\x1f"
-PURGE_FILES_MAX = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -46,14 +48,30 @@ def namespace_of(text: str) -> tuple[str, ...]:
     levels = tuple(text.split(NAMESPACE_SEPARATOR))
     if not all(level.strip() for level in levels) or any(level in (".", "..") or "/" in level for level in levels):
         raise E.bad_request(f"Malformed namespace {text!r}")
+    check_levels(levels, "namespace")
+    check_namespace_length(levels)
     return levels
 
 
 def identifier(namespace: tuple[str, ...], name: str) -> TableIdentifier:
+    """The table identifier of a path or a body, by one rule wherever it comes from (a
+    commit, a rename, a transaction, a register): 400 for what the catalog cannot hold."""
     try:
-        return TableIdentifier(tuple(namespace), name)
+        ident = TableIdentifier(tuple(namespace), name)
     except InvalidIdentifier as e:
         raise E.bad_request(f"Malformed table identifier: {e}") from None
+    check_levels((*ident.namespace, ident.name), "table identifier")
+    check_namespace_length(ident.namespace)
+    return ident
+
+
+def warehouse_root(warehouse: str) -> str:
+    """The warehouse as a location: s3:// and memory:// as given, a local directory resolved."""
+    if warehouse.startswith(("s3://", "s3a://", "memory://")):
+        return warehouse.rstrip("/")
+    if "://" in warehouse and scheme_of(warehouse) != "file":
+        raise E.bad_request(f"warehouse {warehouse}: a local directory, memory:// or s3://bucket/prefix")
+    return "file://" + str(Path(warehouse.removeprefix("file://")).resolve())
 
 
 def table_location(warehouse: str, ident: TableIdentifier) -> str:
@@ -67,9 +85,14 @@ def table_location(warehouse: str, ident: TableIdentifier) -> str:
 
 
 class CatalogService:
-    def __init__(self, catalog, store: Store, io, warehouse: str, env: Env | None = None):
+    """`allowed_locations`: roots besides the warehouse where a client may put a table
+    (confine.py); nothing else is ever written, registered or purged."""
+
+    def __init__(self, catalog, store: Store, io, warehouse: str, env: Env | None = None,
+                 allowed_locations: tuple[str, ...] = ()):
         self.catalog, self.store, self.io, self.warehouse = catalog, store, io, warehouse
         self.env = env or Env()
+        self.locations = LocationPolicy(warehouse_root(warehouse), tuple(allowed_locations))
 
     # -- reading tables -----------------------------------------------------------------
 
@@ -172,19 +195,36 @@ class CatalogService:
             if order.fields and order.order_id == 0:
                 order = type(order)(1, order.fields)
             location = (request.location or table_location(self.warehouse, ident)).rstrip("/")
-            check_no_overlap(location, self._catalog_call(lambda: catalog_tables(self.catalog)))
+        except (FormatError, InvalidArgument) as e:
+            raise E.bad_request(f"Malformed CreateTableRequest: {e}") from None
+        self.check_new_location(location, ident)
+        try:
             return new_table_metadata(schema, location, self.env.uuid(), self.env.wall_ms(), spec, order,
                                       request.properties)
         except (FormatError, InvalidArgument) as e:
-            if type(e).__name__ == "TableLocationOverlap":
-                raise E.RestError(E.CONFLICT, "AlreadyExistsException", str(e)) from None
             raise E.bad_request(f"Malformed CreateTableRequest: {e}") from None
+
+    def check_new_location(self, location: str, ident: TableIdentifier | None = None) -> None:
+        """A new table's (or a registered one's) root: inside the warehouse or an allowed
+        root (403), and overlapping no other table's (409; create's rule, confinement.py;
+        `ident`'s own entry is not another table)."""
+        self.locations.check(location)
+        others = self._catalog_call(lambda: catalog_tables(self.catalog))
+        others = {k: v for k, v in others.items() if ident is None or str(k) != str(ident)}
+        try:
+            check_no_overlap(location, others)
+        except TableLocationOverlap as e:
+            raise E.RestError(E.CONFLICT, "AlreadyExistsException", str(e)) from None
+        except InvalidArgument as e:
+            raise E.bad_request(str(e)) from None
 
     def write_metadata(self, metadata: TableMetadata, version: int) -> str:
         location = metadata_file_location(metadata.location, version, self.env.uuid())
         try:
             self.io.put_if_absent(location, to_json(metadata))
         except StoreError as e:
+            if _name_too_long(e):
+                raise E.bad_request(f"Malformed table location: the store cannot hold {location}: {e}") from None
             raise E.unavailable(f"cannot write {location}: {e}") from None
         return location
 
@@ -209,6 +249,12 @@ class CatalogService:
     def register_table(self, namespace, request, key) -> Response:
         ident = identifier(namespace, request.name)
         self._require_namespace(namespace)
+        root = table_root_of(request.metadata_location)
+        if root is None:
+            raise E.bad_request(f"Cannot register {request.metadata_location}: not a metadata file in the "
+                                "metadata directory of its table (<location>/metadata/<file>)")
+        self.locations.check(root)
+        self.check_new_location(root, ident if request.overwrite else None)
         try:
             read_metadata(self.io, request.metadata_location)
         except (MetadataError, FormatError, StoreError) as e:
@@ -224,33 +270,37 @@ class CatalogService:
         return self.register_change(ident, request.metadata_location, key)
 
     def drop_table(self, ident: TableIdentifier, purge: bool) -> Response:
+        """Drop, and with `purge` delete what the table's metadata reaches inside its
+        location, by the CLI's own rule (impl/table/drop.py): never a listing of its root."""
         location = self.location_of(ident)
         if location is None:
             raise E.no_such_table(str(ident))
         try:
-            self.catalog.drop(ident)
+            drop_table(self.catalog, ident, self.io, purge=purge)
         except NoSuchTable:
             raise E.no_such_table(str(ident)) from None
+        except PurgeRefused as e:
+            raise E.bad_request(f"purge {ident}: {e}") from None
         except CatalogError as e:
             raise E.unavailable(f"drop {ident}: {e}") from None
-        if purge:
-            self._purge(location)
+        root = table_root_of(location) if purge else None
+        if root is not None:
+            remove_empty_directories(root)
         return Response(204)
-
-    def _purge(self, metadata_location: str) -> None:
-        """Delete every object under the dropped table's root, and nothing outside it."""
-        confinement = Confinement.for_metadata(metadata_location, self.io)
-        if confinement is None:
-            return
-        try:
-            for n, info in enumerate(self.io.list(confinement.root.rstrip("/") + "/")):
-                if n >= PURGE_FILES_MAX:
-                    break
-                if confinement.allows(info.location):
-                    self.delete_quietly(info.location)
-        except StoreError:
-            pass  # dropped either way; what is left is outside every table: orphan removal's
 
     def rename_table(self, source: TableIdentifier, destination: TableIdentifier) -> Response:
         self._catalog_call(lambda: self.store.rename(source, destination))
         return Response(204)
+
+
+def _name_too_long(e: Exception) -> bool:
+    """A store's failure that is the name's fault (ENAMETOOLONG), not the store's."""
+    import errno
+    cause = e
+    for _ in range(4):   # the chain a store error wraps (bounded)
+        if isinstance(cause, OSError) and cause.errno == errno.ENAMETOOLONG:
+            return True
+        cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            return False
+    return False

@@ -17,7 +17,7 @@ from icefloe.impl.catalog.base import NamespaceAlreadyExists, TableIdentifier
 from icefloe.impl.catalog.sql import NAMESPACE_MINIMAL_PROPERTIES, TABLE_TYPE, SqlCatalog, _escape_like
 from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown
 from icefloe.impl.serve.errors import RestError, no_such_namespace, namespace_not_empty, no_such_table, table_exists
-from icefloe.impl.serve.store import KeyRecord, TableChange, children
+from icefloe.impl.serve.records import KeyRecord, TableChange, children
 
 KEYS_DDL = """CREATE TABLE IF NOT EXISTS icefloe_rest_idempotency (
     catalog_name VARCHAR(255) NOT NULL,

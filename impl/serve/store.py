@@ -13,34 +13,14 @@ None creates the table.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Protocol
 
 from icefloe.impl.catalog.base import NamespaceAlreadyExists, NoSuchTable, TableAlreadyExists, TableIdentifier
 from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown
 from icefloe.impl.serve.errors import RestError, no_such_namespace, unsupported
+from icefloe.impl.serve.records import PENDING, KeyRecord, TableChange, children
 
 KEYS_REMEMBERED_MAX = 100_000  # PointerStore's keys in memory (oldest forgotten first)
-PENDING = -1  # KeyRecord.status of a PointerStore commit whose swap had an unknown outcome
-
-
-@dataclass(frozen=True)
-class TableChange:
-    identifier: TableIdentifier
-    expected: str | None        # None: create the table
-    new: str
-
-
-@dataclass(frozen=True)
-class KeyRecord:
-    """A finalized response, stored under its Idempotency-Key: the operation it answered
-    (method and path), its status, and its body as JSON text (for a commit or a create: the
-    metadata locations, re-read on replay)."""
-    key: str
-    operation: str
-    status: int
-    response: str
-    created_at_ms: int
 
 
 class Store(Protocol):
@@ -56,13 +36,6 @@ class Store(Protocol):
     def lookup_key(self, key: str) -> KeyRecord | None: ...
     def record_key(self, key: KeyRecord) -> None: ...
     def purge_keys(self, older_than_ms: int) -> int: ...
-
-
-def children(namespaces, parent: tuple[str, ...] | None) -> list[tuple[str, ...]]:
-    """The namespaces one level below `parent` (top level for None), as REST lists them."""
-    depth = len(parent or ())
-    out = {ns[:depth + 1] for ns in namespaces if len(ns) > depth and ns[:depth] == tuple(parent or ())}
-    return sorted(out)
 
 
 class PointerStore:

@@ -81,13 +81,18 @@ def test_namespaces_and_tables(rest_catalog):
 
 def test_create_transaction_and_register(rest_catalog, catalog_uri):
     """Goal: a staged create (assert-create) lands whole, and register adopts a metadata file;
-    method: pyiceberg's create_table_transaction and register_table, icefloe reads both."""
+    method: pyiceberg's create_table_transaction and register_table (refused while the table
+    lives, bug12; allowed once it is dropped without purge), icefloe reads both."""
+    from pyiceberg.exceptions import TableAlreadyExistsError
     rest_catalog.create_namespace("db")
     with rest_catalog.create_table_transaction("db.tx", schema=ROWS, properties={"p": "1"}) as tx:
         tx.append(_rows([5, 6]))
     t = rest_catalog.load_table("db.tx")
     assert sorted(t.scan().to_arrow().column("id").to_pylist()) == [5, 6]
     assert t.metadata.properties["p"] == "1" and t.metadata.current_schema_id == 0
+    with pytest.raises(TableAlreadyExistsError):       # a second name for a live table (bug12)
+        rest_catalog.register_table("db.twin", t.metadata_location)
+    rest_catalog.drop_table("db.tx")                  # files kept: the metadata may be adopted
     registered = rest_catalog.register_table("db.copy", t.metadata_location)
     assert registered.metadata_location == t.metadata_location
     ids, _ = _icefloe_rows(catalog_uri, "db.copy")
