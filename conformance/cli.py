@@ -1,14 +1,17 @@
-"""The `icefloe` console script.
+"""The suite's commands on the `icefloe` command line: conform, conform-rest, demo-pipeline.
 
-`icefloe.impl` must import neither the model nor the conformance harness, so the
-commands that need them live here and are imported only when asked for:
+The command line starts in `icefloe.impl.cli` (the console script), which knows nothing of
+this package: it finds these commands through the entry point `conform` of the group
+`icefloe.commands` (pyproject.toml), which names `register` below. This module imports
+nothing of the suite at its top, so `icefloe --help` stays a help text; each command's
+module is imported when that command runs:
 
     icefloe conform ...          the conformance suite (icefloe.conformance.conform)
+    icefloe conform --rest-uri   a REST catalog's commit endpoint (icefloe.conformance.rest.conform)
     icefloe demo-pipeline ...    the Spark example pipeline, judged by the checker
                                  (icefloe.conformance.demo.pipeline)
 
-Every other subcommand (create, append, scan, history, rollback, compact, expire) is
-the implementation's own CLI, `icefloe.impl.cli`.
+`python -m icefloe.conformance.cli ARGS` is `icefloe ARGS`.
 """
 from __future__ import annotations
 
@@ -34,22 +37,27 @@ def missing_packages(packages) -> list:
     return [p for p in packages if importlib.util.find_spec(p) is None]
 
 
+def register(sub) -> None:
+    """Add the suite's commands to the `icefloe` parser; each parses its own arguments."""
+    for name, (_, text, _, _) in COMMANDS.items():
+        p = sub.add_parser(name, help=text, add_help=False)
+        p.set_defaults(fn=lambda args, name=name: run(name, args.argv), own_arguments=True)
+
+
+def run(name: str, argv: list) -> int:
+    """Run command `name` with its own arguments, or name the extra its packages need."""
+    if name == "conform" and any(a == "--rest-uri" or a.startswith("--rest-uri=") for a in argv):
+        name = "conform-rest"                   # a catalog author's mode (docs/rest.md)
+    module_name, _, needs, extra = COMMANDS[name]
+    missing = missing_packages(needs)
+    if missing:
+        print(f"icefloe {name}: needs {', '.join(missing)}: pip install 'icefloe[{extra}]'", file=sys.stderr)
+        return EXIT_USAGE
+    return importlib.import_module(module_name).main(list(argv))
+
+
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
     from icefloe.impl import cli
-    if not argv or argv[0] in ("-h", "--help"):
-        parser = cli.build_parser({name: text for name, (_, text, _, _) in COMMANDS.items()})
-        (parser.print_help if argv else parser.print_usage)()
-        return 0 if argv else EXIT_USAGE
-    if argv[0] == "conform" and any(a == "--rest-uri" or a.startswith("--rest-uri=") for a in argv):
-        argv = ["conform-rest", *argv[1:]]      # a catalog author's mode (docs/rest.md)
-    if argv[0] in COMMANDS:
-        module_name, _, needs, extra = COMMANDS[argv[0]]
-        missing = missing_packages(needs)
-        if missing:
-            print(f"icefloe {argv[0]}: needs {', '.join(missing)}: pip install 'icefloe[{extra}]'", file=sys.stderr)
-            return EXIT_USAGE
-        return importlib.import_module(module_name).main(argv[1:])
     return cli.main(argv)
 
 

@@ -10,10 +10,21 @@ environment (`ICEFLOE_S3_ENDPOINT` or `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, .
 docs/s3.md). Bad input gets one line on stderr and exit 2; a commit that did not commit
 exits 1; a bug of ours exits 3 with one line, never a traceback.
 
-Commands live in modules by group; each has `register(sub)` (or `add_parser(sub)`), which
-adds its subcommands (with `set_defaults(fn=...)`). Another package adds its own group by naming its module
-in COMMAND_GROUPS (e.g. the REST server's `serve`); the module is imported when the
-parser is built, so it should import its heavy dependencies inside its command.
+This package is the front door: the console script `icefloe` is `icefloe.impl.cli:main`.
+The table commands live in modules by group, each with `register(sub)`, which adds its
+subcommands (with `set_defaults(fn=...)`). Other packages register their own commands:
+ELSEWHERE names, as text, a `register(sub)` in a small module of each
+(`icefloe.impl.serve.cli` for serve, `icefloe.conformance.cli` for conform and
+demo-pipeline), imported only to build the parser; so impl imports nothing of the suite
+for the table commands. (A table in code rather than an entry-point group: installed
+metadata can be stale, e.g. an old icefloe.egg-info in the working directory, and a
+command must not vanish with it.) A command that parses its own arguments sets
+`own_arguments=True` and receives them as `args.argv`.
+
+Every module imported to build the parser imports neither pyarrow, boto3 nor
+hypothesis: `icefloe --help` and `icefloe COMMAND --help` are a help text, not a load of
+the table layer (tests/impl/cli/test_cli_imports.py); a command imports what it needs
+when it runs.
 """
 from __future__ import annotations
 
@@ -29,14 +40,18 @@ from icefloe.impl.cli.common import (  # noqa: F401 - the CLI's public names
 )
 from icefloe.impl.outcomes import IcefloeError
 
-# The registration point: modules with `register(sub)`, in the order `icefloe --help` lists them.
+# The table commands: modules with `register(sub)`, in the order `icefloe --help` lists them.
 COMMAND_GROUPS = [
     "icefloe.impl.cli.tables",        # create list describe append delete overwrite drop namespace
     "icefloe.impl.cli.reading",       # scan history
     "icefloe.impl.cli.schema",        # schema add-column|rename-column|drop-column|widen
     "icefloe.impl.cli.refs",          # branch tag rollback set-current cherry-pick
     "icefloe.impl.cli.maintenance",   # compact expire remove-orphans
-    "icefloe.impl.serve.cli",          # serve (issue 13; its module's add_parser)
+]
+# Commands of other packages: "module:function" of a register(sub) in a module with no heavy imports.
+ELSEWHERE = [
+    "icefloe.impl.serve.cli:add_parser",      # serve (the REST catalog server, impl/serve)
+    "icefloe.conformance.cli:register",       # conform, conform-rest, demo-pipeline (the suite)
 ]
 
 _EPILOG = """\
@@ -57,10 +72,26 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def _registered_elsewhere() -> list:
+    """The register(sub) of each ELSEWHERE entry; a package that is not there (a wheel
+    without the suite) adds no command."""
+    found = []
+    for value in ELSEWHERE:
+        module_name, _, function = value.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as e:
+            if e.name and module_name.startswith(e.name):
+                continue                      # that package is not installed: no such commands
+            raise
+        found.append(getattr(module, function))
+    return found
+
+
 def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentParser:
-    """The parser of every table command. `elsewhere` (name -> one-line description) names
-    commands the console script runs from other packages (the conformance suite), so that
-    `icefloe --help` lists every command although impl imports none of them."""
+    """The parser of every command: the table commands (COMMAND_GROUPS) and those other
+    packages register (ELSEWHERE). `elsewhere` (name -> one-line description)
+    lists more commands by name only (a caller that runs them itself)."""
     ap = _Parser(prog="icefloe", description="Iceberg v2 tables with a verified commit protocol",
                                  epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--catalog", default="sqlite:///./icefloe.db",
@@ -68,11 +99,13 @@ def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentPa
     ap.add_argument("--warehouse", default="./warehouse",
                     help="where new tables live: a directory or s3://bucket/prefix (default ./warehouse)")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, text in (elsewhere or {}).items():
-        sub.add_parser(name, help=text, add_help=False)
     for name in COMMAND_GROUPS:
-        module = importlib.import_module(name)
-        (getattr(module, "register", None) or module.add_parser)(sub)
+        importlib.import_module(name).register(sub)
+    for register in _registered_elsewhere():
+        register(sub)
+    for name, text in (elsewhere or {}).items():
+        if name not in sub.choices:
+            sub.add_parser(name, help=text, add_help=False)
     return ap
 
 
@@ -94,7 +127,11 @@ def _quiet_broken_pipe() -> int:
 def main(argv=None) -> int:
     ap = build_parser()
     try:
-        args = ap.parse_args(argv)
+        args, rest = ap.parse_known_args(sys.argv[1:] if argv is None else argv)
+        if getattr(args, "own_arguments", False):
+            args.argv = rest               # the command parses them itself (conform, demo-pipeline)
+        elif rest:
+            ap.error(f"unrecognized arguments: {' '.join(rest)}")
     except SystemExit as e:            # --help (0) or a usage error (2, one line printed)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     try:

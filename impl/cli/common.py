@@ -3,6 +3,9 @@ files, time arguments, and the one-line report of a commit's outcome.
 
 Exit codes: 0 done (committed, or nothing to do), 1 a commit that did not commit
 (Conflict or Unknown, named), 2 bad input (one line on stderr), 3 a bug of ours.
+
+This module is imported to build the parser (`icefloe --help`), so it imports neither
+pyarrow nor the table layer at its top: the functions that need them import them.
 """
 from __future__ import annotations
 
@@ -14,22 +17,16 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
-
 from icefloe.impl.catalog.base import TableIdentifier
-from icefloe.impl.catalog.s3 import S3Catalog
-from icefloe.impl.catalog.sql import SqlCatalog
-from icefloe.impl.format.metadata import from_json
 from icefloe.impl.io.locations import canonical_location, scheme_of
-from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.outcomes import STORE, Committed
-from icefloe.impl.table.append_schema import SchemaMismatch, conform_rows
-from icefloe.impl.table.table import Table
 
 EXIT_OK, EXIT_NOT_COMMITTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 S3_SCHEMES = ("s3://", "s3a://")
+# Values the help texts show, kept here so that building the parser imports no table
+# module (tests/impl/cli/test_cli_help.py checks each equals its source's).
+MAIN_BRANCH = "main"                                   # icefloe.impl.format.metadata.MAIN_BRANCH
+OUTPUT_FORMATS = ("table", "csv", "json", "jsonl")     # icefloe.impl.cli.output.FORMATS
 
 
 class UsageError(Exception):
@@ -144,7 +141,11 @@ def human_ms(ms: int) -> str:
 
 # -- catalogs, tables, files ---------------------------------------------------------------
 
-def catalog(args) -> SqlCatalog | S3Catalog:
+def catalog(args):
+    """The catalog --catalog names: SqlCatalog or S3Catalog."""
+    from icefloe.impl.catalog.s3 import S3Catalog
+    from icefloe.impl.catalog.sql import SqlCatalog
+    from icefloe.impl.io.router import StoreRouter
     if args.catalog.startswith(S3_SCHEMES):
         io = StoreRouter()
         return S3Catalog(io.store_for(args.catalog), args.catalog)  # type: ignore[arg-type]
@@ -156,8 +157,10 @@ def identifier(text: str) -> TableIdentifier:
     return TableIdentifier.parse(text)
 
 
-def open_table(args, name: str | None = None) -> Table:
-    return Table(catalog(args), TableIdentifier.parse(name or args.table), StoreRouter())
+def open_table(args, name: str | None = None):
+    from icefloe.impl.io.router import StoreRouter
+    from icefloe.impl.table.table import Table
+    return Table(catalog(args), identifier(name or args.table), StoreRouter())
 
 
 def is_metadata_path(text: str) -> bool:
@@ -171,6 +174,8 @@ def read_only(text: str):
         location = text
     else:
         location = canonical_location(text if text.startswith("file:") else "file://" + str(Path(text).resolve()))
+    from icefloe.impl.format.metadata import from_json
+    from icefloe.impl.io.router import StoreRouter
     store = StoreRouter()
     return store, from_json(store.get(location), location)
 
@@ -191,27 +196,6 @@ def table_location(warehouse: str, ident: TableIdentifier) -> str:
     # A plain file:// location, not a percent-encoded URI: a warehouse "./my wh" is the
     # directory "my wh", as every reader of the metadata will take it.
     return "file://" + str(Path(warehouse.removeprefix("file://")).resolve().joinpath(*ident.namespace, ident.name))
-
-
-def read_rows(path: str) -> pa.Table:
-    if not os.path.exists(path):
-        raise UsageError(f"{path}: no such file")
-    try:
-        if path.endswith(".csv"):
-            return pa_csv.read_csv(path)
-        return pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as e:
-        raise UsageError(f"{path}: not a readable {'CSV' if path.endswith('.csv') else 'Parquet'} file: {e}") from None
-
-
-def rows_for(table: Table, path: str, widen: bool = False) -> pa.Table:
-    """The rows of a file, checked against the table's schema (nothing is written if they
-    do not fit: append_schema.py)."""
-    rows = read_rows(path)
-    try:
-        return conform_rows(rows, table.metadata.schema(), widen=widen)
-    except SchemaMismatch as e:
-        raise UsageError(f"{path}: {e}") from None
 
 
 # -- outcomes ------------------------------------------------------------------------------

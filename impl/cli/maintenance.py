@@ -10,10 +10,13 @@ from collections import Counter
 from icefloe.impl.cli.common import (
     EXIT_OK, TIME_HELP, add_command, human_ms, iso_ms, open_table, positive_int, report, time_ms,
 )
-from icefloe.impl.table import maintenance as M, operations as ops
-
 
 KEPT_LINES_MAX = 20   # newest first; the rest are counted by rule
+# The defaults the help shows, as the table layer defines them (icefloe.impl.table.operations
+# and .maintenance; test_cli_help checks they agree), so that --help imports no table module.
+MAX_SNAPSHOT_AGE_MS_DEFAULT = 5 * 86_400_000
+MIN_SNAPSHOTS_TO_KEEP_DEFAULT = 1
+ORPHAN_AGE_MS_DEFAULT = 3 * 86_400_000
 
 
 def _cleanup_report(cleanup, what: str) -> None:
@@ -28,6 +31,7 @@ def cmd_compact(args) -> int:
 
 
 def cmd_expire(args) -> int:
+    from icefloe.impl.table import operations as ops
     table = open_table(args)
     before = {s.snapshot_id: s for s in table.metadata.snapshots}
     operation = ops.ExpireSnapshots(args.older_than, args.retain_last)
@@ -69,7 +73,7 @@ def cmd_remove_orphans(args) -> int:
 
 
 def register(sub) -> None:
-    age = human_ms(ops.MAX_SNAPSHOT_AGE_MS_DEFAULT)
+    age = human_ms(MAX_SNAPSHOT_AGE_MS_DEFAULT)
     p = add_command(sub, "compact", "rewrite small data files into one per partition", """
         Rewrite the live data files of each partition that has two or more into one file
         (operation replace). Rows are unchanged; concurrent deletes of those files make
@@ -85,33 +89,33 @@ def register(sub) -> None:
           retain-last  it is one of the last N snapshots of a branch
                        (N: --retain-last, else the branch's min-snapshots-to-keep, else the
                        table property history.expire.min-snapshots-to-keep, default
-                       {ops.MIN_SNAPSHOTS_TO_KEEP_DEFAULT})
+                       {MIN_SNAPSHOTS_TO_KEEP_DEFAULT})
           age          it is not older than --older-than; without --older-than, younger than
                        the branch's max-snapshot-age, else the table property
                        history.expire.max-snapshot-age-ms (default {age})
         So `--retain-last 5` alone expires nothing younger than {age}: add --older-than
         (e.g. --older-than now) to expire by count. Each kept snapshot is printed with
         the rule that kept it.""", """
-        icefloe expire db.events                                  # older than {age}, keep the last {ops.MIN_SNAPSHOTS_TO_KEEP_DEFAULT}
+        icefloe expire db.events                                  # older than {age}, keep the last {MIN_SNAPSHOTS_TO_KEEP_DEFAULT}
         icefloe expire db.events --older-than now --retain-last 5  # keep exactly the last 5 (and refs)
-        icefloe expire db.events --older-than 2024-06-01T00:00:00Z""".format(age=age, ops=ops))
+        icefloe expire db.events --older-than 2024-06-01T00:00:00Z""".format(age=age, MIN_SNAPSHOTS_TO_KEEP_DEFAULT=MIN_SNAPSHOTS_TO_KEEP_DEFAULT))
     p.add_argument("table", help="namespace.table")
     p.add_argument("--older-than", type=time_ms, metavar="TIME",
                    help=f"expire snapshots older than TIME: {TIME_HELP} (default: {age} ago)")
     p.add_argument("--retain-last", type=positive_int, metavar="N",
-                   help=f"keep at least the last N snapshots of each branch (default {ops.MIN_SNAPSHOTS_TO_KEEP_DEFAULT})")
+                   help=f"keep at least the last N snapshots of each branch (default {MIN_SNAPSHOTS_TO_KEEP_DEFAULT})")
     p.set_defaults(fn=cmd_expire)
 
     p = add_command(sub, "remove-orphans", "delete files no snapshot reaches (and dead writers' temporary files)", f"""
         List the table's location and delete the data files, manifests and manifest lists
         no retained snapshot reaches, last modified before --older-than (default
-        {human_ms(M.ORPHAN_AGE_MS_DEFAULT)} ago: a younger file may belong to a commit in flight).
+        {human_ms(ORPHAN_AGE_MS_DEFAULT)} ago: a younger file may belong to a commit in flight).
         Metadata files are never deleted here. --dry-run lists what would go.""", """
         icefloe remove-orphans db.events --dry-run
         icefloe remove-orphans db.events""")
     p.add_argument("table", help="namespace.table")
     p.add_argument("--older-than", type=time_ms, metavar="TIME",
                    help=f"only files last modified before TIME: {TIME_HELP} "
-                        f"(default: {human_ms(M.ORPHAN_AGE_MS_DEFAULT)} ago)")
+                        f"(default: {human_ms(ORPHAN_AGE_MS_DEFAULT)} ago)")
     p.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
     p.set_defaults(fn=cmd_remove_orphans)

@@ -20,7 +20,7 @@ from typing import Iterable
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 
-FORMATS = ("table", "csv", "json", "jsonl")
+from icefloe.impl.cli.common import OUTPUT_FORMATS as FORMATS  # noqa: F401 - one list, also for --help
 
 
 def _json_value(value):

@@ -11,21 +11,16 @@ import argparse
 import json
 import sys
 
-import pyarrow as pa
-
-from icefloe.impl.cli import output
 from icefloe.impl.cli.common import (
-    EXIT_OK, FILTER_GRAMMAR, TIME_HELP, UsageError, add_command, iso_ms, positive_int, table_or_file, time_ms,
+    EXIT_OK, FILTER_GRAMMAR, OUTPUT_FORMATS, TIME_HELP, UsageError, add_command, iso_ms, positive_int, table_or_file,
+    time_ms,
 )
-from icefloe.impl.format.expression_parser import parse as parse_filter
-from icefloe.impl.format.types import schema_to_arrow
-from icefloe.impl.table import scan as S
-
 
 PYTHON_BATCH_ROWS = 8192
 
 
 def _snapshot(metadata, args):
+    """The snapshot --snapshot-id, --ref or --as-of names, else the current one."""
     if args.snapshot_id is not None:
         snap = metadata.snapshot_by_id(args.snapshot_id)
         if snap is None:
@@ -45,6 +40,12 @@ def _snapshot(metadata, args):
 
 
 def cmd_scan(args) -> int:
+    import pyarrow as pa
+
+    from icefloe.impl.cli import output
+    from icefloe.impl.format.expression_parser import parse as parse_filter
+    from icefloe.impl.format.types import schema_to_arrow
+    from icefloe.impl.table import scan as S
     store, metadata = table_or_file(args)
     row_filter = parse_filter(args.filter) if args.filter else None
     snapshot = _snapshot(metadata, args)
@@ -169,7 +170,7 @@ def register(sub) -> None:
     p.add_argument("--filter", help="a row filter (grammar below)")
     p.add_argument("--columns", help="comma-separated top-level columns to print (default: all)")
     p.add_argument("--limit", type=positive_int, help="print at most this many rows")
-    p.add_argument("--format", choices=output.FORMATS, default="table",
+    p.add_argument("--format", choices=OUTPUT_FORMATS, default="table",
                    help="table (aligned, for people), csv, json (one array) or jsonl (a row per line); default table")
     p.add_argument("--batch-rows", type=positive_int, help=argparse.SUPPRESS)
     p.set_defaults(fn=cmd_scan, read_only=True)

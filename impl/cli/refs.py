@@ -4,10 +4,9 @@ Each is one commit that writes a metadata file only (no snapshot), except a
 cherry-pick that is not a fast-forward."""
 from __future__ import annotations
 
-from icefloe.impl.cli.common import UsageError, add_command, duration_ms, open_table, positive_int, report
-from icefloe.impl.format.metadata import MAIN_BRANCH
-from icefloe.impl.table import refs as R
-from icefloe.impl.table.operations import SetRef
+from icefloe.impl.cli.common import (
+    MAIN_BRANCH, UsageError, add_command, duration_ms, open_table, positive_int, report,
+)
 
 
 def _run(table, operation):
@@ -28,6 +27,7 @@ def _target(table, snapshot_id: int | None) -> int:
 
 
 def cmd_branch(args) -> int:
+    from icefloe.impl.table import refs as R
     table = open_table(args)
     if args.action == "create":
         target = _target(table, args.snapshot_id)
@@ -40,6 +40,7 @@ def cmd_branch(args) -> int:
 
 
 def cmd_tag(args) -> int:
+    from icefloe.impl.table import refs as R
     table = open_table(args)
     if args.action == "create":
         target = _target(table, args.snapshot_id)
@@ -67,6 +68,7 @@ def cmd_set_current(args) -> int:
 
 
 def cmd_cherry_pick(args) -> int:
+    from icefloe.impl.table import refs as R
     table = open_table(args)
     m = table.metadata
     _target(table, args.snapshot_id)
@@ -74,6 +76,7 @@ def cmd_cherry_pick(args) -> int:
     if ref is None or ref.type != "branch":
         raise UsageError(f"no branch {args.branch!r}")
     if R.fast_forward_target(m, args.snapshot_id, args.branch):
+        from icefloe.impl.table.operations import SetRef
         op = SetRef(args.branch, args.snapshot_id, "branch")
         return report(_run(table, op), f"{args.branch} fast-forwarded to snapshot {args.snapshot_id}")
     return report(_run(table, R.CherryPick(args.snapshot_id, args.branch)),

@@ -4,10 +4,9 @@ field id by every reader (pyiceberg, Iceberg-Java, icefloe)."""
 from __future__ import annotations
 
 from icefloe.impl.cli.common import add_command, open_table, report
-from icefloe.impl.table import schema_evolution as SE
 
 
-def _commit(args, change: SE.SchemaChange) -> int:
+def _commit(args, change) -> int:
     table = open_table(args)
     commit = table.begin(change)
     commit.run()
@@ -17,6 +16,7 @@ def _commit(args, change: SE.SchemaChange) -> int:
 
 
 def cmd_schema(args) -> int:
+    from icefloe.impl.table import schema_evolution as SE
     if args.action == "add-column":
         return _commit(args, SE.add_column_change(args.column, args.type, args.doc))
     if args.action == "rename-column":

@@ -6,25 +6,22 @@ from __future__ import annotations
 import json
 import sys
 
-from icefloe.impl.catalog.base import TableIdentifier
 from icefloe.impl.cli.common import (
-    EXIT_OK, FILTER_GRAMMAR, PARTITION_GRAMMAR, UsageError, add_command, catalog, is_metadata_path, iso_ms, open_table,
-    read_only, read_rows, report, rows_for, table_location,
+    EXIT_OK, FILTER_GRAMMAR, MAIN_BRANCH, PARTITION_GRAMMAR, UsageError, add_command, catalog, identifier,
+    is_metadata_path, iso_ms, open_table, read_only, report, table_location,
 )
-from icefloe.impl.format.expression_parser import parse as parse_filter
-from icefloe.impl.format.metadata import MAIN_BRANCH
-from icefloe.impl.format.transforms import parse_partition_spec
-from icefloe.impl.format.types import schema_from_arrow
-from icefloe.impl.io.router import StoreRouter
-from icefloe.impl.table.drop import drop_table, remove_empty_directories
-from icefloe.impl.table.table import create_table
 
 
 def cmd_create(args) -> int:
+    from icefloe.impl.cli.files import read_rows
+    from icefloe.impl.format.transforms import parse_partition_spec
+    from icefloe.impl.format.types import schema_from_arrow
+    from icefloe.impl.io.router import StoreRouter
+    from icefloe.impl.table.table import create_table
+    ident = identifier(args.table)
     rows = read_rows(args.schema_from)
     schema = schema_from_arrow(rows.schema)
     spec = parse_partition_spec(args.partition_by, schema) if args.partition_by else None
-    ident = TableIdentifier.parse(args.table)
     location = args.location or table_location(args.warehouse, ident)
     properties = dict(_property(p) for p in args.property or ())
     create_table(catalog(args), ident, schema, spec, location=location, properties=properties, io=StoreRouter())
@@ -40,10 +37,16 @@ def _property(text: str) -> tuple[str, str]:
 
 
 def cmd_append(args) -> int:
+    from icefloe.impl.cli.files import rows_for
+    from icefloe.impl.table.append_schema import SchemaMismatch
     table = open_table(args)
     _check_branch(table, args.branch)
-    rows = rows_for(table, args.file, widen=args.cast)
-    return report(table.append(rows, branch=args.branch, widen=args.cast), _on(args.branch))
+    rows = rows_for(table, args.file)
+    try:                      # the table conforms the rows to its schema (once: issue 28 item 6)
+        outcome = table.append(rows, branch=args.branch, widen=args.cast)
+    except SchemaMismatch as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    return report(outcome, _on(args.branch))
 
 
 def _on(branch: str) -> str:
@@ -59,6 +62,7 @@ def _check_branch(table, branch: str) -> None:
 
 
 def cmd_delete(args) -> int:
+    from icefloe.impl.format.expression_parser import parse as parse_filter
     table = open_table(args)
     _check_branch(table, args.branch)
     row_filter = parse_filter(args.filter)
@@ -66,11 +70,18 @@ def cmd_delete(args) -> int:
 
 
 def cmd_overwrite(args) -> int:
+    from icefloe.impl.cli.files import rows_for
+    from icefloe.impl.format.expression_parser import parse as parse_filter
+    from icefloe.impl.table.append_schema import SchemaMismatch
     table = open_table(args)
     _check_branch(table, args.branch)
-    rows = rows_for(table, args.file)
     row_filter = parse_filter(args.filter) if args.filter else "true"
-    return report(table.overwrite(rows, row_filter, branch=args.branch), _on(args.branch))
+    rows = rows_for(table, args.file)
+    try:
+        outcome = table.overwrite(rows, row_filter, branch=args.branch)
+    except SchemaMismatch as e:
+        raise UsageError(f"{args.file}: {e}") from None
+    return report(outcome, _on(args.branch))
 
 
 def cmd_list(args) -> int:
@@ -183,7 +194,9 @@ def cmd_describe(args) -> int:
 
 
 def cmd_drop(args) -> int:
-    ident = TableIdentifier.parse(args.table)
+    from icefloe.impl.io.router import StoreRouter
+    from icefloe.impl.table.drop import drop_table, remove_empty_directories
+    ident = identifier(args.table)
     io = StoreRouter()
     cat = catalog(args)
     root = None

@@ -17,8 +17,8 @@ def test_every_subcommand_has_a_description_and_an_example():
     parser has a description of at least a sentence and an `examples:` epilog whose
     lines start with `icefloe X` (or a tool reading its output)."""
     for name, parser in _subcommands().items():
-        if name == "serve":
-            continue                   # the REST server's command (impl/serve/cli.py, issue 13)
+        if name in ("serve", "conform", "conform-rest", "demo-pipeline"):
+            continue                   # other packages' commands (their own help: test_cli_imports.py)
         assert parser.description and len(parser.description) > 40, name
         assert parser.epilog and parser.epilog.startswith("examples:"), name
         examples = [line.strip() for line in parser.epilog.splitlines()[1:] if line.strip()]
@@ -51,3 +51,16 @@ def test_usage_errors_are_one_line(capsys):
         assert cli.main(argv) == 2, argv
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "--help" in err, (argv, err)
+
+
+def test_help_constants_are_the_table_layers():
+    """Goal: the defaults --help shows (kept in the CLI so that help imports no table module)
+    are the ones the table layer applies. Method: compare each with its source."""
+    from icefloe.impl.cli import common, maintenance, output
+    from icefloe.impl.format.metadata import MAIN_BRANCH
+    from icefloe.impl.table import maintenance as M, operations as ops
+    assert common.MAIN_BRANCH == MAIN_BRANCH
+    assert output.FORMATS == common.OUTPUT_FORMATS
+    assert maintenance.MAX_SNAPSHOT_AGE_MS_DEFAULT == ops.MAX_SNAPSHOT_AGE_MS_DEFAULT
+    assert maintenance.MIN_SNAPSHOTS_TO_KEEP_DEFAULT == ops.MIN_SNAPSHOTS_TO_KEEP_DEFAULT
+    assert maintenance.ORPHAN_AGE_MS_DEFAULT == M.ORPHAN_AGE_MS_DEFAULT
