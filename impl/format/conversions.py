@@ -19,7 +19,7 @@ from typing import Any
 from icefloe.impl.format.types import (
     BinaryType, BooleanType, DateType, DecimalType, DoubleType, FixedType, FloatType, FormatError,
     IcebergType, IntegerType, ListType, LongType, MapType, StringType, StructType, TimestampType,
-    TimestamptzType, TimeType, UUIDType,
+    TimestamptzType, TimeType, UUIDType, TimestampNsType, TimestamptzNsType,
 )
 
 __all__ = ["to_bytes", "from_bytes", "to_json_value", "from_json_value", "decimal_to_unscaled",
@@ -73,7 +73,7 @@ def to_bytes(t: IcebergType, value: Any) -> bytes:
         return b"\x01" if value else b"\x00"
     if isinstance(t, (IntegerType, DateType)):
         return struct.pack("<i", _check_range(value, _INT_RANGE, t))
-    if isinstance(t, (LongType, TimeType, TimestampType, TimestamptzType)):
+    if isinstance(t, (LongType, TimeType, TimestampType, TimestamptzType, TimestampNsType, TimestamptzNsType)):
         return struct.pack("<q", _check_range(value, _LONG_RANGE, t))
     if isinstance(t, FloatType):
         return struct.pack("<f", value)
@@ -102,7 +102,8 @@ def from_bytes(t: IcebergType, data: bytes) -> Any:
             return data != b"\x00"
         if isinstance(t, (IntegerType, DateType)):
             return struct.unpack("<i", data)[0]
-        if isinstance(t, (LongType, TimeType, TimestampType, TimestamptzType)):
+        if isinstance(t, (LongType, TimeType, TimestampType, TimestamptzType, TimestampNsType,
+                          TimestamptzNsType)):
             return struct.unpack("<i" if len(data) == 4 and isinstance(t, LongType) else "<q", data)[0]
         if isinstance(t, FloatType):
             return struct.unpack("<f", data)[0]
@@ -161,6 +162,11 @@ def to_json_value(t: IcebergType, value: Any) -> Any:
         return _micros_to_datetime(value).replace(tzinfo=None).isoformat(timespec="microseconds")
     if isinstance(t, TimestamptzType):
         return _micros_to_datetime(value).isoformat(timespec="microseconds")
+    if isinstance(t, (TimestampNsType, TimestamptzNsType)):
+        micros, nanos = divmod(value, 1000)
+        text = to_json_value(TimestamptzType() if isinstance(t, TimestamptzNsType) else TimestampType(), micros)
+        at = text.index(".") + 7
+        return text[:at] + f"{nanos:03d}" + text[at:]
     if isinstance(t, UUIDType):
         return str(value)
     if isinstance(t, (FixedType, BinaryType)):
@@ -238,6 +244,13 @@ def _from_json_value(t: IcebergType, data: Any) -> Any:
         return _time_to_micros(_expect(data, (str,), t))
     if isinstance(t, (TimestampType, TimestamptzType)):
         return _parse_timestamp(_expect(data, (str,), t), isinstance(t, TimestamptzType))
+    if isinstance(t, (TimestampNsType, TimestamptzNsType)):  # v3: nanoseconds from the epoch
+        text = _expect(data, (str,), t)
+        with_zone = isinstance(t, TimestamptzNsType)
+        m = re.search(r"\.(\d{7,9})", text)
+        nanos_extra = int(m[1].ljust(9, "0")[6:]) if m else 0
+        micros = _parse_timestamp(text[:m.start() + 7] + text[m.end():] if m else text, with_zone)
+        return micros * 1000 + nanos_extra
     if isinstance(t, StringType):
         return _expect(data, (str,), t)
     if isinstance(t, UUIDType):

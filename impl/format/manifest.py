@@ -26,7 +26,7 @@ from icefloe.impl.outcomes import IcefloeError
 __all__ = [
     "ManifestError", "ManifestEntryStatus", "DataFileContent", "ManifestContent", "DataFile",
     "ManifestEntry", "FieldSummary", "ManifestFile", "manifest_file_of", "summarize_partitions",
-    "listed_manifests", "COLUMN_STATS_IDS", "FORMAT_VERSION",
+    "listed_manifests", "COLUMN_STATS_IDS", "FORMAT_VERSION", "assign_first_row_ids",
 ]
 
 FORMAT_VERSION = 2
@@ -81,6 +81,17 @@ class DataFile:
     split_offsets: tuple[int, ...] | None = None
     equality_ids: tuple[int, ...] | None = None
     sort_order_id: int | None = None
+    # v3 (spec "Data File Fields" 142..145): row lineage, and where a deletion vector's blob
+    # sits in its Puffin file (`referenced_data_file` also marks a v2 position delete file
+    # that names one data file only).
+    first_row_id: int | None = None
+    referenced_data_file: str | None = None
+    content_offset: int | None = None
+    content_size_in_bytes: int | None = None
+
+    @property
+    def is_deletion_vector(self) -> bool:
+        return self.content == DataFileContent.POSITION_DELETES and self.file_format.lower() == "puffin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +133,7 @@ class ManifestFile:
     deleted_rows_count: int | None = None
     partitions: tuple[FieldSummary, ...] | None = None
     key_metadata: bytes | None = None
+    first_row_id: int | None = None  # v3 (520): assigned by the manifest list that adds it
 
 
 def summarize_partitions(partitions: Iterable[tuple], ptype: T.StructType) -> tuple[FieldSummary, ...]:
@@ -192,6 +204,29 @@ def listed_manifests(manifests: Iterable[ManifestFile], snapshot_id: int,
             changes["partitions"] = tuple(m.partitions)
         out.append(replace(m, **changes) if changes else m)
     return out
+
+
+def assign_first_row_ids(manifests: Iterable[ManifestFile], first_row_id: int
+                         ) -> tuple[list[ManifestFile], int]:
+    """v3 "First Row ID Assignment": each data manifest without a first_row_id gets the next
+    free id, the range growing by its added + existing rows (the spec's "simple and valid
+    approach"); delete manifests and manifests that have one are kept as they are. Returns
+    the manifests and the number of row ids assigned (the snapshot's `added-rows`, by which
+    next-row-id advances). Called on every attempt, with that attempt's base next-row-id,
+    on the manifests as listed: a manifest written once and reused by a retry carries no id."""
+    out, next_id = [], first_row_id
+    for m in manifests:
+        if m.content == ManifestContent.DATA and m.first_row_id is None:
+            rows = (m.added_rows_count or 0) + (m.existing_rows_count or 0)
+            if m.added_rows_count is None or m.existing_rows_count is None:
+                raise ManifestError("a manifest without row counts cannot be assigned row ids",
+                                    m.manifest_path, "520 first_row_id")
+            out.append(replace(m, first_row_id=next_id))
+            next_id += rows
+        else:
+            out.append(m)
+    assert next_id >= first_row_id
+    return out, next_id - first_row_id
 
 
 _MOVED = {"read_manifest": "manifest_reader", "read_manifest_list": "manifest_reader",

@@ -20,6 +20,7 @@ TLA+ (tla/IcebergCommit.tla): no action; readers only read committed snapshots.
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 from enum import Enum
 from typing import Any, Callable
 
@@ -121,6 +122,7 @@ class ManifestReader:
             else:
                 entries = self._build(_decode(self._data, self._container, self.location), True)
                 integrity.check_manifest_entries(self.manifest_file, entries, self.location)
+                entries = self._inherit_row_ids(entries)
             self._all = entries
             self._data = self._positions = self._partial = None  # nothing else is needed now
             self._complete = {}
@@ -134,7 +136,7 @@ class ManifestReader:
                               lambda f: any(f is x for x in stats), positions)
             entries = self._build(records, False)
             integrity.check_manifest_entries(self.manifest_file, entries, self.location)
-            self._partial, self._positions = entries, positions
+            self._partial, self._positions = self._inherit_row_ids(entries), positions
         return self._partial
 
     def _entry(self, index: int) -> ManifestEntry:
@@ -152,8 +154,28 @@ class ManifestReader:
             except DECODE_ERRORS as e:  # malformed statistics, decoded for the first time
                 raise ManifestError(f"record {index}: not readable ({type(e).__name__}: {e})",
                                     self.location) from None
-            entry = self._complete[index] = self._build([record], True)[0]
+            entry = self._build([record], True)[0]
+            inherited = self._partial[index].data_file.first_row_id  # _positions came with _partial
+            if inherited != entry.data_file.first_row_id:
+                entry = replace(entry, data_file=replace(entry.data_file, first_row_id=inherited))
+            self._complete[index] = entry
         return entry
+
+    def _inherit_row_ids(self, entries: list[ManifestEntry]) -> list[ManifestEntry]:
+        """v3 "First Row ID Inheritance": a live data file without a first_row_id takes the
+        manifest's first_row_id plus the record counts of the live files before it that
+        had none (deleted entries are skipped, as Iceberg-Java does: each writes its own).
+        A manifest without first_row_id (written before an upgrade to v3) assigns none."""
+        m = self.manifest_file
+        if m is None or m.first_row_id is None or m.content != ManifestContent.DATA:
+            return entries
+        next_id, out = m.first_row_id, []
+        for e in entries:
+            if e.status != ManifestEntryStatus.DELETED and e.data_file.first_row_id is None:
+                e = replace(e, data_file=replace(e.data_file, first_row_id=next_id))
+                next_id += e.data_file.record_count
+            out.append(e)
+        return out
 
 
 def read_manifest(data: bytes, manifest_file: ManifestFile | None = None, location: str | None = None,
@@ -179,7 +201,11 @@ _FILE_FIELDS = (
     (137, "nan_value_counts", "nan_value_counts", False, "map"),
     (125, "lower_bounds", "lower_bounds", False, "map"), (128, "upper_bounds", "upper_bounds", False, "map"),
     (131, "key_metadata", "key_metadata", False, None), (132, "split_offsets", "split_offsets", False, "tuple"),
-    (135, "equality_ids", "equality_ids", False, "tuple"), (140, "sort_order_id", "sort_order_id", False, None))
+    (135, "equality_ids", "equality_ids", False, "tuple"), (140, "sort_order_id", "sort_order_id", False, None),
+    (142, "first_row_id", "first_row_id", False, None),
+    (143, "referenced_data_file", "referenced_data_file", False, None),
+    (144, "content_offset", "content_offset", False, None),
+    (145, "content_size_in_bytes", "content_size_in_bytes", False, None))
 
 
 def entry_records(schema: Any, location: str) -> tuple[FieldIds, FieldIds, FieldIds]:
@@ -329,7 +355,8 @@ def _read_manifest_file(r: dict, rec: FieldIds, own_seq: str | None, v1: bool,
         existing_rows_count=rec.get(r, 513, "existing_rows_count", not v1),
         deleted_rows_count=rec.get(r, 514, "deleted_rows_count", not v1),
         partitions=summaries,
-        key_metadata=rec.get(r, 519, "key_metadata", False))
+        key_metadata=rec.get(r, 519, "key_metadata", False),
+        first_row_id=rec.get(r, 520, "first_row_id", False))
     for name in _LIST_INTS:
         check_int(getattr(out, name), name, location)
     return out

@@ -1,9 +1,14 @@
 """Manifests and manifest lists written in Avro (Iceberg spec: "Manifests", "Manifest
 Lists", "Appendix A: Format-specific Requirements -> Avro").
 
-Writing produces v2 files: every Avro field carries the spec's `field-id` (lists carry
-`element-id`, int-keyed maps are arrays of key/value records with ids on both), and the
-header carries the key-value metadata the spec requires. fastavro encodes.
+Writing produces files of the table's format version, v1, v2 or v3, with the fields that
+version's tables list (spec "Manifest Entry Fields", "Data File Fields", "Manifest Lists",
+Appendix E): v1 without content or sequence numbers, with a required snapshot_id and the
+deprecated block_size_in_bytes; v3 adds first_row_id, referenced_data_file, content_offset
+and content_size_in_bytes to data_file, and first_row_id to the manifest list. Every Avro
+field carries the spec's `field-id` (lists carry `element-id`, int-keyed maps are arrays of
+key/value records with ids on both), and the header carries the key-value metadata the spec
+requires. fastavro encodes.
 
 TLA+ (tla/IcebergCommit.tla): the bytes written by `WriteManifests` and `WriteManifestList`.
 """
@@ -95,16 +100,19 @@ def avro_name(name: str) -> str:
     return "".join(out) or "_"
 
 
-def manifest_entry_schema(partition: T.StructType) -> dict:
+BLOCK_SIZE_IN_BYTES_V1 = 64 * 1024 * 1024  # "Always write a default in v1" (Java writes 64 MiB)
+
+
+def manifest_entry_schema(partition: T.StructType, format_version: int = FORMAT_VERSION) -> dict:
     partition_record = {"type": "record", "name": "r102", "fields": [
         _opt(avro_name(f.name), avro_type(f.type, f.field_id), f.field_id) for f in partition.fields]}
-    data_file = {"type": "record", "name": "r2", "fields": [
-        _req("content", "int", 134),
+    v1 = format_version == 1
+    data_file = {"type": "record", "name": "r2", "fields": ([] if v1 else [_req("content", "int", 134)]) + [
         _req("file_path", "string", 100),
         _req("file_format", "string", 101),
         _req("partition", partition_record, 102),
         _req("record_count", "long", 103),
-        _req("file_size_in_bytes", "long", 104),
+        _req("file_size_in_bytes", "long", 104)] + ([_req("block_size_in_bytes", "long", 105)] if v1 else []) + [
         _opt("column_sizes", _map(117, 118, "long"), 108),
         _opt("value_counts", _map(119, 120, "long"), 109),
         _opt("null_value_counts", _map(121, 122, "long"), 110),
@@ -112,10 +120,17 @@ def manifest_entry_schema(partition: T.StructType) -> dict:
         _opt("lower_bounds", _map(126, 127, "bytes"), 125),
         _opt("upper_bounds", _map(129, 130, "bytes"), 128),
         _opt("key_metadata", "bytes", 131),
-        _opt("split_offsets", _list(133, "long"), 132),
-        _opt("equality_ids", _list(136, "int"), 135),
-        _opt("sort_order_id", "int", 140),
-    ]}
+        _opt("split_offsets", _list(133, "long"), 132)] + ([] if v1 else [
+        _opt("equality_ids", _list(136, "int"), 135)]) + [
+        _opt("sort_order_id", "int", 140)] + ([
+            _opt("first_row_id", "long", 142),
+            _opt("referenced_data_file", "string", 143),
+            _opt("content_offset", "long", 144),
+            _opt("content_size_in_bytes", "long", 145)] if format_version >= 3 else []),
+    }
+    if v1:
+        return {"type": "record", "name": "manifest_entry", "fields": [
+            _req("status", "int", 0), _req("snapshot_id", "long", 1), _req("data_file", data_file, 2)]}
     return {"type": "record", "name": "manifest_entry", "fields": [
         _req("status", "int", 0),
         _opt("snapshot_id", "long", 1),
@@ -146,6 +161,18 @@ MANIFEST_FILE_SCHEMA = {"type": "record", "name": "manifest_file", "fields": [
         _opt("upper_bound", "bytes", 511)]}), 507),
     _opt("key_metadata", "bytes", 519),
 ]}
+# v3 adds first_row_id (520); v1 has no content nor sequence numbers and optional counts.
+MANIFEST_FILE_SCHEMA_V3 = {**MANIFEST_FILE_SCHEMA, "fields": MANIFEST_FILE_SCHEMA["fields"] + [
+    _opt("first_row_id", "long", 520)]}
+_V1_ABSENT = {515, 516, 517}
+_V1_OPTIONAL = {504, 505, 506, 512, 513, 514}
+MANIFEST_FILE_SCHEMA_V1 = {**MANIFEST_FILE_SCHEMA, "fields": [
+    _opt(f["name"], f["type"], f["field-id"]) if f["field-id"] in _V1_OPTIONAL else f
+    for f in MANIFEST_FILE_SCHEMA["fields"] if f["field-id"] not in _V1_ABSENT]}
+
+
+def manifest_list_schema(format_version: int) -> dict:
+    return {1: MANIFEST_FILE_SCHEMA_V1, 2: MANIFEST_FILE_SCHEMA, 3: MANIFEST_FILE_SCHEMA_V3}[format_version]
 
 
 # -- writing -------------------------------------------------------------------------------
@@ -184,9 +211,16 @@ def _partition_json(spec: PartitionSpec) -> str:
 
 
 def write_manifest(entries: Iterable[ManifestEntry], schema: T.Schema, spec: PartitionSpec,
-                   content: ManifestContent = ManifestContent.DATA) -> bytes:
-    """A v2 manifest holding `entries`, written against `schema` and `spec`."""
+                   content: ManifestContent = ManifestContent.DATA, format_version: int = FORMAT_VERSION,
+                   snapshot_id: int | None = None) -> bytes:
+    """A manifest of `format_version` holding `entries`, written against `schema` and `spec`.
+    v1 has no inheritance: an entry without a snapshot id takes `snapshot_id` (the snapshot
+    that writes it), and only data files can be listed."""
     entries = list(entries)
+    _check_version(format_version)
+    v1 = format_version == 1
+    if v1 and content != ManifestContent.DATA:
+        raise ManifestError("format v1 has no delete manifests (row-level deletes are v2)", field="content")
     ptype = partition_type(spec, schema)
     records = []
     for i, e in enumerate(entries):
@@ -198,13 +232,18 @@ def write_manifest(entries: Iterable[ManifestEntry], schema: T.Schema, spec: Par
         if (f.content == DataFileContent.DATA) != (content == ManifestContent.DATA):
             raise ManifestError(f"{where}: {f.content.name} file in a {content.name} manifest",
                                 field="134 content")
-        if e.status != ManifestEntryStatus.ADDED and (e.sequence_number is None
-                                                      or e.file_sequence_number is None):
+        if v1 and (e.snapshot_id if e.snapshot_id is not None else snapshot_id) is None:
+            raise ManifestError(f"{where}: a v1 entry needs its snapshot id", field="1 snapshot_id")
+        if format_version < 3 and (f.first_row_id is not None or f.content_offset is not None):
+            raise ManifestError(f"{where}: first_row_id / content_offset are v3 fields, this is "
+                                f"a v{format_version} manifest", field="142 first_row_id")
+        if not v1 and e.status != ManifestEntryStatus.ADDED and (e.sequence_number is None
+                                                                 or e.file_sequence_number is None):
             # Spec: only ADDED entries inherit; EXISTING/DELETED keep their numbers.
             raise ManifestError(f"{where}: {e.status.name} entry needs explicit sequence numbers",
                                 field="3 sequence_number")
-        records.append({
-            "status": int(e.status), "snapshot_id": e.snapshot_id,
+        record = {
+            "status": int(e.status), "snapshot_id": e.snapshot_id if e.snapshot_id is not None else snapshot_id,
             "sequence_number": e.sequence_number, "file_sequence_number": e.file_sequence_number,
             "data_file": {
                 "content": int(f.content), "file_path": f.file_path, "file_format": f.file_format,
@@ -218,22 +257,54 @@ def write_manifest(entries: Iterable[ManifestEntry], schema: T.Schema, spec: Par
                 "key_metadata": f.key_metadata,
                 "split_offsets": None if f.split_offsets is None else _array_out(list(f.split_offsets)),
                 "equality_ids": None if f.equality_ids is None else _array_out(list(f.equality_ids)),
-                "sort_order_id": f.sort_order_id}})
+                "sort_order_id": f.sort_order_id}}
+        if v1:
+            record["data_file"]["block_size_in_bytes"] = BLOCK_SIZE_IN_BYTES_V1
+        elif format_version >= 3:
+            record["data_file"].update(
+                first_row_id=f.first_row_id, referenced_data_file=f.referenced_data_file,
+                content_offset=f.content_offset, content_size_in_bytes=f.content_size_in_bytes)
+        elif f.referenced_data_file is not None:
+            raise ManifestError(f"{where}: referenced_data_file is not written in v2 manifests by icefloe",
+                                field="143 referenced_data_file")
+        records.append(record)
     metadata = {"schema": json.dumps(T.schema_to_json(schema)),
                 "schema-id": str(schema.schema_id),
                 "partition-spec": _partition_json(spec),
                 "partition-spec-id": str(spec.spec_id),
-                "format-version": str(FORMAT_VERSION),
-                "content": "data" if content == ManifestContent.DATA else "deletes"}
-    return _avro_bytes(manifest_entry_schema(ptype), records, metadata)
+                "format-version": str(format_version)}
+    if not v1:
+        metadata["content"] = "data" if content == ManifestContent.DATA else "deletes"
+    return _avro_bytes(manifest_entry_schema(ptype, format_version), records, metadata)
+
+
+def _check_version(format_version: int) -> None:
+    if format_version not in (1, 2, 3):
+        raise ManifestError(f"format version {format_version!r} has no manifest schema here", field="format-version")
 
 
 def write_manifest_list(manifests: Iterable[ManifestFile], snapshot_id: int,
-                        parent_snapshot_id: int | None, sequence_number: int) -> bytes:
-    """The v2 manifest list of snapshot `snapshot_id`. Unassigned (None) sequence numbers
-    and added_snapshot_id take this snapshot's values (spec "Sequence Number Inheritance")."""
+                        parent_snapshot_id: int | None, sequence_number: int,
+                        format_version: int = FORMAT_VERSION) -> bytes:
+    """The manifest list of snapshot `snapshot_id`, in `format_version`'s schema. Unassigned
+    (None) sequence numbers and added_snapshot_id take this snapshot's values (spec
+    "Sequence Number Inheritance"); v1 writes no sequence numbers (the snapshot's is 0).
+    In v3 every data manifest must already carry its first_row_id (`assign_first_row_ids`,
+    done by the commit on each attempt's base)."""
+    _check_version(format_version)
+    v1 = format_version == 1
+    if v1 and sequence_number != 0:
+        raise ManifestError(f"a v1 snapshot has no sequence number, got {sequence_number}", field="515 sequence_number")
     records = []
     for m in manifests:
+        if v1 and m.content != ManifestContent.DATA:
+            raise ManifestError("format v1 has no delete manifests", m.manifest_path, "517 content")
+        if format_version >= 3 and m.content == ManifestContent.DATA and m.first_row_id is None:
+            raise ManifestError("a v3 data manifest is listed without its first_row_id", m.manifest_path,
+                                "520 first_row_id")
+        if format_version < 3 and m.first_row_id is not None:
+            raise ManifestError(f"first_row_id is v3, this list is v{format_version}", m.manifest_path,
+                                "520 first_row_id")
         seq = sequence_number if m.sequence_number is None else m.sequence_number
         min_seq = seq if m.min_sequence_number is None else m.min_sequence_number
         if not min_seq <= seq <= sequence_number:
@@ -241,8 +312,8 @@ def write_manifest_list(manifests: Iterable[ManifestFile], snapshot_id: int,
                                 f"snapshot {sequence_number}", m.manifest_path, "515 sequence_number")
         counts = [m.added_files_count, m.existing_files_count, m.deleted_files_count,
                   m.added_rows_count, m.existing_rows_count, m.deleted_rows_count]
-        if any(c is None for c in counts):
-            raise ManifestError("v2 requires every file and row count", m.manifest_path)
+        if any(c is None for c in counts) and not v1:
+            raise ManifestError(f"v{format_version} requires every file and row count", m.manifest_path)
         records.append({
             "manifest_path": m.manifest_path, "manifest_length": m.manifest_length,
             "partition_spec_id": m.partition_spec_id, "content": int(m.content),
@@ -258,9 +329,11 @@ def write_manifest_list(manifests: Iterable[ManifestFile], snapshot_id: int,
                 {"contains_null": s.contains_null, "contains_nan": s.contains_nan,
                  "lower_bound": s.lower_bound, "upper_bound": s.upper_bound}
                 for s in m.partitions]),
-            "key_metadata": m.key_metadata})
+            "key_metadata": m.key_metadata, "first_row_id": m.first_row_id})
     metadata = {"snapshot-id": str(snapshot_id),
-                "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id),
-                "sequence-number": str(sequence_number),
-                "format-version": str(FORMAT_VERSION)}
-    return _avro_bytes(MANIFEST_FILE_SCHEMA, records, metadata)
+                "parent-snapshot-id": "null" if parent_snapshot_id is None else str(parent_snapshot_id)}
+    if not v1:
+        metadata["sequence-number"] = str(sequence_number)
+    metadata["format-version"] = str(format_version)
+    return _avro_bytes(manifest_list_schema(format_version), records, metadata)
+

@@ -1,6 +1,12 @@
-"""Iceberg table metadata JSON, format v2 (Iceberg spec: "Table Metadata" -> "Table
-Metadata Fields", "Snapshots", "Snapshot References", and "Appendix C: JSON
-serialization" -> "Table Metadata and Snapshots"). Format v1 files are read too.
+"""Iceberg table metadata JSON, format v1, v2 and v3 (Iceberg spec: "Table Metadata" ->
+"Table Metadata Fields", "Snapshots", "Snapshot Row IDs", "Snapshot References", "Appendix
+C: JSON serialization" -> "Table Metadata and Snapshots", "Appendix E: Format version
+changes").
+
+Each version is read and written as itself: a v1 file keeps `schema` and `partition-spec`
+beside the lists, and has no sequence numbers; a v3 file carries `next-row-id` and each new
+snapshot's `first-row-id` / `added-rows` (row lineage). A version moves only by an explicit
+upgrade, one step at a time (`upgrade_format_version`), never down.
 
 Metadata is an immutable value (frozen dataclasses, tuples, FrozenMap), so a commit's
 actions are pure functions old-metadata -> new-metadata (TLA+ `TryCommit` builds the new
@@ -25,16 +31,19 @@ from icefloe.impl.format.transforms import (
     PARTITION_FIELD_ID_START, PartitionSpec, SortOrder, UNSORTED, partition_spec_from_json,
     partition_spec_to_json, sort_order_from_json, sort_order_to_json,
 )
+from icefloe.impl.outcomes import InvalidArgument
 from icefloe.impl.format.types import (
     FormatError, Schema, json_get, schema_from_json, schema_to_json,
 )
 
 __all__ = ["MetadataError", "FrozenMap", "Snapshot", "SnapshotRef", "SnapshotLogEntry",
            "MetadataLogEntry", "TableMetadata", "to_json", "from_json", "new_table_metadata",
-           "MAIN_BRANCH", "SUPPORTED_FORMAT_VERSIONS"]
+           "MAIN_BRANCH", "SUPPORTED_FORMAT_VERSIONS", "FORMAT_VERSION_DEFAULT",
+           "UnsupportedFormatVersion", "check_format_version", "snapshot_sequence_number"]
 
 MAIN_BRANCH = "main"
-SUPPORTED_FORMAT_VERSIONS = (1, 2)
+SUPPORTED_FORMAT_VERSIONS = (1, 2, 3)
+FORMAT_VERSION_DEFAULT = 2
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
@@ -47,6 +56,31 @@ class MetadataError(FormatError):
         where = ": ".join(p for p in (location, field) if p)
         self.args = (f"{where}: {message}" if where else message,)
         self.location = location
+
+
+class UnsupportedFormatVersion(MetadataError, InvalidArgument):
+    """A format version icefloe does not read or write, or a change of version it does not
+    make (a downgrade, a skipped version): a caller's mistake, named (never a silent v2)."""
+
+    def __init__(self, message: str):
+        super().__init__(None, "format-version", message)
+
+
+def check_format_version(version: Any) -> int:
+    """`version` as a supported format version, else UnsupportedFormatVersion."""
+    if isinstance(version, str) and version.strip().isdigit():
+        version = int(version)
+    if isinstance(version, bool) or not isinstance(version, int) or version not in SUPPORTED_FORMAT_VERSIONS:
+        raise UnsupportedFormatVersion(
+            f"format version {version!r} is not supported: icefloe reads and writes "
+            f"{', '.join(f'v{v}' for v in SUPPORTED_FORMAT_VERSIONS)}")
+    return version
+
+
+def snapshot_sequence_number(base: "TableMetadata") -> int:
+    """The sequence number of the next snapshot on `base`: 0 in v1, which has none (spec
+    Appendix E "Writing v1 metadata"), else last-sequence-number + 1."""
+    return 0 if base.format_version == 1 else base.last_sequence_number + 1
 
 
 class FrozenMap(Mapping):
@@ -118,6 +152,10 @@ class Snapshot:
     manifest_list: str
     summary: FrozenMap = field(default_factory=FrozenMap)
     schema_id: int | None = None
+    # v3 row lineage ("Snapshot Row IDs"): the table's next-row-id when the snapshot was
+    # committed, and the row ids its manifest list assigned. None before v3 / an upgrade.
+    first_row_id: int | None = None
+    added_rows: int | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "summary", _frozen_map(self.summary))
@@ -178,6 +216,7 @@ class TableMetadata:
     snapshot_log: tuple[SnapshotLogEntry, ...] = ()
     metadata_log: tuple[MetadataLogEntry, ...] = ()
     refs: FrozenMap = field(default_factory=FrozenMap)
+    next_row_id: int | None = None  # v3 ("Row Lineage"): required there, absent before
     # Top-level fields icefloe does not model (statistics, partition-statistics, ...), kept
     # as canonical JSON text so that a rewrite loses nothing another writer stored.
     extras: FrozenMap = field(default_factory=FrozenMap)
@@ -267,7 +306,12 @@ def _check_invariants(m: TableMetadata) -> None:
     if m.format_version not in SUPPORTED_FORMAT_VERSIONS:
         raise _invalid("format-version", f"unsupported format version {m.format_version}")
     if m.table_uuid is None and m.format_version > 1:
-        raise _invalid("table-uuid", "required in format v2")
+        raise _invalid("table-uuid", f"required in format v{m.format_version}")
+    if (m.next_row_id is not None) != (m.format_version >= 3):
+        raise _invalid("next-row-id", f"required in v3 and absent before, got {m.next_row_id!r} "
+                       f"in v{m.format_version}")
+    if m.next_row_id is not None and m.next_row_id < 0:
+        raise _invalid("next-row-id", f"must not be negative, got {m.next_row_id}")
     # A snapshot (and its FrozenMap summary) is immutable, so its summary is checked once,
     # in the first metadata that holds it, not again in every later version.
     unchecked = [(i, s) for i, s in enumerate(m.snapshots) if not s.__dict__.get("_summary_checked")]
@@ -305,6 +349,12 @@ def _check_invariants(m: TableMetadata) -> None:
                            f"{s.sequence_number} is above last-sequence-number {m.last_sequence_number}")
         if m.format_version > 1 and s.operation is None:
             raise _invalid(f"snapshots[{i}].summary", "missing operation")
+        if s.first_row_id is not None and m.format_version < 3:
+            raise _invalid(f"snapshots[{i}].first-row-id", f"row lineage is v3, this table is v{m.format_version}")
+        if s.first_row_id is not None and (s.added_rows is None or s.added_rows < 0
+                                           or s.first_row_id + s.added_rows > m.next_row_id):
+            raise _invalid(f"snapshots[{i}].added-rows", f"first-row-id {s.first_row_id} + added-rows "
+                           f"{s.added_rows} is above next-row-id {m.next_row_id}")
     _check_no_parent_cycle(m.snapshots, by_id)
     if m.current_snapshot_id is not None and m.current_snapshot_id not in by_id:
         raise _invalid("current-snapshot-id", f"no snapshot with id {m.current_snapshot_id}")
@@ -321,27 +371,85 @@ def _check_invariants(m: TableMetadata) -> None:
 
 def new_table_metadata(schema: Schema, location: str, table_uuid: str, timestamp_ms: int,
                        spec: PartitionSpec = PartitionSpec(0, ()), sort_order: SortOrder = UNSORTED,
-                       properties: Mapping[str, str] | None = None) -> TableMetadata:
-    """The metadata of a new, empty v2 table. Ids and the clock are parameters (determinism
-    is injected)."""
+                       properties: Mapping[str, str] | None = None,
+                       format_version: int = FORMAT_VERSION_DEFAULT) -> TableMetadata:
+    """The metadata of a new, empty table of `format_version` (default v2). Ids and the
+    clock are parameters (determinism is injected). What the version cannot hold (a v3
+    type or default in v1/v2, a v1 spec whose field ids are not 1000, 1001, ...) is refused."""
+    format_version = check_format_version(format_version)
+    check_schema_for_version(schema, format_version)
+    check_spec_for_version(spec, format_version)
     return TableMetadata(
-        format_version=2, table_uuid=table_uuid, location=location, last_sequence_number=0,
+        format_version=format_version, table_uuid=table_uuid, location=location, last_sequence_number=0,
         last_updated_ms=timestamp_ms, last_column_id=schema.highest_field_id, schemas=(schema,),
         current_schema_id=schema.schema_id, partition_specs=(spec,), default_spec_id=spec.spec_id,
         last_partition_id=spec.last_assigned_field_id, sort_orders=(sort_order,),
-        default_sort_order_id=sort_order.order_id, properties=FrozenMap(properties or {}))
+        default_sort_order_id=sort_order.order_id, properties=FrozenMap(properties or {}),
+        next_row_id=0 if format_version >= 3 else None)
+
+
+def check_schema_for_version(schema: Schema, format_version: int) -> None:
+    """UnsupportedFormatVersion naming a type or default `format_version` cannot hold (v3
+    types and default values are v3 only: spec "Primitive Types", "Default values")."""
+    from icefloe.impl.format.types import walk_fields
+    if format_version >= 3:
+        return
+    for f, path in walk_fields(schema):
+        since = getattr(f.type, "added_in_version", 1)
+        if since > format_version:
+            raise UnsupportedFormatVersion(f"column {path!r} has type {f.type}, which needs format "
+                                           f"v{since} (this table is v{format_version}; upgrade it first)")
+        if f.initial_default is not None or f.write_default is not None:
+            raise UnsupportedFormatVersion(f"column {path!r} has a default value, which needs format v3 "
+                                           f"(this table is v{format_version}; upgrade it first)")
+
+
+def check_spec_for_version(spec: PartitionSpec, format_version: int) -> None:
+    """v1 partition fields are numbered 1000, 1001, ... in spec order (v1 files may omit the
+    ids; readers assign them so): a v1 spec with other ids would be read back differently."""
+    if format_version == 1:
+        ids = [pf.field_id for pf in spec.fields]
+        expected = list(range(PARTITION_FIELD_ID_START, PARTITION_FIELD_ID_START + len(ids)))
+        if ids != expected:
+            raise UnsupportedFormatVersion(f"a v1 partition spec numbers its fields {expected}, not {ids}")
+
+
+def upgraded(m: TableMetadata, format_version: int) -> TableMetadata:
+    """`m` at `format_version`: one step up (v1 -> v2, v2 -> v3), never down (spec Appendix
+    E). Upgrading to v3 starts row lineage at next-row-id 0; existing snapshots keep no
+    first-row-id ("Row Lineage for Upgraded Tables"). The same version is no change."""
+    target = check_format_version(format_version)
+    if target == m.format_version:
+        return m
+    if target < m.format_version:
+        raise UnsupportedFormatVersion(f"cannot downgrade a v{m.format_version} table to v{target}")
+    if target != m.format_version + 1:
+        raise UnsupportedFormatVersion(f"upgrade one version at a time: v{m.format_version} -> "
+                                       f"v{m.format_version + 1}, not v{target}")
+    from dataclasses import replace
+    changes: dict[str, Any] = {"format_version": target}
+    if target == 2 and m.table_uuid is None:
+        raise UnsupportedFormatVersion("a v1 table without table-uuid cannot be upgraded: v2 requires one")
+    if target == 3:
+        changes["next_row_id"] = 0
+    return replace(m, **changes)
 
 
 # -- writing -------------------------------------------------------------------------------
 
-def _snapshot_to_json(s: Snapshot) -> dict:
+def _snapshot_to_json(s: Snapshot, version: int) -> dict:
     out: dict[str, Any] = {"snapshot-id": s.snapshot_id}
     if s.parent_snapshot_id is not None:
         out["parent-snapshot-id"] = s.parent_snapshot_id
-    out.update({"sequence-number": s.sequence_number, "timestamp-ms": s.timestamp_ms,
-                "manifest-list": s.manifest_list, "summary": dict(s.summary)})
+    if version > 1:  # "Snapshot field sequence-number should not be written" in v1
+        out["sequence-number"] = s.sequence_number
+    out.update({"timestamp-ms": s.timestamp_ms, "manifest-list": s.manifest_list,
+                "summary": dict(s.summary)})
     if s.schema_id is not None:
         out["schema-id"] = s.schema_id
+    if s.first_row_id is not None:  # v3; absent on snapshots from before an upgrade
+        out["first-row-id"] = s.first_row_id
+        out["added-rows"] = s.added_rows
     return out
 
 
@@ -356,27 +464,38 @@ def _ref_to_json(r: SnapshotRef) -> dict:
 
 
 def to_json(m: TableMetadata) -> bytes:
-    """Serialize v2 metadata with every field, in the spec's table order."""
-    if m.format_version != 2:
-        raise _invalid("format-version", f"icefloe writes format v2 only, not v{m.format_version}")
-    doc: dict[str, Any] = {
-        "format-version": 2, "table-uuid": m.table_uuid, "location": m.location,
-        "last-sequence-number": m.last_sequence_number, "last-updated-ms": m.last_updated_ms,
-        "last-column-id": m.last_column_id,
-        "schemas": [schema_to_json(s) for s in m.schemas], "current-schema-id": m.current_schema_id,
+    """Serialize metadata of any supported version with every field that version has, in
+    the spec's table order. v1 (Appendix E "Writing v1 metadata"): no last-sequence-number
+    nor snapshot sequence numbers; the current `schema` and `partition-spec` beside the
+    lists (v1 readers know only those); `current-snapshot-id` -1 when there is none (the v1
+    readers' convention). `refs` is written in v1 too, as Iceberg-Java does: a tag or branch
+    of a v1 table would otherwise be dropped silently. v3 adds `next-row-id`."""
+    version = check_format_version(m.format_version)
+    doc: dict[str, Any] = {"format-version": version, "table-uuid": m.table_uuid, "location": m.location}
+    if version > 1:
+        doc["last-sequence-number"] = m.last_sequence_number
+    doc.update({"last-updated-ms": m.last_updated_ms, "last-column-id": m.last_column_id})
+    if version == 1:
+        doc["schema"] = schema_to_json(m.schema())
+    doc.update({"schemas": [schema_to_json(s) for s in m.schemas], "current-schema-id": m.current_schema_id})
+    if version == 1:
+        doc["partition-spec"] = partition_spec_to_json(m.spec())["fields"]
+    doc.update({
         "partition-specs": [partition_spec_to_json(s) for s in m.partition_specs],
         "default-spec-id": m.default_spec_id, "last-partition-id": m.last_partition_id,
         "sort-orders": [sort_order_to_json(o) for o in m.sort_orders],
         "default-sort-order-id": m.default_sort_order_id, "properties": dict(m.properties),
-        "current-snapshot-id": m.current_snapshot_id,
-        "snapshots": [_snapshot_to_json(s) for s in m.snapshots],
+        "current-snapshot-id": m.current_snapshot_id if m.current_snapshot_id is not None or version > 1 else -1,
+        "snapshots": [_snapshot_to_json(s, version) for s in m.snapshots],
         "snapshot-log": [{"timestamp-ms": e.timestamp_ms, "snapshot-id": e.snapshot_id}
                          for e in m.snapshot_log],
         "metadata-log": [{"timestamp-ms": e.timestamp_ms, "metadata-file": e.metadata_file}
                          for e in m.metadata_log],
         "refs": {name: _ref_to_json(r) for name, r in m.refs.items()},
         "statistics": [], "partition-statistics": [],
-    }
+    })
+    if version >= 3:
+        doc["next-row-id"] = m.next_row_id
     doc.update({key: json.loads(text) for key, text in m.extras.items()})
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
@@ -387,7 +506,7 @@ _KNOWN_KEYS = {"format-version", "table-uuid", "location", "last-sequence-number
                "last-updated-ms", "last-column-id", "schema", "schemas", "current-schema-id",
                "partition-spec", "partition-specs", "default-spec-id", "last-partition-id",
                "sort-orders", "default-sort-order-id", "properties", "current-snapshot-id",
-               "snapshots", "snapshot-log", "metadata-log", "refs"}
+               "snapshots", "snapshot-log", "metadata-log", "refs", "next-row-id"}
 
 
 _WRITTEN_EMPTY = {"statistics", "partition-statistics"}  # to_json writes these as [] by default
@@ -423,7 +542,9 @@ def _snapshot_from_json(d: Any, path: str, version: int) -> Snapshot:
         timestamp_ms=_long(d, "timestamp-ms", path),
         manifest_list=json_get(d, "manifest-list", str, path),
         summary=_string_map(d, "summary", path),
-        schema_id=_long(d, "schema-id", path, None))
+        schema_id=_long(d, "schema-id", path, None),
+        first_row_id=_long(d, "first-row-id", path, None) if version >= 3 else None,
+        added_rows=_long(d, "added-rows", path, None) if version >= 3 else None)
 
 
 def _ref_from_json(d: Any, path: str) -> SnapshotRef:
@@ -505,6 +626,7 @@ def _parse(doc: Any) -> TableMetadata:
         metadata_log=_items(doc, "metadata-log", lambda e, p: MetadataLogEntry(
             _long(e, "timestamp-ms", p), json_get(e, "metadata-file", str, p)), []),
         refs=FrozenMap(refs),
+        next_row_id=_long(doc, "next-row-id", "") if version >= 3 else None,
         extras=FrozenMap({k: json.dumps(v, sort_keys=True) for k, v in doc.items()
                           if k not in _KNOWN_KEYS and not (k in _WRITTEN_EMPTY and v == [])}))
 

@@ -24,6 +24,8 @@ __all__ = [
     "DATE", "TIME", "TIMESTAMP", "TIMESTAMPTZ", "STRING", "UUID", "BINARY",
     "parse_primitive", "type_from_json", "type_to_json", "schema_to_json", "schema_from_json",
     "schema_to_arrow", "schema_from_arrow", "type_to_arrow", "FIELD_ID_KEY", "json_get",
+    "TimestampNsType", "TimestamptzNsType", "UnknownType", "TIMESTAMP_NS", "TIMESTAMPTZ_NS", "UNKNOWN",
+    "UnsupportedType", "walk_fields", "V3_TYPES_REFUSED",
 ]
 
 FIELD_ID_KEY = b"PARQUET:field_id"
@@ -43,6 +45,12 @@ class FormatError(IcefloeError):
 
 class IcebergType:
     is_primitive = False
+    added_in_version = 1  # the first format version whose tables may hold the type
+
+
+class UnsupportedType(FormatError):
+    """A type of the spec that icefloe does not implement (variant, geometry, geography),
+    refused by name rather than read as something else."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,21 @@ class TimestamptzType(PrimitiveType): name = "timestamptz"
 class StringType(PrimitiveType): name = "string"
 class UUIDType(PrimitiveType): name = "uuid"
 class BinaryType(PrimitiveType): name = "binary"
+
+
+class TimestampNsType(PrimitiveType):  # v3 ("Primitive Types"): nanoseconds since the epoch
+    name = "timestamp_ns"
+    added_in_version = 3
+
+
+class TimestamptzNsType(PrimitiveType):
+    name = "timestamptz_ns"
+    added_in_version = 3
+
+
+class UnknownType(PrimitiveType):  # v3: always null, optional, never stored in data files
+    name = "unknown"
+    added_in_version = 3
 
 
 @dataclass(frozen=True)
@@ -96,8 +119,12 @@ class FixedType(PrimitiveType):
 BOOLEAN, INT, LONG, FLOAT, DOUBLE = BooleanType(), IntegerType(), LongType(), FloatType(), DoubleType()
 DATE, TIME, TIMESTAMP, TIMESTAMPTZ = DateType(), TimeType(), TimestampType(), TimestamptzType()
 STRING, UUID, BINARY = StringType(), UUIDType(), BinaryType()
+TIMESTAMP_NS, TIMESTAMPTZ_NS, UNKNOWN = TimestampNsType(), TimestamptzNsType(), UnknownType()
 _PRIMITIVES = {t.name: t for t in (BOOLEAN, INT, LONG, FLOAT, DOUBLE, DATE, TIME, TIMESTAMP,
-                                   TIMESTAMPTZ, STRING, UUID, BINARY)}
+                                   TIMESTAMPTZ, STRING, UUID, BINARY, TIMESTAMP_NS, TIMESTAMPTZ_NS,
+                                   UNKNOWN)}
+# v3 types icefloe refuses by name (spec "Semi-structured Types", "Primitive Types").
+V3_TYPES_REFUSED = ("variant", "geometry", "geography")
 _DECIMAL_RE = re.compile(r"decimal\(\s*(\d+)\s*,\s*(-?\d+)\s*\)")
 _FIXED_RE = re.compile(r"fixed\[\s*(\d+)\s*\]")
 
@@ -110,6 +137,9 @@ def parse_primitive(text: str) -> PrimitiveType:
         return DecimalType(int(m[1]), int(m[2]))
     if m := _FIXED_RE.fullmatch(text):
         return FixedType(int(m[1]))
+    for refused in V3_TYPES_REFUSED:
+        if text == refused or text.startswith(refused + "("):
+            raise UnsupportedType(f"type {text!r} (format v3) is not supported by icefloe")
     raise FormatError(f"unknown type {text!r}")
 
 
@@ -117,11 +147,23 @@ def parse_primitive(text: str) -> PrimitiveType:
 
 @dataclass(frozen=True)
 class NestedField:
+    """A struct field. `initial_default` / `write_default` (v3, spec "Default values") are
+    kept in the JSON single-value form (Appendix D) the metadata stores them in; None is
+    "no default" (null)."""
     field_id: int
     name: str
     type: IcebergType
     required: bool
     doc: str | None = None
+    initial_default: Any = field(default=None, hash=False)
+    write_default: Any = field(default=None, hash=False)
+
+    def __post_init__(self):
+        if isinstance(self.type, UnknownType) and self.required:
+            raise FormatError(f"field {self.name!r}: an unknown-typed field must be optional")
+        if isinstance(self.type, UnknownType) and (self.initial_default is not None
+                                                   or self.write_default is not None):
+            raise FormatError(f"field {self.name!r}: an unknown-typed field defaults to null")
 
     def __str__(self) -> str:
         req = "required" if self.required else "optional"
@@ -184,6 +226,11 @@ def _children(t: IcebergType) -> tuple[NestedField, ...]:
     if isinstance(t, MapType):
         return (t.key_field, t.value_field)
     return ()
+
+
+def walk_fields(schema: "Schema") -> Iterator[tuple[NestedField, str]]:
+    """Every field of `schema` with its dotted name, parents before children."""
+    return schema._walk()
 
 
 # -- schema --------------------------------------------------------------------------------
@@ -276,6 +323,10 @@ def _field_to_json(f: NestedField) -> dict:
     out = {"id": f.field_id, "name": f.name, "required": f.required, "type": type_to_json(f.type)}
     if f.doc is not None:
         out["doc"] = f.doc
+    if f.initial_default is not None:
+        out["initial-default"] = f.initial_default
+    if f.write_default is not None:
+        out["write-default"] = f.write_default
     return out
 
 
@@ -312,7 +363,7 @@ def type_from_json(data: Any, path: str = "type", depth: int = 0) -> IcebergType
         try:
             return parse_primitive(data)
         except FormatError as e:
-            raise FormatError(str(e), path) from None
+            raise type(e)(str(e), path) from None
     kind = json_get(data, "type", str, path)
     if kind == "struct":
         raw = json_get(data, "fields", list, path)
@@ -334,10 +385,35 @@ def type_from_json(data: Any, path: str = "type", depth: int = 0) -> IcebergType
 
 
 def _field_from_json(data: Any, path: str, depth: int) -> NestedField:
-    # initial-default / write-default (v3) are not modelled: icefloe writes v2 only.
-    return NestedField(json_get(data, "id", int, path), json_get(data, "name", str, path),
-                       type_from_json(json_get(data, "type", (str, dict), path), f"{path}.type", depth + 1),
-                       json_get(data, "required", bool, path), json_get(data, "doc", str, path, None))
+    t = type_from_json(json_get(data, "type", (str, dict), path), f"{path}.type", depth + 1)
+    defaults = {}
+    for key in ("initial-default", "write-default"):
+        value = data.get(key) if isinstance(data, dict) else None
+        if value is not None:
+            check_default(t, value, f"{path}.{key}")
+        defaults[key.replace("-", "_")] = value
+    args = (json_get(data, "id", int, path), json_get(data, "name", str, path), t,
+            json_get(data, "required", bool, path), json_get(data, "doc", str, path, None))
+    try:
+        return NestedField(*args, **defaults)
+    except FormatError as e:
+        raise FormatError(e.reason, path) from None
+
+
+def check_default(t: IcebergType, value: Any, path: str) -> None:
+    """A default value must be the JSON single-value form of its field's type (Appendix D);
+    a struct's default is null or `{}` (its fields' own defaults fill it: "Default values")."""
+    from icefloe.impl.format.conversions import from_json_value
+    if isinstance(t, StructType):
+        if value != {}:
+            raise FormatError("a struct's default is null or {} (its fields carry their own)", path)
+        return
+    if isinstance(t, (ListType, MapType)):
+        raise FormatError(f"icefloe does not support a non-null default for {t}", path)
+    try:
+        from_json_value(t, value)
+    except (FormatError, ValueError, TypeError, ArithmeticError) as e:
+        raise FormatError(f"not a {t} value: {e}", path) from None
 
 
 def schema_to_json(schema: Schema) -> dict:
@@ -367,6 +443,7 @@ _TO_ARROW = {
     DOUBLE: pa.float64(), DATE: pa.date32(), TIME: pa.time64("us"),
     TIMESTAMP: pa.timestamp("us"), TIMESTAMPTZ: pa.timestamp("us", tz="UTC"),
     STRING: pa.string(), UUID: pa.uuid(), BINARY: pa.binary(),
+    TIMESTAMP_NS: pa.timestamp("ns"), TIMESTAMPTZ_NS: pa.timestamp("ns", tz="UTC"), UNKNOWN: pa.null(),
 }
 
 

@@ -147,7 +147,7 @@ def _edit(doc: dict, path: tuple, value=None, delete=False) -> str:
 
 
 @pytest.mark.parametrize("path, value, delete, field", [
-    (("format-version",), 3, False, "format-version"),
+    (("format-version",), 4, False, "format-version"),
     (("format-version",), "2", False, "format-version"),
     (("table-uuid",), None, True, "table-uuid"),
     (("table-uuid",), "not-a-uuid", False, "table-uuid"),
@@ -214,8 +214,11 @@ def test_format_v1_is_read():
     assert meta.format_version == 1 and meta.table_uuid is None and meta.current_snapshot() is None
     assert meta.spec().fields[0].field_id == 1000 and meta.last_partition_id == 1000
     assert meta.snapshots[0].sequence_number == 0 and meta.sort_order().is_unsorted
-    with pytest.raises(MetadataError):
-        to_json(meta)
+    written = json.loads(to_json(meta))  # v1 is written as v1 (spec Appendix E)
+    assert written["format-version"] == 1 and "last-sequence-number" not in written
+    assert "sequence-number" not in written["snapshots"][0] and written["current-snapshot-id"] == -1
+    assert written["schema"]["fields"][1]["name"] == "ts" and written["partition-spec"][0]["field-id"] == 1000
+    assert from_json(to_json(meta), LOCATION) == meta
     doc["snapshots"] = [{"snapshot-id": 3, "timestamp-ms": 4, "manifests": ["a.avro"]}]
     with pytest.raises(MetadataError) as info:
         from_json(json.dumps(doc), LOCATION)
@@ -336,7 +339,7 @@ def mutated_documents(draw):
         path = rnd.choice(list(_paths(doc[top], (top,))))
         action = draw(st.sampled_from(["drop"] * 4 + ["replace"] * 4 + ["version"]))
         if action == "version":
-            doc["format-version"] = draw(st.sampled_from([0, 1, 3, -1, "2", 2.0, None, True]))
+            doc["format-version"] = draw(st.sampled_from([0, 1, 3, 4, -1, "2", 2.0, None, True]))
         elif action == "drop" and isinstance(_parent(doc, path), dict):
             del _parent(doc, path)[path[-1]]
         else:

@@ -466,7 +466,7 @@ def test_corrupted_bytes_raise_manifest_error_or_read_validly(position, xor, lis
 
 
 def test_unknown_fields_from_newer_writers_are_ignored():
-    """Goal: fields we do not know (v3 additions, vendor extras) do not disturb reading.
+    """Goal: fields we do not know (later versions' additions, vendor extras) do not disturb reading.
     Method: re-encode a written manifest and list with extra fields (with and without ids)
     in every record, read both, compare with the originals."""
     entry = ManifestEntry(ManifestEntryStatus.ADDED, simple_file("f", partition_of("ab", 3)), 4, 2, 2)
@@ -475,19 +475,19 @@ def test_unknown_fields_from_newer_writers_are_ignored():
     schema, records = reader.writer_schema, list(reader)
     schema["fields"].insert(0, {"name": "vendor_note", "type": "string"})
     data_file = next(f for f in schema["fields"] if f["name"] == "data_file")["type"]
-    data_file["fields"].append({"name": "first_row_id", "type": ["null", "long"], "default": None, "field-id": 142})
+    data_file["fields"].append({"name": "future_stat", "type": ["null", "long"], "default": None, "field-id": 9142})
     for r in records:
         r["vendor_note"] = "hello"
-        r["data_file"]["first_row_id"] = 7
+        r["data_file"]["future_stat"] = 7
     assert read_manifest(_avro(schema, records)) == read_manifest(data) == [entry]
     assert read_manifest(_avro(schema, records), projection=NO_STATS) == [without_stats(entry)]
 
     mf = manifest_file_of([entry], SCHEMA, SPEC, manifest_path="m", manifest_length=1, added_snapshot_id=4)
     reader = fastavro.reader(io.BytesIO(write_manifest_list([mf], 4, None, 2)))
     schema, records = reader.writer_schema, list(reader)
-    schema["fields"].append({"name": "first_row_id", "type": ["null", "long"], "default": None, "field-id": 520})
+    schema["fields"].append({"name": "future_count", "type": ["null", "long"], "default": None, "field-id": 9520})
     for r in records:
-        r["first_row_id"] = 1
+        r["future_count"] = 1
     assert read_manifest_list(_avro(schema, records)) == read_manifest_list(write_manifest_list([mf], 4, None, 2))
 
 
