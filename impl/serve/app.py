@@ -3,14 +3,16 @@
 Every route is a thin adapter: parse the path and body (models.py), call the service in
 a worker thread (the catalog and store calls block), render its Response or RestError as
 JSON. Mutations go through Idempotency.run with the request's Idempotency-Key. With a
-token, every request needs `Authorization: Bearer <token>` (401 otherwise). An error that
+static token or principals (auth.py), every request but `POST /v1/oauth/tokens` needs
+`Authorization: Bearer <token>` (401 otherwise), and each handler asks for the read or
+write grant on the namespaces it touches before it reads anything (403). An error that
 escapes the service is a 500 InternalServerError; on the commit endpoints it is a
 CommitStateUnknownException, since nothing then says the commit did not land.
 """
 from __future__ import annotations
 
-import hmac
 import logging
+from urllib.parse import parse_qs
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -19,6 +21,7 @@ from starlette.responses import JSONResponse, Response as HttpResponse
 from starlette.routing import Route
 
 from icefloe.impl.serve import errors as E
+from icefloe.impl.serve.auth import READ, WRITE, Authenticator, OAuthError
 from icefloe.impl.serve import models as M
 from icefloe.impl.serve.commit import Committer
 from icefloe.impl.serve.idempotency import Idempotency, iso_duration
@@ -59,9 +62,11 @@ class RestCatalogApp:
     def __init__(self, service: CatalogService, *, token: str | None = None,
                  idempotency_lifetime_s: int = 1800, client_config: dict | None = None,
                  committer: type = Committer, idempotency: type = Idempotency,
-                 max_request_bytes: int = MAX_REQUEST_BYTES_DEFAULT):
+                 max_request_bytes: int = MAX_REQUEST_BYTES_DEFAULT, auth: Authenticator | None = None):
         assert max_request_bytes > 0, max_request_bytes
-        self.service, self.token = service, token
+        assert token is None or auth is None, "a static token goes into the Authenticator"
+        self.service = service
+        self.auth = auth if auth is not None else Authenticator(static_token=token)
         self.max_request_bytes = max_request_bytes
         self.committer = committer(service)
         self.idempotency = idempotency(service, idempotency_lifetime_s)
@@ -70,11 +75,14 @@ class RestCatalogApp:
 
     # -- plumbing ---------------------------------------------------------------------
 
-    def _authorized(self, request: Request) -> bool:
-        if self.token is None:
-            return True
-        given = request.headers.get("authorization", "")
-        return given.startswith("Bearer ") and hmac.compare_digest(given[7:].strip(), self.token)
+    @staticmethod
+    def allow(request: Request, namespace: tuple[str, ...], privilege: str) -> None:
+        """403 unless the request's principal holds `privilege` on `namespace` (decided
+        before anything is read, so the answer tells nothing of what exists)."""
+        principal = request.state.principal
+        if not principal.may(namespace, privilege):
+            raise E.forbidden(f"Forbidden: principal {principal.name} holds no {privilege} grant on namespace "
+                              f"{'.'.join(namespace)}")
 
     async def _body(self, request: Request) -> bytes:
         """The body, refused with 413 once past the limit: by its Content-Length before
@@ -96,8 +104,10 @@ class RestCatalogApp:
 
     def endpoint(self, handler, mutation: bool = False, commit: bool = False):
         async def run(request: Request):
-            if not self._authorized(request):
-                return _error(E.unauthorized())
+            try:
+                request.state.principal = self.auth.authenticate(request.headers.get("authorization"))
+            except E.RestError as e:
+                return _error(e)
             try:
                 body = await self._body(request)
                 key = request.headers.get("idempotency-key") if mutation else None
@@ -123,20 +133,43 @@ class RestCatalogApp:
         return Response(200, {"defaults": self.client_config, "overrides": {}, "endpoints": list(ENDPOINTS),
                               "idempotency-key-lifetime": self.lifetime})
 
+    async def oauth_tokens(self, request: Request):
+        """POST /v1/oauth/tokens: form-encoded, answered with OAuthTokenResponse or OAuthError."""
+        try:
+            raw = await self._body(request)
+            form = {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True).items()}
+            if not self.auth.principals:
+                raise OAuthError("unsupported_grant_type", "this catalog issues no tokens (icefloe serve "
+                                                           "--principals FILE)")
+            answer = await run_in_threadpool(self.auth.token, form, request.headers.get("authorization"))
+        except OAuthError as e:
+            return JSONResponse(e.body(), status_code=e.status)
+        except E.RestError as e:
+            return JSONResponse({"error": "invalid_request", "error_description": e.message}, status_code=e.status)
+        return JSONResponse(answer, headers={"Cache-Control": "no-store"})
+
     def list_namespaces(self, request, body, draft):
         parent = request.query_params.get("parent")
-        return self.service.list_namespaces(namespace_of(parent) if parent else None)
+        parent_ns = namespace_of(parent) if parent else None
+        principal = request.state.principal
+        if parent_ns is not None and not principal.sees(parent_ns):
+            self.allow(request, parent_ns, READ)
+        answer = self.service.list_namespaces(parent_ns)
+        answer.body["namespaces"] = [ns for ns in answer.body["namespaces"] if principal.sees(tuple(ns))]
+        return answer
 
     def create_namespace(self, request, body, draft):
         r = M.parse(M.CreateNamespaceRequest, body)
         namespace = namespace_of("\x1f".join(r.namespace)) if r.namespace else ()
         if not namespace:
             raise E.bad_request("Malformed CreateNamespaceRequest: an empty namespace")
+        self.allow(request, namespace, WRITE)
         return self.service.create_namespace(namespace, r.properties)
 
     def namespace(self, request, body, draft):
         ns = namespace_of(request.path_params["namespace"])
         method = request.method
+        self.allow(request, ns, WRITE if method == "DELETE" else READ)
         if method == "HEAD":
             return self.service.namespace_exists(ns)
         if method == "DELETE":
@@ -144,12 +177,14 @@ class RestCatalogApp:
         return self.service.load_namespace(ns)
 
     def namespace_properties(self, request, body, draft):
+        ns = namespace_of(request.path_params["namespace"])
+        self.allow(request, ns, WRITE)
         r = M.parse(M.UpdateNamespacePropertiesRequest, body)
-        return self.service.update_namespace_properties(namespace_of(request.path_params["namespace"]),
-                                                        r.updates, r.removals)
+        return self.service.update_namespace_properties(ns, r.updates, r.removals)
 
     def tables(self, request, body, draft):
         ns = namespace_of(request.path_params["namespace"])
+        self.allow(request, ns, READ if request.method == "GET" else WRITE)
         if request.method == "GET":
             return self.service.list_tables(ns)
         r = M.parse(M.CreateTableRequest, body)
@@ -172,6 +207,7 @@ class RestCatalogApp:
         ns = namespace_of(request.path_params["namespace"])
         name = request.path_params["table"]
         method = request.method
+        self.allow(request, ns, READ if method in ("GET", "HEAD") else WRITE)
         if method == "POST":
             return self.committer.commit_table(ns, name, M.parse(M.CommitTableRequest, body), draft)
         ident = identifier(ns, name)
@@ -183,22 +219,33 @@ class RestCatalogApp:
         return self.service.load_table(ident)
 
     def register(self, request, body, draft):
+        ns = namespace_of(request.path_params["namespace"])
+        self.allow(request, ns, WRITE)
         r = M.parse(M.RegisterTableRequest, body)
-        return self.service.register_table(namespace_of(request.path_params["namespace"]), r, draft)
+        return self.service.register_table(ns, r, draft)
 
     def rename(self, request, body, draft):
         r = M.parse(M.RenameTableRequest, body)
-        return self.service.rename_table(identifier(tuple(r.source.namespace), r.source.name),
-                                         identifier(tuple(r.destination.namespace), r.destination.name))
+        source = identifier(tuple(r.source.namespace), r.source.name)
+        destination = identifier(tuple(r.destination.namespace), r.destination.name)
+        self.allow(request, source.namespace, WRITE)
+        self.allow(request, destination.namespace, WRITE)
+        return self.service.rename_table(source, destination)
 
     def transaction(self, request, body, draft):
-        return self.committer.commit_transaction(M.parse(M.CommitTransactionRequest, body), draft)
+        r = M.parse(M.CommitTransactionRequest, body)
+        for change in r.table_changes:
+            if change.identifier is not None:
+                self.allow(request, identifier(tuple(change.identifier.namespace), change.identifier.name).namespace,
+                           WRITE)
+        return self.committer.commit_transaction(r, draft)
 
     # -- the application ------------------------------------------------------------------
 
     def routes(self) -> list[Route]:
         e = self.endpoint
         return [
+            Route("/v1/oauth/tokens", self.oauth_tokens, methods=["POST"]),
             Route("/v1/config", e(self.config), methods=["GET"]),
             Route("/v1/namespaces", e(self.list_namespaces), methods=["GET"]),
             Route("/v1/namespaces", e(self.create_namespace, mutation=True), methods=["POST"]),
