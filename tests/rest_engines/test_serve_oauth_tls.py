@@ -249,3 +249,24 @@ def test_hash_secret_command_and_a_malformed_principals_file(tmp_path):
     done = subprocess.run([exe, "--catalog", f"sqlite:///{tmp_path}/c.db", "serve", "--principals", str(bad)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "hash-secret" in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_iceberg_java_over_oauth2_and_https(https_server, tmp_path):
+    """Goal: Iceberg-Java 1.10.2 (Spark 3.5 SQL, REST catalog with credential=id:secret and
+    the JVM trusting the test's certificate) creates, inserts into and reads a table as
+    alice; bob reads it and his INSERT is refused with ForbiddenException. Method: a fresh
+    JVM of the java venv (java_env.run_script) against the https server."""
+    from icefloe.conformance.testing import java_env
+    java_env.require()
+    truststore = tmp_path / "trust.p12"
+    subprocess.run(["keytool", "-importcert", "-noprompt", "-alias", "icefloe", "-file", str(https_server.cert),
+                    "-keystore", str(truststore), "-storetype", "PKCS12", "-storepass", "changeit"],
+                   check=True, capture_output=True, timeout=60)
+    script = Path(__file__).with_name("java_oauth_client.py")
+    done = java_env.run_script(script, https_server.url, truststore, "-", f"alice:{SECRETS['alice']}",
+                               f"bob:{SECRETS['bob']}", Path(java_env.__file__).parent, timeout_s=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["writer_rows"] == result["reader_rows"] == result["final_rows"] == 3, result
+    assert result["reader_insert"] == ["ForbiddenException"], result
+    print(json.dumps(result))
