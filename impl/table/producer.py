@@ -36,7 +36,7 @@ from icefloe.impl.table.merge import MergePolicy, merge_manifests, merged_entrie
 from icefloe.impl.table.requirements import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
 )
-from icefloe.impl.table.scan import plan_files, read_task, snapshot_schema
+from icefloe.impl.table.scan import plan_files, read_task
 
 from icefloe.impl.outcomes import SERIALIZABLE, SNAPSHOT, require  # noqa: E402,F401 - re-exported
 
@@ -238,12 +238,14 @@ class DeleteWhere(FileChange):
 
     def plan(self, c):
         start = c.starting_snapshot
-        schema = snapshot_schema(c.base, start)
+        # The table's current schema: the filter names its columns (a rename or an added
+        # column since the last data commit included), and survivors are rewritten in it.
+        schema = c.base.schema()
         mask = E.to_arrow(E.bind(self.row_filter, schema))
         deletes = DeleteReader(c.io)
         rewrites = False
         rewritten: list[DataFile] = []
-        for task in plan_files(c.tree, c.base, start, self.row_filter):
+        for task in plan_files(c.tree, c.base, start, self.row_filter, schema):
             rows = read_task(c.io, task, schema, deletes)
             matched = rows.filter(mask).num_rows
             if matched == 0 and rows.num_rows:
@@ -311,7 +313,7 @@ class RewriteFiles(FileChange):
         start = c.starting_snapshot
         if start is None:
             return False
-        schema = snapshot_schema(c.base, start)
+        schema = c.base.schema()      # what the rewritten files are written in (write_rows)
         groups: dict[tuple, list] = {}
         for task in plan_files(c.tree, c.base, start):
             if self.paths is None or task.data_file.file_path in self.paths:
