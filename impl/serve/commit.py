@@ -50,11 +50,17 @@ def _placeholder(ident, warehouse: str, service: CatalogService) -> TableMetadat
 
 
 def _without_placeholders(m: TableMetadata) -> TableMetadata:
+    """The created table without its empty base's parts: the placeholder schema and spec,
+    and the base's unsorted order unless it is the default (a direct create of a sorted
+    table has sort orders [1], and so has a staged one; Iceberg-Java's builder alike)."""
     from dataclasses import replace
     if m.current_schema_id == PLACEHOLDER_ID or m.default_spec_id == PLACEHOLDER_ID:
         raise E.bad_request("a create transaction must add and set the table's schema and partition spec")
+    orders = m.sort_orders if m.default_sort_order_id == UNSORTED.order_id else \
+        tuple(o for o in m.sort_orders if o.order_id != UNSORTED.order_id)
     return replace(m, schemas=tuple(s for s in m.schemas if s.schema_id != PLACEHOLDER_ID),
-                   partition_specs=tuple(s for s in m.partition_specs if s.spec_id != PLACEHOLDER_ID))
+                   partition_specs=tuple(s for s in m.partition_specs if s.spec_id != PLACEHOLDER_ID),
+                   sort_orders=orders)
 
 
 class Planned:
