@@ -127,7 +127,6 @@ APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ORPHANS = (
     "append", "overwrite", "delete", "rewrite", "rollback", "expire", "orphans")
 # Row-level (merge-on-read) operations and ref operations (spec/PROTOCOL.md 7.3, 8).
 ROW_DELETE, ROW_UPDATE, UPSERT, TAG, FAST_FORWARD = "row_delete", "row_update", "upsert", "tag", "fast_forward"
-COMMITTED, CONFLICT, UNKNOWN_OUTCOME = "committed", "conflict", "unknown"
 COMMIT_OPERATIONS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ROW_DELETE, ROW_UPDATE, UPSERT,
                      TAG, FAST_FORWARD)
 OPERATIONS = COMMIT_OPERATIONS + (ORPHANS,)
@@ -149,7 +148,7 @@ STORES = ("memory", "s3", "rest")
 WRITER_HEADER = "X-Icefloe-Writer"                  # a REST engine's writer, per request
 
 from icefloe.impl.outcomes import (  # noqa: E402 - one set of outcome types, impl's
-    SERIALIZABLE, SNAPSHOT, Committed, Conflict, Outcome, Unknown,
+    COMMITTED, CONFLICT, SERIALIZABLE, SNAPSHOT, UNKNOWN, Committed, Conflict, Outcome, Unknown,
 )
 from icefloe.model.checks.history import (  # noqa: E402 - one set of history types, the checker's
     SnapshotRecord, TableHistory, VersionRecord,
@@ -157,9 +156,9 @@ from icefloe.model.checks.history import (  # noqa: E402 - one set of history ty
 from icefloe.conformance.testing.faulty_catalog import ParkedSwaps  # noqa: E402
 
 # Commit phases of a stepping adapter (spec/PROTOCOL.md 5 "Writer phases").
-PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE = (
-    "plan", "data", "manifests", "list", "metadata", "swap", "retry", "unknown", "done")
-PHASES = (PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE)
+PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, RESOLVE, DONE = (
+    "plan", "data", "manifests", "list", "metadata", "swap", "retry", "resolve", "done")
+PHASES = (PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, RESOLVE, DONE)
 
 COLUMN = "id"
 PART_COLUMN = "part"      # the partition column (identity-partitioned) of an engine with partitions
@@ -390,7 +389,7 @@ OP_ID_PROPERTY = "icefloe.conformance.op-id"
 # snapshot_id=None, cause=...), Unknown(reason, attempts, snapshot_id=None, ...): the types
 # of icefloe.impl.outcomes, imported above, so an engine author has one set to return.
 # Their names are the model's and the history checker's outcome names.
-OUTCOME_TYPES = {COMMITTED: Committed, CONFLICT: Conflict, UNKNOWN_OUTCOME: Unknown}
+OUTCOME_TYPES = {COMMITTED: Committed, CONFLICT: Conflict, UNKNOWN: Unknown}
 
 
 def outcome_name(outcome) -> str | None:

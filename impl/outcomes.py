@@ -1,4 +1,6 @@
-"""Commit outcomes as types (spec/PROTOCOL.md, "Commit outcomes"; TLA+ `Outcome`).
+"""Commit outcomes as types (spec/PROTOCOL.md 9 "Commit outcomes"; TLA+ `Finish(w, wr, res)`
+with res "committed", "conflict" or "unknown"). `Outcome` is the one outcome type of icefloe:
+the model records how an operation ended as `model.state.OpResult` (its `res` one of these names).
 
 "The swap was rejected" and "we do not know whether the swap landed" are different
 facts: a Conflict allows cleanup of what the attempt wrote, an Unknown never does.
@@ -44,7 +46,7 @@ SwapResult = Swapped | SwapRejected | SwapUnknown
 
 # Why a Conflict is definite (`Conflict.cause`), so a caller can tell a failed validation
 # from exhausted retries without parsing the reason's text (spec/PROTOCOL.md 7 and 9.5).
-VALIDATION = "validation"   # an assumption of the operation no longer holds (7.3)
+VALIDATION = "validation"   # a validation of the operation no longer holds (7.3)
 ATTEMPTS = "attempts"       # commit.retry.num-retries exhausted on definite rejections (6.1)
 TIME = "time"               # commit.retry.total-timeout-ms exhausted (6.1)
 COLLISION = "collision"     # a freshly named object or snapshot id already existed (1.4, 1.5)
@@ -92,8 +94,11 @@ class Unknown:
     attempted_locations: tuple[str, ...] = ()
 
 
-CommitOutcome = Committed | Conflict | Unknown
-Outcome = CommitOutcome  # the conformance adapter's name for it
+Outcome = Committed | Conflict | Unknown
+
+# The outcomes' names (spec/PROTOCOL.md 9.1; TLA+ `Finish`). model.state names them alike; the
+# model imports nothing of impl, so the names are defined twice and a test holds them equal.
+COMMITTED, CONFLICT, UNKNOWN = "committed", "conflict", "unknown"
 
 
 class IcefloeError(Exception):
@@ -111,6 +116,13 @@ def require(condition: bool, message: str) -> None:
         raise InvalidArgument(message)
 
 
+class CommitLoopExceeded(IcefloeError, RuntimeError):
+    """The commit loop took more steps than its bound (spec/PROTOCOL.md 6.3): a defect of an
+    operation or of icefloe, never the caller's input, and raised even under `python -O`.
+    Nothing was cleaned up: if a swap was sent, the commit may have landed, so resolve it as
+    an Unknown (look for its snapshot in the metadata chain)."""
+
+
 class CommitConflictError(IcefloeError):
     def __init__(self, outcome: Conflict):
         super().__init__(outcome.reason)
@@ -123,7 +135,7 @@ class CommitStateUnknownError(IcefloeError):
         self.outcome = outcome
 
 
-def require_committed(outcome: CommitOutcome) -> Committed:
+def require_committed(outcome: Outcome) -> Committed:
     """Turn a non-committed outcome into its distinct exception."""
     if isinstance(outcome, Committed):
         return outcome

@@ -57,7 +57,7 @@ from icefloe.model.spec import ModuleSpec
 APPEND, OVERWRITE = "append", "overwrite"
 HIVE_KINDS = (APPEND, OVERWRITE)
 PLAN, WRITE, DELETE, DONE = "plan", "write", "delete", "done"
-PENDING, COMMITTED = "pending", "committed"
+from icefloe.model.state import COMMITTED, PENDING  # noqa: E402 - one set of outcome names
 BOOTSTRAP_ROW = (0, 1, 1)
 BOOTSTRAP_FILE = (1, 0)
 COPIES_MAX = 8      # bound on the copy suffix search (never reached within the bounds)

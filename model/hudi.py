@@ -69,7 +69,7 @@ MONOTONIC, SKEWED = "monotonic", "skewed"
 NONE, OPTIMISTIC, PESSIMISTIC = "none", "optimistic", "pessimistic"
 COW, MOR = "cow", "mor"
 PLAN, WRITE, CHECK, COMPLETE, DONE = "plan", "write", "check", "complete", "done"
-PENDING, COMMITTED, CONFLICT = "pending", "committed", "conflict"
+from icefloe.model.state import COMMITTED, CONFLICT, PENDING  # noqa: E402 - one set of outcome names
 INFLIGHT, COMPLETED = "inflight", "completed"
 BASE, LOG, COMPACTED = "base", "log", "compacted"
 G1, G2 = (0, 1), (0, 2)

@@ -17,8 +17,8 @@ from icefloe.model.state import (
     CLASSIC_KINDS, CONFLICT, ACK_LOST, APPEND, BRANCH, COMMITTED, CRASH, CRASHED, DATA, DATA_KINDS, DELETE_FILE_KINDS,
     DONE, EXPIRE, FAST_FORWARD, FAULT_KINDS, PLAN, LIST, MAIN, MANIFESTS, METADATA, NO_META, NO_PART,
     NO_ROW, NO_SNAP, NOOP, OP_KINDS, PARTITION_KINDS, PENDING, SERIALIZABLE, SNAPSHOT, RENAME,
-    RETRY, ROLLBACK, SWAP, SWAP_DELAYED, SWAP_FAIL, TAG_OP, UNKNOWN, UNKNOWN_OUTCOME, WRITE_FAIL,
-    WRITE_PHASES, Meta, MetaId, OpInfo, Outcome, Snap, State, Writer, ancestors, chain, data_obj,
+    RETRY, ROLLBACK, SWAP, SWAP_DELAYED, SWAP_FAIL, TAG_OP, RESOLVE, UNKNOWN, WRITE_FAIL,
+    WRITE_PHASES, Meta, MetaId, OpInfo, OpResult, Snap, State, Writer, ancestors, chain, data_obj,
     delete_obj, meta_obj, mget, mput, reach, snap_of,
 )
 
@@ -125,7 +125,7 @@ def idle_writer(k: int, ops: int) -> Writer:
                   frozenset(), NO_SNAP, frozenset(), False, False, NO_PART, MAIN, NO_ROW, 0)
 
 
-PENDING_OUTCOME = Outcome(PENDING, False, False, False)
+PENDING_OUTCOME = OpResult(PENDING, False, False, False)
 
 
 def initial_state(b: Bounds) -> State:
@@ -175,7 +175,7 @@ def finish(s: State, w: int, res: str, spurious: bool = False) -> State:
     assert s.outcomes[w - 1][wr.k - 1].res == PENDING, (w, wr.k)
     outcomes = list(s.outcomes)
     row = list(outcomes[w - 1])
-    row[wr.k - 1] = Outcome(res, wr.lone, wr.healed, spurious)
+    row[wr.k - 1] = OpResult(res, wr.lone, wr.healed, spurious)
     outcomes[w - 1] = tuple(row)
     return set_writer(s, w, idle_writer(wr.k + 1, len(row)), outcomes=tuple(outcomes))
 
@@ -193,7 +193,7 @@ def finish_failed(b: Bounds, s: State, w: int, spurious: bool = False) -> State:
     wr = s.writers[w - 1]
     if b.variant != "pointer-status-check" and (
             s.cat in wr.unknowns or own_landed(s, w, wr.k) is not None):
-        return finish(s, w, UNKNOWN_OUTCOME)
+        return finish(s, w, UNKNOWN)
     return finish(delete_objects(s, op_objects(s, w, wr.k)), w, CONFLICT, spurious)
 
 
@@ -299,9 +299,9 @@ def reconcile(b: Bounds, s: State, w: int) -> State:
     """Retry / Resolve: refresh; if an earlier attempt landed, the operation committed;
     otherwise validate against the refreshed base and start the next attempt."""
     wr = s.writers[w - 1]
-    resolving = wr.phase == UNKNOWN
+    resolving = wr.phase == RESOLVE
     if resolving and b.variant == "cleanup-after-unknown":
-        raise AssertionError("unreachable: that variant never waits in UNKNOWN")
+        raise AssertionError("unreachable: that variant never waits in RESOLVE")
     if resolving and b.variant == "pointer-status-check":
         if s.cat == (w, wr.k, wr.attempt):
             return finish(s._replace(acked=s.acked | {s.cat}), w, COMMITTED)
@@ -347,7 +347,7 @@ def unknown_outcome(b: Bounds, s: State, w: int) -> State:
     wr = s.writers[w - 1]
     if b.variant == "cleanup-after-unknown":
         return finish(delete_objects(s, op_objects(s, w, wr.k)), w, CONFLICT)
-    return set_writer(s, w, wr._replace(phase=UNKNOWN, unknowns=wr.unknowns | {wr.base}))
+    return set_writer(s, w, wr._replace(phase=RESOLVE, unknowns=wr.unknowns | {wr.base}))
 
 
 def ack_lost(b: Bounds, s: State, w: int) -> State:
@@ -440,7 +440,7 @@ def successors(b: Bounds, s: State):
             yield ("Rename", w), rename(b, s, w)
         elif ph == RETRY:
             yield ("Retry", w), reconcile(b, s, w)
-        elif ph == UNKNOWN:
+        elif ph == RESOLVE:
             yield ("Resolve", w), reconcile(b, s, w)
         else:
             raise AssertionError(ph)

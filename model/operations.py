@@ -7,7 +7,7 @@ Pure functions of the model's values, used by the transition system (model/icebe
 - `plan_operation`: Begin's planning at the starting snapshot (the head of the
   operation's ref): the files or row it names, its rollback/ref target, the rows its new
   data file holds and the delete file it writes; None for a no-op;
-- `validate`: the operation's assumptions over every snapshot committed to its ref since
+- `validate`: the operation's validations over every snapshot committed to its ref since
   it planned (7.2), re-run by every retry;
 - `justified`: whether a failed validation had a commit that overlaps the operation's
   partition (L3 NoSpuriousConflict reads it);
@@ -114,7 +114,7 @@ def starting_snapshot(meta: Meta, kind: str, ref: str):
 # -- validation (7.2, 7.3) ------------------------------------------------------------------
 
 def validate(b, s: State, wr: Writer) -> bool:
-    """The operation's assumptions, checked over every snapshot committed to its ref
+    """The operation's validations, checked over every snapshot committed to its ref
     between its starting snapshot and the ref's head in the refreshed base."""
     meta = current(s)
     kind = wr.kind

@@ -34,8 +34,8 @@ NO_PART = 0                         # an operation that is not scoped to a parti
 MAIN, BRANCH, TAG = "main", "b", "t"
 
 # Phases of a writer (spec/PROTOCOL.md "Writer phases").
-PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RENAME, RETRY, UNKNOWN, DONE = (
-    "plan", "data", "manifests", "list", "metadata", "swap", "rename", "retry", "unknown", "done")
+PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RENAME, RETRY, RESOLVE, DONE = (
+    "plan", "data", "manifests", "list", "metadata", "swap", "rename", "retry", "resolve", "done")
 WRITE_PHASES = (DATA, MANIFESTS, LIST, METADATA)
 
 # Operation kinds and final outcomes of an operation.
@@ -56,7 +56,7 @@ SNAPSHOT_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROW_DELETE, ROW_UPDATE, UP
 PARTITION_KINDS = SNAPSHOT_KINDS
 # Delete file contents (Iceberg spec "Row-level Deletes").
 POSITION, EQUALITY = "position", "equality"
-PENDING, COMMITTED, CONFLICT, UNKNOWN_OUTCOME, CRASHED, NOOP = (
+PENDING, COMMITTED, CONFLICT, UNKNOWN, CRASHED, NOOP = (
     "pending", "committed", "conflict", "unknown", "crashed", "noop")
 
 # Isolation levels of operations that read what they replace (spec/PROTOCOL.md 7.3).
@@ -71,7 +71,7 @@ FAULT_ACTIONS = {WRITE_FAIL: "WriteFails", SWAP_FAIL: "SwapFails", ACK_LOST: "Ac
                  SWAP_DELAYED: "SwapDelayed", CRASH: "Crash"}
 # The action a writer takes in each phase it can leave by itself (faults aside).
 PHASE_ACTIONS = {DATA: "WriteData", MANIFESTS: "WriteManifests", LIST: "WriteManifestList",
-                 METADATA: "WriteMetadata", SWAP: "Swap", RENAME: "Rename", RETRY: "Retry", UNKNOWN: "Resolve"}
+                 METADATA: "WriteMetadata", SWAP: "Swap", RENAME: "Rename", RETRY: "Retry", RESOLVE: "Resolve"}
 
 
 class Snap(NamedTuple):
@@ -138,7 +138,9 @@ class Writer(NamedTuple):
     mseq: int                   # an append's manifest's explicit data sequence number (0: inherited)
 
 
-class Outcome(NamedTuple):
+class OpResult(NamedTuple):
+    """How an operation ended, as the history records it (TLA+ OpResult): `res` is an outcome
+    name (COMMITTED, CONFLICT, UNKNOWN) or PENDING, CRASHED, NOOP."""
     res: str
     lone: bool
     healed: bool
@@ -161,7 +163,7 @@ class State(NamedTuple):
     # -- history (auxiliary) variables: only the property checks read them --
     hist: tuple                 # every value the pointer has taken, in order
     acked: frozenset            # MetaIds acknowledged to their writer as committed
-    outcomes: tuple             # per writer, per operation: Outcome
+    outcomes: tuple             # per writer, per operation: OpResult
     deleted: frozenset          # ObjIds ever deleted
     consumed: frozenset         # SnapIds an incremental reader of main has consumed
     reader_at: SnapId           # that reader's position

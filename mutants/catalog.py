@@ -23,14 +23,14 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_OF = {"impl": "icefloe.impl", "model": "icefloe.model", "conformance": "icefloe.conformance"}
 
 # Areas of the reference implementation.
-COMMIT, REQUIREMENTS, EXPIRY, ORPHANS, SCAN, DELETES = (
-    "commit path", "requirements", "expiry", "orphan removal", "scan planning", "delete application")
+COMMIT, VALIDATION, EXPIRY, ORPHANS, SCAN, DELETES = (
+    "commit path", "validation", "expiry", "orphan removal", "scan planning", "delete application")
 S3_STORE, S3_CATALOG, SQL_CATALOG, HANDLE = "S3 store", "S3 catalog", "SQL catalog", "table handle"
 PARTITIONS, ROW_DELTAS, REFS = "partitions", "row deltas", "refs"
 # The model has no file ages: orphan removal runs only while nothing is in flight (the
 # correct schedule), where the age threshold changes nothing (conformance/engines/flawed.py).
 ORPHAN_AGE = "orphan age threshold"
-AREAS = (COMMIT, REQUIREMENTS, EXPIRY, ORPHANS, SCAN, DELETES, S3_STORE, S3_CATALOG, SQL_CATALOG,
+AREAS = (COMMIT, VALIDATION, EXPIRY, ORPHANS, SCAN, DELETES, S3_STORE, S3_CATALOG, SQL_CATALOG,
          HANDLE, PARTITIONS, ROW_DELTAS, REFS, ORPHAN_AGE)
 
 TABLE_TESTS = "tests/impl/table"
@@ -72,7 +72,7 @@ class Mutant:
 
 COMMIT_PY = "impl/table/commit.py"
 PRODUCER_PY = "impl/table/producer.py"
-REQUIREMENTS_PY = "impl/table/requirements.py"
+VALIDATION_PY = "impl/table/validation.py"
 MAINTENANCE_PY = "impl/table/maintenance.py"
 SCAN_PY = "impl/table/scan.py"
 DELETES_PY = "impl/table/deletes.py"
@@ -101,9 +101,9 @@ MUTANTS: tuple[Mutant, ...] = (
            COMMIT, "each attempt draws a new snapshot id, so a landed attempt is not the one reported",
            "spec 1.5 (snapshot id kept across attempts)"),
     Mutant("no-revalidate", COMMIT_PY,
-           "problem = check_all(self.operation.requirements(self), metadata, self.starting_snapshot_id, self.tree)",
+           "problem = check_all(self.operation.validations(self), metadata, self.starting_snapshot_id, self.tree)",
            "problem = None  # mutant: a retry re-applies its actions without re-validating",
-           COMMIT, "a retry re-applies its actions on the refreshed base without re-checking its assumptions",
+           COMMIT, "a retry re-applies its actions on the refreshed base without re-checking its validations",
            "apache/iceberg #10312 class"),
     Mutant("cleanup-while-unknown-may-land", COMMIT_PY,
            "            if canonical_location(location) in self.unknown_bases:\n",
@@ -112,7 +112,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "apache/iceberg #3717"),
     Mutant("unknown-taken-as-rejected", COMMIT_PY,
            "            self.unknown_bases.add(canonical_location(self.base_location))\n"
-           "            self.phase = UNKNOWN",
+           "            self.phase = RESOLVE",
            "            self.phase = RETRY  # mutant: an unknown swap answer read as a rejection",
            COMMIT, "SwapUnknown handled as SwapRejected: no lineage check, cleanup allowed",
            "apache/iceberg #7151; apache/polaris #5145"),
@@ -136,23 +136,23 @@ MUTANTS: tuple[Mutant, ...] = (
            ROW_DELTAS, "a reused manifest carries an explicit data sequence number from a stale base",
            "spec: sequence-number inheritance",
            unit_tests=("tests/impl/table/test_table_commit.py",)),
-    # -- requirements (7.3) --------------------------------------------------------------------
-    Mutant("files-live-checks-one-snapshot", REQUIREMENTS_PY,
+    # -- validation (7.3) ----------------------------------------------------------------------
+    Mutant("files-live-checks-one-snapshot", VALIDATION_PY,
            "        wanted = {comparable_location(p) for p in self.paths}\n        for snap in between:",
            "        wanted = {comparable_location(p) for p in self.paths}\n        for snap in between[:1]:  # mutant",
-           REQUIREMENTS, "a validation looks at one snapshot in between instead of all of them",
+           VALIDATION, "a validation looks at one snapshot in between instead of all of them",
            "apache/iceberg #10312"),
-    Mutant("serializable-ignores-appends", REQUIREMENTS_PY,
+    Mutant("serializable-ignores-appends", VALIDATION_PY,
            "                if metrics.might_match(e.data_file):\n",
            "                if False:  # mutant: concurrent appends never conflict\n",
-           REQUIREMENTS, "a serializable overwrite ignores a concurrent append matching its filter",
+           VALIDATION, "a serializable overwrite ignores a concurrent append matching its filter",
            "Java validateNoConflictingData"),
-    Mutant("ref-assertion-ignored", REQUIREMENTS_PY,
+    Mutant("ref-assertion-ignored", VALIDATION_PY,
            "        if found != self.snapshot_id:\n",
            "        if False:  # mutant: the ref may have moved\n",
-           REQUIREMENTS, "a rollback / set-ref commits although the ref moved since it read it",
+           VALIDATION, "a rollback / set-ref commits although the ref moved since it read it",
            "REST AssertRefSnapshotId"),
-    Mutant("rewrite-ignores-new-deletes", REQUIREMENTS_PY,
+    Mutant("rewrite-ignores-new-deletes", VALIDATION_PY,
            "                    if delete_may_apply(e.data_file, f):\n",
            "                    if False:  # mutant\n",
            ROW_DELTAS, "a compaction commits over delete files added after it read (deleted rows come back)",
@@ -296,10 +296,10 @@ BLIND: tuple[Mutant, ...] = (
            "            sequence_number = self.base_at_start.last_sequence_number + 1  # mutant\n",
            ROW_DELTAS, "a retried manifest list carries the first attempt's sequence number (files inherit it)",
            "spec: sequence-number inheritance", blind=True),
-    Mutant("validation-lost-start-is-empty", REQUIREMENTS_PY,
+    Mutant("validation-lost-start-is-empty", VALIDATION_PY,
            "        return None, f\"starting snapshot {start} is no longer an ancestor of {ref!r}\"",
            "        return [], None  # mutant: a start off the ancestry means nothing happened in between",
-           REQUIREMENTS, "a validation whose starting snapshot was rolled back past sees nothing in between",
+           VALIDATION, "a validation whose starting snapshot was rolled back past sees nothing in between",
            "apache/iceberg validateFromSnapshot", blind=True),
     Mutant("orphans-without-refresh", TABLE_PY,
            "        self.refresh()\n        if older_than_ms is None:",
@@ -361,7 +361,7 @@ BLIND_2: tuple[Mutant, ...] = (
     Mutant("between-skips-head", FILES_PY,
            "    return line[: ids.index(start_id)]\n",
            "    return line[1: ids.index(start_id)]  # mutant: the ref's head is the base, not 'in between'\n",
-           REQUIREMENTS, "validations look at the snapshots between the start and the head, but not at the head",
+           VALIDATION, "validations look at the snapshots between the start and the head, but not at the head",
            "off-by-one in validationHistory (Java: snapshots since the starting snapshot, head included)",
            blind=True),
     Mutant("incremental-takes-replace", SCAN_PY,

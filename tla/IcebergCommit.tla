@@ -84,7 +84,7 @@ VARIABLES
 VARIABLES
     hist,       \* every value the pointer has taken, in order
     acked,      \* MetaIds acknowledged to their writer as committed
-    outcomes,   \* [Writers -> [1..Ops -> Outcome]]
+    outcomes,   \* [Writers -> [1..Ops -> OpResult]]
     deleted,    \* ObjIds ever deleted
     consumed,   \* SnapIds an incremental reader of main has consumed
     readerAt    \* that reader's position
@@ -107,7 +107,7 @@ vars == <<protocolVars, historyVars>>
 (* part, ref, row]; Meta [prev, head, snaps, op, last_seq, refs (a         *)
 (* function from the branch and tag names to SnapIds)]; Writer [k, kind,   *)
 (* phase, attempt, base, start, files, target, unknowns, lone, healed,     *)
-(* part, ref, row, mseq]; Outcome [res, lone, healed, spurious].           *)
+(* part, ref, row, mseq]; OpResult [res, lone, healed, spurious].          *)
 (***************************************************************************)
 NO_SNAP == <<0, 0>>
 NO_META == <<0, 0, 0>>
@@ -334,7 +334,7 @@ ManifestObj(w, wr) ==
 
 (***************************************************************************)
 (* Retry validation (model/operations.py validate): the operation's        *)
-(* assumptions, checked over every snapshot committed to its ref between   *)
+(* validations, checked over every snapshot committed to its ref between   *)
 (* its starting snapshot and the ref's head in the refreshed base.         *)
 (***************************************************************************)
 Validate(wr) ==
@@ -589,7 +589,7 @@ NextPhase(kind) ==
 \* against the refreshed base and start the next attempt.
 Reconcile(w) ==
     LET wr == writers[w]
-        resolving == wr.phase = "unknown"
+        resolving == wr.phase = "resolve"
         landed == OwnLanded(w, wr.k)
         Committed(m) == /\ acked' = acked \cup {m}
                         /\ Finish(w, wr, "committed")
@@ -614,7 +614,7 @@ Reconcile(w) ==
                       hist, consumed, readerAt>>
 
 Retry(w) == writers[w].phase = "retry" /\ Reconcile(w)
-Resolve(w) == writers[w].phase = "unknown" /\ Reconcile(w)
+Resolve(w) == writers[w].phase = "resolve" /\ Reconcile(w)
 
 (***************************************************************************)
 (* Faults. Each spends one unit of FaultBudget.                            *)
@@ -626,7 +626,7 @@ UnknownOutcome(w, wr) ==
     IF Variant = "cleanup-after-unknown"
     THEN DeleteObjects(OpObjects(w, wr.k)) /\ Finish(w, wr, "conflict")
     ELSE /\ writers' = [writers EXCEPT ![w] =
-                [wr EXCEPT !.phase = "unknown", !.unknowns = wr.unknowns \cup {wr.base}]]
+                [wr EXCEPT !.phase = "resolve", !.unknowns = wr.unknowns \cup {wr.base}]]
          /\ UNCHANGED <<store, deleted, outcomes>>
 
 \* A storage write fails (definitely not written): the operation gives up.
@@ -789,9 +789,9 @@ ReadersSeeCommitted ==
            /\ f \in committedOps
            /\ f[1] # 0 => outcomes[f[1]][f[2]].res # "conflict"
 
-\* P5: every commit's assumptions held over all snapshots between its starting
+\* P5: every commit's validations held over all snapshots between its starting
 \* snapshot and the head of its ref in the version it replaced.
-AssumptionsHold(pre, post) ==
+ValidationsHold(pre, post) ==
     LET op == post.op
         head == RefHead(pre, op.ref)
         btw == Between(pre, head, op.start)
@@ -809,7 +809,7 @@ AssumptionsHold(pre, post) ==
             /\ (op.kind = "overwrite" /\ IsolationLevel = "serializable") =>
                    \A x \in btw : ~Touches(pre, x, op.part)
             /\ op.kind = "rollback" => btw = {}
-ValidationSound == \A i \in Changes : AssumptionsHold(Pre(i), Post(i))
+ValidationSound == \A i \in Changes : ValidationsHold(Pre(i), Post(i))
 
 \* P6: each commit's effect on the rows of its ref equals its operation applied
 \* to the version it replaced. Rows are bags: [row -> number of live copies].

@@ -22,7 +22,7 @@ SnapIds == Nat \X Nat
 MetaIds == Nat \X Nat \X Nat
 ObjIds == {"d", "x", "m", "l", "j"} \X Nat \X Nat \X Nat
 Phases == {"plan", "data", "manifests", "list", "metadata", "swap", "rename", "retry",
-           "unknown", "done"}
+           "resolve", "done"}
 Results == {"pending", "committed", "conflict", "unknown", "crashed", "noop"}
 PartIds == 0..Partitions
 Rows == {NO_ROW} \cup (SnapIds \X SnapIds)

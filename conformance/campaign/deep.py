@@ -34,6 +34,7 @@ from pathlib import Path
 from icefloe.conformance.campaign.run import run_campaign
 from icefloe.conformance.campaign.budget import Budget
 from icefloe.conformance.campaign.faults import DEEP
+from icefloe.conformance.campaign.judge import COMMITTED, CONFLICT, UNKNOWN
 
 PARTS = ("s3", "postgresql")
 FAULTS_MIN = 100_000
@@ -94,8 +95,8 @@ def totals(parts: list) -> dict:
 def targets_met(t: dict) -> dict:
     r = t["unknown_resolved"]
     return {f"faults >= {FAULTS_MIN:,}": t["faults_injected"] >= FAULTS_MIN,
-            f"Unknown resolved landed >= {UNKNOWN_EACH_WAY_MIN}": r.get("committed", 0) >= UNKNOWN_EACH_WAY_MIN,
-            f"Unknown resolved not landed >= {UNKNOWN_EACH_WAY_MIN}": r.get("conflict", 0) >= UNKNOWN_EACH_WAY_MIN,
+            f"Unknown resolved landed >= {UNKNOWN_EACH_WAY_MIN}": r.get(COMMITTED, 0) >= UNKNOWN_EACH_WAY_MIN,
+            f"Unknown resolved not landed >= {UNKNOWN_EACH_WAY_MIN}": r.get(CONFLICT, 0) >= UNKNOWN_EACH_WAY_MIN,
             "0 lost, 0 duplicated, 0 dangling, 0 dirty, valid": t["valid"] and not any(t["tally"].values())}
 
 
@@ -118,15 +119,15 @@ def render(parts: list) -> str:
         o, r = p["outcomes"], p["unknown_resolved"]
         lines.append(
             f"| {p['catalog']} catalog | {sum(o.values())} | {o.get('committed', 0)} | {o.get('conflict', 0)} | "
-            f"{o.get('unknown', 0)} ({r.get('committed', 0)} / {r.get('conflict', 0)} / {r.get('unknown', 0)}) | "
+            f"{o.get(UNKNOWN, 0)} ({r.get(COMMITTED, 0)} / {r.get(CONFLICT, 0)} / {r.get(UNKNOWN, 0)}) | "
             f"{o.get('failed', 0)} | {p['retries']} | {p['faults_injected']:,} | {p['requests']:,} | "
             f"{p['elapsed_s']:.0f} | {p['judge_s']:.0f} | {p['load_avg'][0] if p['load_avg'] else '?'} | "
             f"{'valid' if p['valid'] is True else 'INVALID' if p['valid'] is False else 'unknown'} |")
     r = t["unknown_resolved"]
     lines += ["",
               f"In all: {t['operations']:,} operations, **{t['faults_injected']:,} injected faults**, "
-              f"**{r.get('committed', 0)} Unknown outcomes resolved landed and {r.get('conflict', 0)} resolved "
-              f"not landed** ({r.get('unknown', 0)} still open after healing). Judged: "
+              f"**{r.get(COMMITTED, 0)} Unknown outcomes resolved landed and {r.get(CONFLICT, 0)} resolved "
+              f"not landed** ({r.get(UNKNOWN, 0)} still open after healing). Judged: "
               + ", ".join(f"{v} {k}" for k, v in t["tally"].items()) + ". Reads the writers gave up on after "
               f"their retries (a read after an operation, or a rollback's file sets, recorded as unknown): "
               f"{t['read_errors']}.",

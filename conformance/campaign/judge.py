@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field, replace
 
+from icefloe.model.state import COMMITTED, CONFLICT, NOOP, UNKNOWN  # noqa: F401 - the outcome names, for the writers
 from icefloe.model.checks.history import (
     ALL, SERIALIZABLE, Anomaly, History, Operation, Read, TableHistory, VersionRecord, check_history, lineage,
     lineage_of, render,
@@ -28,7 +29,7 @@ KINDS = (APPEND, OVERWRITE, REWRITE, ROLLBACK)
 # Outcomes a writer records. "failed" = the operation raised before writing anything (its
 # refresh could not read the table): definitely not committed. "noop" = nothing to do
 # (a compaction with nothing to compact): no commit at all, left out of the history.
-COMMITTED, CONFLICT, UNKNOWN, FAILED, NOOP = "committed", "conflict", "unknown", "failed", "noop"
+FAILED = "failed"
 OUTCOMES = (COMMITTED, CONFLICT, UNKNOWN, FAILED, NOOP)
 
 

@@ -17,6 +17,7 @@ from icefloe.impl.spark.job import read_commit_log
 from icefloe.impl.table.commit import read_metadata
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.table import Table, create_table
+from icefloe.model.state import COMMITTED, CONFLICT, UNKNOWN
 from icefloe.model.checks.history import (
     SERIALIZABLE, History, Operation, SnapshotRecord, TableHistory, check_history, lineage, render,
 )
@@ -89,7 +90,7 @@ def build_history(table: Table, records: list[dict]) -> tuple[History, dict, dic
         previous = location
     ops = []
     for r in records:
-        if r["outcome"] == "committed" and r["snapshot-id"] is None:
+        if r["outcome"] == COMMITTED and r["snapshot-id"] is None:
             continue  # a compaction that found nothing to do: no commit
         removed = frozenset(r["removed-files"])
         ops.append(Operation(
@@ -124,8 +125,8 @@ def judge(workdir: Path, rows: int, spark=None, require_contention: bool = False
         ok = False
         lines.append(f"linear history: snapshots off main's ancestry {side[:5]}")
     # Rows: each committed append's rows, at every snapshot from its own onwards.
-    by_snapshot = {r["snapshot-id"]: r for r in records if r["outcome"] == "committed" and r["snapshot-id"]}
-    unknown = [r["job-id"] for r in records if r["outcome"] == "unknown"]
+    by_snapshot = {r["snapshot-id"]: r for r in records if r["outcome"] == COMMITTED and r["snapshot-id"]}
+    unknown = [r["job-id"] for r in records if r["outcome"] == UNKNOWN]
     if unknown:
         ok = False
         lines.append(f"unresolved unknown outcomes: {unknown}")
@@ -154,12 +155,12 @@ def judge(workdir: Path, rows: int, spark=None, require_contention: bool = False
             if from_files != len(want):
                 ok = False
                 lines.append(f"snapshot {sid}: its files hold {from_files} rows, expected {len(want)}")
-    noops = sum(r["outcome"] == "committed" and r["snapshot-id"] is None for r in records)
+    noops = sum(r["outcome"] == COMMITTED and r["snapshot-id"] is None for r in records)
     counts = {"jobs": len(records) - noops, "no-op compactions": noops,
-              "appends committed": sum(r["outcome"] == "committed" and r["kind"] == "append" for r in records),
-              "compactions committed": sum(r["outcome"] == "committed" and r["kind"] == "replace"
+              "appends committed": sum(r["outcome"] == COMMITTED and r["kind"] == "append" for r in records),
+              "compactions committed": sum(r["outcome"] == COMMITTED and r["kind"] == "replace"
                                            and r["snapshot-id"] is not None for r in records),
-              "conflicts": sum(r["outcome"] == "conflict" for r in records),
+              "conflicts": sum(r["outcome"] == CONFLICT for r in records),
               "commit retries": sum(r["attempts"] - 1 for r in records if r["attempts"] > 1),
               "compactions among appends": _compactions_among_appends(records),
               "snapshots": len(ancestry), "snapshots time-travelled": travelled,
@@ -175,7 +176,7 @@ def judge(workdir: Path, rows: int, spark=None, require_contention: bool = False
 
 def _compactions_among_appends(records: list[dict]) -> int:
     """Committed compactions that landed between the first and the last append."""
-    times = [r["time-ms"] for r in records if r["kind"] == "append" and r["outcome"] == "committed"]
+    times = [r["time-ms"] for r in records if r["kind"] == "append" and r["outcome"] == COMMITTED]
     if not times:
         return 0
     return sum(1 for r in records if r["kind"] == "replace" and r["snapshot-id"] is not None

@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from icefloe.impl.spark.job import read_commit_log
+from icefloe.model.state import COMMITTED, CONFLICT
 from icefloe.conformance.demo.judge import (  # noqa: F401 - re-exported for the tests and users
     APPENDERS, TABLE, DemoVerdict, create_demo_table, judge, options, row_id,
 )
@@ -221,9 +222,9 @@ def run_pipeline(workdir: Path, appends: int = 3, rows: int = 400, compactions: 
 def _jobs_done(workdir: Path) -> tuple[int, int, int]:
     """(jobs recorded, retries so far, conflicts so far) from the shared commit log."""
     records = read_commit_log(options(workdir)["commit-log"])
-    records = [r for r in records if not (r["outcome"] == "committed" and r["snapshot-id"] is None)]
+    records = [r for r in records if not (r["outcome"] == COMMITTED and r["snapshot-id"] is None)]
     return (len(records), sum(max(0, r["attempts"] - 1) for r in records),
-            sum(r["outcome"] == "conflict" for r in records))
+            sum(r["outcome"] == CONFLICT for r in records))
 
 
 class Progress:

@@ -165,7 +165,7 @@ _UNKNOWN = (A.ACK_LOST,)
 _LISTING = dict(swap_over_s3=False, **_MEMORY)
 _SPECS: dict[str, tuple[type, type, A.Capabilities, str]] = {
     "no-revalidate": (FlawedEngine, NoRevalidateTable, _caps((A.DELETE, A.REWRITE)),
-                      "a retry re-applies its actions without re-checking its assumptions (iceberg #10312)"),
+                      "a retry re-applies its actions without re-checking its validations (iceberg #10312)"),
     "cleanup-after-unknown": (FlawedEngine, CleanupAfterUnknownTable, _caps((), _UNKNOWN),
                               "an unknown swap outcome is taken as failure and cleaned up (iceberg #2317, #4666)"),
     "pointer-status-check": (FlawedEngine, PointerStatusCheckTable, _caps((), (A.ACK_LOST, A.SWAP_DELAYED)),

@@ -6,7 +6,7 @@ Each flaw is one override of the reference implementation, never a copy of it, s
 control differs from the reference in exactly the rule it breaks:
 
 - `no-revalidate` (apache/iceberg #10312): a retry re-applies its actions without
-  re-running its assumptions; a file a concurrent commit already removed is silently
+  re-running its validations; a file a concurrent commit already removed is silently
   skipped, as a blind "remove by path" would;
 - `cleanup-after-unknown` (apache/iceberg #2317, #4666): a swap whose outcome is unknown is
   taken as failed, and everything the operation wrote is deleted;
@@ -30,17 +30,17 @@ from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import ATTEMPTS, Committed, SwapUnknown
 from icefloe.impl.s3.store import S3Store, _Refusal
 from icefloe.impl.table import maintenance, operations as ops
-from icefloe.impl.table.commit import DONE, RETRY, UNKNOWN, PendingCommit
+from icefloe.impl.table.commit import DONE, RETRY, RESOLVE, PendingCommit
 
 # -- no-revalidate ---------------------------------------------------------------------------
 
 
 class _NoRevalidate:
-    """Mixed in front of an operation class: no assumption is ever checked (the starting
+    """Mixed in front of an operation class: no validation is ever checked (the starting
     snapshot satisfies them anyway), and a retry removes only those named files that are
     still live, so the loss shows as rows, not as an assertion of the reference."""
 
-    def requirements(self, c):
+    def validations(self, c):
         return []
 
     def write_manifests(self, c):
@@ -72,7 +72,7 @@ class CleanupAfterUnknownCommit(PendingCommit):
     """apache/iceberg #2317 / #4666: "we do not know" is merged into "it failed"."""
 
     def reconcile(self):
-        if self.phase != UNKNOWN:
+        if self.phase != RESOLVE:
             return super().reconcile()
         self.unknown_bases.clear()  # forget that an attempt may have landed
         self._finish_failed(self._read_pointer(), "flawed: an unknown swap outcome taken as failure", ATTEMPTS)
@@ -83,7 +83,7 @@ class PointerStatusCheckCommit(PendingCommit):
     only; a commit that landed and was already built upon is declared failed."""
 
     def reconcile(self):
-        if self.phase != UNKNOWN:
+        if self.phase != RESOLVE:
             return super().reconcile()
         pointer = self._read_pointer()
         if pointer is not None and canonical_location(pointer[0]) == canonical_location(self.new_metadata_location):
@@ -99,7 +99,7 @@ class NoLineageCheckCommit(PendingCommit):
     looking for the attempt in the chain; a landed snapshot is applied again."""
 
     def reconcile(self):
-        if self.phase == UNKNOWN:
+        if self.phase == RESOLVE:
             self.unknown_bases.clear()
             self.phase = RETRY
         return super().reconcile()

@@ -28,7 +28,7 @@ from icefloe.impl.catalog.base import NamespaceAlreadyExists
 from icefloe.impl.catalog.rest import RestCatalog
 from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.outcomes import Conflict, Unknown
-from icefloe.impl.table.commit import UNKNOWN
+from icefloe.impl.table.commit import RESOLVE
 
 REQUEST_TIMEOUT_S = 150.0          # longer than the server may hold a commit (GATE_HOLD_S_MAX)
 STEPS_MAX = 64
@@ -52,7 +52,7 @@ class RestCommit:
         for _ in range(STEPS_MAX):
             if p.done:
                 return p.outcome
-            if p.phase == UNKNOWN and self.stop_at_unknown:
+            if p.phase == RESOLVE and self.stop_at_unknown:
                 return self.unknown(p)
             self.inner.step()
         raise RuntimeError(f"the commit did not end in {STEPS_MAX} phases (phase {p.phase})")

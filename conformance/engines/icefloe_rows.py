@@ -26,7 +26,7 @@ from icefloe.impl.format.types import FIELD_ID_KEY, LONG, STRING, NestedField, S
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.deletes import DeleteReader
 from icefloe.impl.table.env import data_file_location, partition_path
-from icefloe.impl.table.requirements import DELETE_FILE_PATH_ID, DELETE_POS_ID
+from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from icefloe.impl.table.scan import plan_files
 
 POSITION_ARROW = pa.schema([

@@ -400,7 +400,7 @@ class Worker:
         attempt is one commit of Iceberg-Java's TableOperations (RESTTableOperations: a
         SetSnapshotRef with AssertRefSnapshotId main; a 409 is CommitFailedException), at
         most `attempts`; a 400 after an expiry removed `target` meanwhile is that
-        assumption failing; unknown states propagate as Java raises them. Java's own
+        validation failing; unknown states propagate as Java raises them. Java's own
         rollback_to_snapshot re-checks only that the target is an ancestor on a retry
         (docs/verdicts.md, J2). Answers [[attempts, the metadata file written]]."""
         jvm = self.jvm
@@ -423,7 +423,7 @@ class Worker:
                     # A 4xx is definite (nothing written). The server refuses a ref set to a
                     # snapshot it does not retain with 400 (as Iceberg-Java's TableMetadata.Builder
                     # does: IllegalArgumentException); an expiry that landed after this attempt
-                    # read the table removed the target: the rollback's assumption fails.
+                    # read the table removed the target: the rollback's validation fails.
                     raise Refused("org.apache.iceberg.exceptions.ValidationException",
                                   f"{target} is not retained (expired since the rollback read the table)") from None
                 if "CommitFailedException" not in failure:

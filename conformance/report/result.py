@@ -34,7 +34,7 @@ MEANINGS = {
     "P3 NoDuplicateCommit": "no snapshot, and no row, is applied twice (e.g. by a retry after a lost answer)",
     "P4 ReadersSeeCommitted": "a reader (one pointer read, no listing) sees only files of operations "
                               "that committed",
-    "P5 ValidationSound": "every commit's assumptions held over every snapshot between its start and the "
+    "P5 ValidationSound": "every commit's validations held over every snapshot between its start and the "
                           "head it replaced",
     "P6 Isolation": "each commit's effect on the rows equals its operation applied to the head it replaced "
                     "(serializable or snapshot isolation)",

@@ -12,7 +12,7 @@ from icefloe.conformance.suite.blackbox import BLACK_BOX_WAIT_S, GATE_POLL_S, aw
 from icefloe.conformance.suite.view import END_UNKNOWN, FAULT_OF_ACTION, end_unknown, solo
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.model import iceberg
-from icefloe.model.state import COMMITTED, DONE, RETRY, SWAP, UNKNOWN
+from icefloe.model.state import COMMITTED, DONE, RETRY, SWAP, RESOLVE
 
 COMMIT_FAULT = "CommitFault"
 GATE, ENDED = "gate", "ended"
@@ -215,12 +215,12 @@ class RestDriver:
         if wr.k == rec.k and wr.phase == RETRY and where == ENDED and isinstance(rec.outcome, A.Conflict):
             self._gave_up(w)
         if lock.model.writers[w - 1].k == rec.k:
-            if wr.phase == UNKNOWN and where == ENDED and isinstance(rec.outcome, A.Unknown):
+            if wr.phase == RESOLVE and where == ENDED and isinstance(rec.outcome, A.Unknown):
                 self.unknown.add((w, rec.k))
                 self._advance((END_UNKNOWN, w), end_unknown(lock.model, w))
                 self.resolve(w, rec.k)
             else:
-                resolving = wr.phase == UNKNOWN
+                resolving = wr.phase == RESOLVE
                 self._solo(w, (SWAP,) if where == GATE else ())
                 if resolving:
                     ended = lock.model.writers[w - 1].k != rec.k

@@ -23,7 +23,7 @@ def engine_failure(lock, w: int, e: Exception) -> Violation:
             res = lock.model.outcomes[w - 1][rec.k - 1].res
             model = f"op {row_id((w, rec.k))} ended {res}"
             if res == CONFLICT and label and label[0] in ("Retry", "Resolve") and phase not in (
-                    "retry", "unknown", DONE):
+                    "retry", "resolve", DONE):
                 prop = "P5 ValidationSound"
         else:
             model = f"phase {wr.phase}"

@@ -70,7 +70,7 @@ def record(lock) -> H.History:
         # An overwrite reads its partition (the whole table when it has one partition).
         read = (frozenset({rec.spec.partition}) if partitioned else H.ALL) if rec.kind == OVERWRITE else frozenset()
         operations.append(H.Operation(
-            row_id((w, k)), rec.kind, A.outcome_name(out) or A.UNKNOWN_OUTCOME, sid, location, rec.start_snapshot_id,
+            row_id((w, k)), rec.kind, A.outcome_name(out) or A.UNKNOWN, sid, location, rec.start_snapshot_id,
             read, removed if rec.kind in (DELETE, REWRITE) else frozenset(), added, removed))
     return H.History(th, tuple(operations), tuple(lock.readers.reads), _partitions(th) if partitioned else {},
                      tuple(observed))

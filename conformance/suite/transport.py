@@ -43,7 +43,7 @@ import threading
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance.violation import AGREEMENT, Violation
-from icefloe.model.state import DATA, DONE, LIST, MANIFESTS, METADATA, PHASE_ACTIONS, RETRY, SWAP, UNKNOWN
+from icefloe.model.state import DATA, DONE, LIST, MANIFESTS, METADATA, PHASE_ACTIONS, RETRY, SWAP, RESOLVE
 
 RESPONSE_LOST, REQUEST_LOST, BLACKOUT, SERVER_ERROR, HOLD, RELEASE = (
     "ResponseLost", "RequestLost", "Blackout", "ServerError", "HoldAnswer", "LoseAnswer")
@@ -235,7 +235,7 @@ class Transport:
         phase = rec.commit.phase
         if phase == DONE and isinstance(rec.commit.outcome, A.Committed):
             return ["Resolve"]                 # it learned that its swap had landed
-        if phase == UNKNOWN:
+        if phase == RESOLVE:
             return []
         raise Violation(AGREEMENT, f"writer {w}: its swap was applied (and the table may have moved on from "
                         f"it), yet the engine reports {phase} {rec.commit.outcome or ''}: a retry re-applies a "
@@ -288,7 +288,7 @@ def mirror(phase: str, reached: bool, commit, w: int, applied: bool = False) -> 
                             "(P8)", "committed or unknown", "rejected")
         if now == RETRY and not reached:
             return ["SwapFails"]
-        if now == UNKNOWN:
+        if now == RESOLVE:
             return ["AckLost"] if reached else ["SwapDelayed", "Drop"]
         return ["Swap"]      # it knows the answer; if the model's differs, the comparison says so
     if now == phase:

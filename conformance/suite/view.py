@@ -19,7 +19,7 @@ it ends the operation Unknown at once (`EndUnknown`), as the REST engines do.
 from __future__ import annotations
 
 from icefloe.model import iceberg
-from icefloe.model.state import DONE, FAULT_ACTIONS, METADATA, PHASE_ACTIONS, SWAP, UNKNOWN_OUTCOME
+from icefloe.model.state import DONE, FAULT_ACTIONS, METADATA, PHASE_ACTIONS, SWAP, UNKNOWN
 
 FAULT_OF_ACTION = {action: kind for kind, action in FAULT_ACTIONS.items()}
 # The actions a writer takes by itself, phase by phase (inside a black-box commit).
@@ -58,7 +58,7 @@ def end_unknown(s, w: int):
     resolving it, and deletes nothing (spec/PROTOCOL.md 9.1; 9.6: its caller resolves it).
     Not a model action (the model's writer resolves, 9.3): it is finish_failed's Unknown,
     taken at once, as Iceberg-Java and pyiceberg do on CommitStateUnknownException."""
-    return iceberg.finish(s, w, UNKNOWN_OUTCOME)
+    return iceberg.finish(s, w, UNKNOWN)
 
 
 def solo(b: iceberg.Bounds, s, w: int, stop_at=()) -> list:

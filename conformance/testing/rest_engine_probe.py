@@ -160,10 +160,10 @@ def expected(fault: F.Fault, then: str | None) -> tuple[str, int]:
     if fault.kind in (F.REJECT, F.DUPLICATE):
         return A.COMMITTED, 1
     if fault.kind == F.FAIL_BEFORE:
-        return A.UNKNOWN_OUTCOME, 0
+        return A.UNKNOWN, 0
     if fault.kind == F.DELAY:
-        return A.UNKNOWN_OUTCOME, 1 if then == "deliver" else 0
-    return A.UNKNOWN_OUTCOME, 1           # fail_after, lost: applied, the answer lost
+        return A.UNKNOWN, 1 if then == "deliver" else 0
+    return A.UNKNOWN, 1           # fail_after, lost: applied, the answer lost
 
 
 def case_id(fault: F.Fault, then: str | None) -> str:

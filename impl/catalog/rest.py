@@ -196,7 +196,7 @@ class RestCatalog:
         return json.loads(self.io.get(location))
 
     def _commit_of(self, identifier: TableIdentifier, attempt_location: str, base_location: str | None = None):
-        """(path, request body, key) of the commit that applies an attempt's file."""
+        """(path, request body, key, base location) of the commit that applies an attempt's file."""
         attempt = self._read(attempt_location)
         if base_location is None:
             log = attempt.get("metadata-log") or []
@@ -204,10 +204,13 @@ class RestCatalog:
                 raise InvalidArgument(f"{attempt_location} names no base in its metadata log")
             base_location = log[-1]["metadata-file"]
         request = commit_request(self._read(base_location), attempt, identifier.namespace, identifier.name)
-        return self._path(self._table_path(identifier)), request, idempotency_key(attempt_location)
+        return self._path(self._table_path(identifier)), request, idempotency_key(attempt_location), base_location
 
-    def _send(self, path: str, request: dict, key: str, replays: int):
-        """('committed', location) | ('rejected', reason, unavailable) | ('unknown', reason)."""
+    def _send(self, path: str, request: dict, key: str, replays: int, expected_location: str,
+              new_location: str) -> SwapResult:
+        """The request sent, then replayed with its key while its answer is unknown: Swapped
+        (the location the server made current), SwapRejected (a 4xx: `unavailable` unless 409,
+        or not sent at all) or SwapUnknown (no decisive answer after `replays` replays)."""
         why = "no answer"
         for n in range(replays + 1):
             if n:
@@ -216,7 +219,7 @@ class RestCatalog:
                 status, body = self._request("POST", path, request, key)
             except _NotSent as e:
                 if n == 0:
-                    return ("rejected", f"not sent: {e}", True)
+                    return SwapRejected(expected_location, None, f"not sent: {e}", unavailable=True)
                 why = f"replay not sent: {e}"           # the first may still have landed
                 continue
             except _NoAnswer as e:
@@ -225,32 +228,33 @@ class RestCatalog:
                 continue
             if status == 200 and isinstance(body, dict) and isinstance(body.get("metadata-location"), str):
                 self.counts["replay_committed"] += bool(n)
-                return ("committed", body["metadata-location"])
+                return Swapped(body["metadata-location"])
             if 400 <= status < 500:
                 self.counts["replay_rejected"] += bool(n)
-                return ("rejected", self._message(status, body), status != 409)
+                return SwapRejected(expected_location, None, self._message(status, body),
+                                    unavailable=status != 409)
             self.counts["unknown_answers"] += 1
             why = self._message(status, body)            # 5xx (or a 2xx without a location)
-        return ("unknown", why)
+        return SwapUnknown(expected_location, new_location, why)
 
     def swap(self, identifier: TableIdentifier, expected_location: str, new_location: str) -> SwapResult:
         require(expected_location != new_location, "a swap must move the pointer")
         self.counts["commits"] += 1
         try:
-            path, request, key = self._commit_of(identifier, new_location, expected_location)
+            path, request, key, _ = self._commit_of(identifier, new_location, expected_location)
         except Exception as e:  # noqa: BLE001 - unreadable files, an unexpressible change: nothing was sent
             return SwapRejected(expected_location, None, f"no commit request sent: {type(e).__name__}: {e}",
                                 unavailable=True)
-        result = self._send(path, request, key, self.replays_max)
-        if result[0] == "committed":
+        result = self._send(path, request, key, self.replays_max, expected_location, new_location)
+        if isinstance(result, Swapped):
             self.counts["committed"] += 1
             self._forget(new_location)
-            return Swapped(result[1])
-        if result[0] == "rejected":
+            return result
+        if isinstance(result, SwapRejected):
             self.counts["rejected"] += 1
-            return SwapRejected(expected_location, None, result[1], unavailable=result[2])
+            return result
         self.counts["left_unknown"] += 1
-        return SwapUnknown(expected_location, new_location, f"{result[1]} (after {self.replays_max} replays)")
+        return SwapUnknown(expected_location, new_location, f"{result.reason} (after {self.replays_max} replays)")
 
     def landed(self, identifier: TableIdentifier, attempted_locations) -> str | None:
         """Which attempt landed, by replaying each one's request with its key: the location
@@ -259,7 +263,7 @@ class RestCatalog:
         undecided = []
         for location in attempted_locations:
             try:
-                path, request, key = self._commit_of(identifier, location)
+                path, request, key, base_location = self._commit_of(identifier, location)
             except CatalogUnavailable as e:
                 undecided.append(str(e))
                 continue
@@ -269,15 +273,15 @@ class RestCatalog:
             except Exception as e:  # noqa: BLE001 - a store error: the attempt's file is unreadable
                 undecided.append(f"{location}: {type(e).__name__}: {e}")
                 continue
-            result = self._send(path, request, key, 0)
+            result = self._send(path, request, key, 0, base_location, location)
             self.counts["replays"] += 1
-            if result[0] == "committed":
+            if isinstance(result, Swapped):
                 self.counts["replay_committed"] += 1
-                return result[1]
-            if result[0] == "rejected" and not result[2]:
+                return result.new_location
+            if isinstance(result, SwapRejected) and not result.unavailable:
                 self.counts["replay_rejected"] += 1
                 continue
-            undecided.append(f"{location}: {result[1]}")
+            undecided.append(f"{location}: {result.reason}")
         if undecided:
             raise CatalogUnavailable("cannot tell whether an attempt landed: " + "; ".join(undecided))
         return None

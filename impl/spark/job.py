@@ -41,9 +41,11 @@ from icefloe.impl.io.base import AlreadyExists, NotFound, ObjectStore, StoreErro
 from icefloe.impl.io.local import LocalStore
 from icefloe.impl.io.router import StoreRouter
 from icefloe.impl.io.locations import canonical_location, local_path
-from icefloe.impl.outcomes import STORE, Committed, CommitOutcome, Conflict, IcefloeError, Unknown, require
+from icefloe.impl.outcomes import (
+    COMMITTED, CONFLICT, STORE, Committed, Conflict, IcefloeError, Outcome, Unknown, require,
+)
 from icefloe.impl.table.commit import PLAN, SWAP, PendingCommit
-from icefloe.impl.table.requirements import check_all
+from icefloe.impl.table.validation import check_all
 
 JOB_DIR = "_job"
 JOB_PREFIX = "spark-"
@@ -61,7 +63,7 @@ class JobClosed(IcefloeError):
 
 
 class ValidationFailed(IcefloeError):
-    """A job's assumptions fail already on the table as the commit first reads it."""
+    """A job's validations fail already on the table as the commit first reads it."""
 
 
 def job_prefix(table_location: str, job_id: str) -> str:
@@ -198,7 +200,7 @@ def set_starting_snapshot(c: PendingCommit, snapshot_id: int | None) -> None:
 
 
 def check_now(c: PendingCommit, reqs) -> None:
-    """Fail with a typed error (before anything is written) if an assumption already fails."""
+    """Fail with a typed error (before anything is written) if a validation already fails."""
     problem = check_all(reqs, c.base, c.starting_snapshot_id, c.tree)
     if problem is not None:
         raise ValidationFailed(problem)
@@ -206,7 +208,7 @@ def check_now(c: PendingCommit, reqs) -> None:
 
 @dataclass
 class JobResult:
-    outcome: CommitOutcome
+    outcome: Outcome
     job_id: str
     kind: str
     added: list[str] = field(default_factory=list)
@@ -318,9 +320,9 @@ def abort_job(job: JobFiles) -> list[str]:
         if job.read_marker("started") is not None:
             return []  # a commit was under way and never reported: its outcome is unknown
         return job.delete_except(set())
-    if outcome["outcome"] == "conflict":
+    if outcome["outcome"] == CONFLICT:
         return job.delete_except(set())
-    if outcome["outcome"] == "committed":
+    if outcome["outcome"] == COMMITTED:
         return job.delete_except(set(outcome["added-files"]))
     return []  # unknown: nothing may be deleted
 

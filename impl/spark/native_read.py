@@ -42,7 +42,7 @@ from icefloe.impl.format.manifest import DataFileContent
 from icefloe.impl.io.locations import canonical_location, scheme_of
 from icefloe.impl.table import scan as S
 from icefloe.impl.table.files import TreeReader
-from icefloe.impl.table.requirements import DELETE_FILE_PATH_ID, DELETE_POS_ID
+from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from icefloe.impl.spark import planning as PL
 from icefloe.impl.spark import sql_filters as SF
 from icefloe.impl.spark.native_write import FIELD_ID, spark_type

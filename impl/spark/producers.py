@@ -2,7 +2,7 @@
 the per-operation table; they reuse impl/table/producer.py and change only where the
 data files come from and which snapshot the operation started from).
 
-- `AppendFiles`: a fast append of the job's files (no assumptions, 7.3 "append").
+- `AppendFiles`: a fast append of the job's files (no validations, 7.3 "append").
 - `OverwriteFiles`: overwrite by filter: the files matching the filter at the job's
   starting snapshot are removed, the job's files added; serializable isolation also
   requires that no file matching the filter was added since the job started.
@@ -20,7 +20,7 @@ from icefloe.impl.format.manifest import DataFile, ManifestContent, ManifestEntr
 from icefloe.impl.format.manifest_reader import Projection
 from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.table import producer as P
-from icefloe.impl.table.requirements import (
+from icefloe.impl.table.validation import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
 )
 from icefloe.impl.table.files import LIVE, snapshots_between

@@ -2,7 +2,7 @@
 (spec/PROTOCOL.md sections 5-12).
 
 - `env`: injected clock, sleep and random source; object names (1.4);
-- `requirements`: assumptions, each a small checker (7);
+- `validation`: the validations, each a small checker (7);
 - `updates`: actions, pure functions TableMetadata -> TableMetadata (7.3);
 - `commit`: `PendingCommit`, the phase-steppable commit loop (5, 6, 9);
 - `producer`: snapshot-producing operations (append, overwrite, delete, rewrite, row delta);

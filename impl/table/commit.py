@@ -6,7 +6,7 @@ Swap, Retry/Resolve).
 
 `PendingCommit.step()` runs exactly one phase, so a test can interleave writers phase by
 phase; `run()` steps until an outcome. An operation (producer.py, operations.py) says
-what to write and which assumptions and actions it has; the loop owns the protocol:
+what to write and which validations and actions it has; the loop owns the protocol:
 
 - the snapshot id is drawn once and kept across attempts (1.5);
 - SwapRejected and SwapUnknown both lead to `reconcile`, which reads the pointer once,
@@ -30,7 +30,7 @@ from icefloe.impl.format.metadata import (
 from icefloe.impl.io.base import AlreadyExists, ObjectStore, StoreError, StoreOutcomeUnknown
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import (
-    ATTEMPTS, COLLISION, STORE, TIME, VALIDATION, Committed, CommitOutcome, Conflict, IcefloeError,
+    ATTEMPTS, COLLISION, STORE, TIME, VALIDATION, CommitLoopExceeded, Committed, Conflict, IcefloeError, Outcome,
     InvalidArgument, require,
     SwapRejected, Swapped, SwapUnknown, Unknown,
 )
@@ -40,11 +40,11 @@ from icefloe.impl.table.env import (
 )
 from icefloe.impl.table.confinement import Confinement, check_metadata_location
 from icefloe.impl.table.files import TreeReader
-from icefloe.impl.table.requirements import Requirement, check_all
+from icefloe.impl.table.validation import Validation, check_all
 
 # Phases (model: state.py phase names).
-PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, UNKNOWN, DONE = (
-    "plan", "data", "manifests", "list", "metadata", "swap", "retry", "unknown", "done")
+PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, RESOLVE, DONE = (
+    "plan", "data", "manifests", "list", "metadata", "swap", "retry", "resolve", "done")
 
 NUM_RETRIES_DEFAULT = 4
 MIN_WAIT_MS_DEFAULT = 100
@@ -52,6 +52,7 @@ MAX_WAIT_MS_DEFAULT = 60_000
 TOTAL_TIMEOUT_MS_DEFAULT = 1_800_000
 CHAIN_WALK_VERSIONS_MAX = 1000
 SNAPSHOT_ID_DRAWS_MAX = 3
+COMMIT_STEPS_FIXED, COMMIT_STEPS_PER_ATTEMPT = 10, 8     # the loop's bound (run)
 _UNDECIDED = object()  # a chain walk that could not reach its end
 
 
@@ -66,7 +67,7 @@ class Operation(Protocol):
     def write_manifests(self, c: "PendingCommit") -> None: ...
     def manifests(self, c: "PendingCommit") -> list[ManifestFile]: ...
     def summary(self, c: "PendingCommit") -> dict[str, str]: ...
-    def requirements(self, c: "PendingCommit") -> list[Requirement]: ...
+    def validations(self, c: "PendingCommit") -> list[Validation]: ...
     def updates(self, c: "PendingCommit", snapshot: Snapshot | None) -> list[U.Update]: ...
     def after_acknowledged(self, c: "PendingCommit", pre: TableMetadata, post: TableMetadata) -> None: ...
 
@@ -136,7 +137,7 @@ class PendingCommit:
         self.attempted: list[str] = []            # every metadata location written
         self.unknown_bases: set[str] = set()       # canonical bases of unknown swaps (U)
         self.written: list[str] = []              # every object written, for cleanup
-        self.outcome: CommitOutcome | None = None
+        self.outcome: Outcome | None = None
         self.started_ms = 0
         self.swap_results: list = []
         self.catalog_unavailable: str | None = None   # the last rejection, when the catalog was unavailable
@@ -171,12 +172,16 @@ class PendingCommit:
     def done(self) -> bool:
         return self.phase == DONE
 
-    def run(self) -> CommitOutcome:
+    def run(self) -> Outcome:
         steps = 0
         while not self.done:
-            # Bounded: each attempt takes at most 7 phases, plus planning (6.3).
-            bound = 10 + 8 * (self.retry.commit_attempts_max if self.retry else 1)
-            assert steps < bound, f"commit loop did not finish in phase {self.phase}"
+            # Bounded: each attempt takes at most 7 phases, plus planning (6.3); the retry
+            # policy is read from the table's properties when the commit plans.
+            bound = COMMIT_STEPS_FIXED + COMMIT_STEPS_PER_ATTEMPT * (
+                self.retry.commit_attempts_max if self.retry else 1)
+            if steps >= bound:
+                raise CommitLoopExceeded(f"the commit loop did not finish in {bound} steps "
+                                         f"(phase {self.phase}, attempt {self.attempt})")
             self.step()
             steps += 1
         assert self.outcome is not None
@@ -187,7 +192,7 @@ class PendingCommit:
         require(not self.done, "a finished commit takes no more steps")
         handler = {PLAN: self.refresh_and_plan, DATA: self.write_data, MANIFESTS: self.write_manifests,
                    LIST: self.write_manifest_list, METADATA: self.write_metadata, SWAP: self.swap,
-                   RETRY: self.reconcile, UNKNOWN: self.reconcile}[self.phase]
+                   RETRY: self.reconcile, RESOLVE: self.reconcile}[self.phase]
         try:
             handler()
         except AlreadyExists as e:
@@ -236,8 +241,8 @@ class PendingCommit:
             self.outcome = Committed(None, 0, location)  # no-op (5.4): attempts 0, nothing written
             self.phase = DONE
             return
-        problem = check_all(self.operation.requirements(self), self.base, self.starting_snapshot_id, self.tree)
-        assert problem is None, f"an assumption fails on the starting snapshot itself: {problem}"
+        problem = check_all(self.operation.validations(self), self.base, self.starting_snapshot_id, self.tree)
+        assert problem is None, f"a validation fails on the starting snapshot itself: {problem}"
         self.phase = DATA
 
     def write_data(self) -> None:
@@ -319,12 +324,12 @@ class PendingCommit:
         else:
             assert isinstance(result, SwapUnknown), result
             self.unknown_bases.add(canonical_location(self.base_location))
-            self.phase = UNKNOWN
+            self.phase = RESOLVE
 
     def reconcile(self) -> None:
         """Retry / Resolve (9.3): wait, read the pointer once, look for our attempts in its
         chain, then give up or validate and start the next attempt on it."""
-        assert self.phase in (RETRY, UNKNOWN)
+        assert self.phase in (RETRY, RESOLVE)
         policy = self._policy()
         time_up = False
         if self.attempt < policy.commit_attempts_max:
@@ -356,7 +361,7 @@ class PendingCommit:
                 return
             self._finish_failed(pointer, f"out of {why} after {self.attempt} attempt(s)", why)
             return
-        problem = check_all(self.operation.requirements(self), metadata, self.starting_snapshot_id, self.tree)
+        problem = check_all(self.operation.validations(self), metadata, self.starting_snapshot_id, self.tree)
         if problem is not None:
             self._finish_failed(pointer, f"validation failed: {problem}", VALIDATION)
             return
@@ -480,7 +485,7 @@ def walk_chain(io: ObjectStore, location: str, metadata: TableMetadata, targets,
 
 
 def resolve_unknown(catalog: Catalog, identifier: TableIdentifier, io: ObjectStore,
-                    outcome: Unknown) -> CommitOutcome:
+                    outcome: Unknown) -> Outcome:
     """9.6: resolve an Unknown later from a fresh pointer read. Committed if an attempt is
     in the chain; Conflict if not and the pointer is no attempt's base (the operation's
     objects may then be deleted, here by orphan removal); otherwise still Unknown."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from icefloe.impl.format.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.impl.table import updates as U
 from icefloe.impl.table.commit import METADATA, PendingCommit
-from icefloe.impl.table.requirements import AssertRefSnapshotId, SnapshotRetained
+from icefloe.impl.table.validation import AssertRefSnapshotId, SnapshotRetained
 from icefloe.impl.outcomes import require
 from icefloe.impl.table.maintenance import Cleanup
 
@@ -67,7 +67,7 @@ class SetRef(_MetadataOnly):
             raise ValueError(f"ref {self.ref!r} is a {old.type}, not a {self.ref_type}")
         return self.expected != self.snapshot_id or any(v is not None for v in self.retention.values())
 
-    def requirements(self, c):
+    def validations(self, c):
         return [AssertRefSnapshotId(self.ref, self.expected), SnapshotRetained(self.snapshot_id)]
 
     def updates(self, c, snapshot):
@@ -83,7 +83,7 @@ class RemoveRef(_MetadataOnly):
         self.expected = c.starting_snapshot_id
         return self.expected is not None
 
-    def requirements(self, c):
+    def validations(self, c):
         return [AssertRefSnapshotId(self.ref, self.expected)]
 
     def updates(self, c, snapshot):
@@ -99,7 +99,7 @@ class SetProperties(_MetadataOnly):
     def plan(self, c):
         return True
 
-    def requirements(self, c):
+    def validations(self, c):
         return []
 
     def updates(self, c, snapshot):
@@ -182,7 +182,7 @@ class ExpireSnapshots(_MetadataOnly):
     def plan(self, c):
         return bool(self._expired(c, c.base))
 
-    def requirements(self, c):
+    def validations(self, c):
         return []
 
     def updates(self, c, snapshot):

@@ -33,7 +33,7 @@ from icefloe.impl.table.deletes import DeleteReader, not_true
 from icefloe.impl.table.env import data_file_location, manifest_location, partition_path_of
 from icefloe.impl.table.files import LIVE
 from icefloe.impl.table.merge import MergePolicy, merge_manifests, merged_entries
-from icefloe.impl.table.requirements import (
+from icefloe.impl.table.validation import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
 )
 from icefloe.impl.table.scan import plan_files, read_task
@@ -86,7 +86,7 @@ def _summary(c: PendingCommit, operation: str, added: list[DataFile], removed: l
 class _Producer:
     produces_snapshot = True
 
-    def requirements(self, c):
+    def validations(self, c):
         return []
 
     def updates(self, c: PendingCommit, snapshot: Snapshot | None):
@@ -144,7 +144,7 @@ class FileChange(_Producer):
         self._new: list[ManifestFile] | None = None
         self._manifests: list[ManifestFile] = []
 
-    def requirements(self, c):
+    def validations(self, c):
         return self.reqs
 
     def write_data(self, c):

@@ -23,7 +23,7 @@ from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.outcomes import InvalidArgument, require
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.operations import RemoveRef, SetRef
-from icefloe.impl.table.requirements import SnapshotRetained
+from icefloe.impl.table.validation import SnapshotRetained
 
 SOURCE_SNAPSHOT_ID = "source-snapshot-id"   # Java's SnapshotSummary.SOURCE_SNAPSHOT_ID_PROP
 
@@ -107,7 +107,7 @@ class CherryPick(P.FastAppend):
         self.files = [e.data_file for e in changes.added_data]
         return bool(self.files)
 
-    def requirements(self, c):
+    def validations(self, c):
         return [NotPickedYet(self.ref, self.source_id), SnapshotRetained(self.source_id)]
 
     def write_data(self, c):

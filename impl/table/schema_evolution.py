@@ -18,7 +18,7 @@ Field-id safety is the whole point, because data files name columns by field id:
 A new column is optional: a required one needs a default value (format v3).
 
 A schema change commits as `add_schema` (reusing the id of an identical existing schema,
-as Java does) and `set_current_schema`, with the requirement that the current schema and
+as Java does) and `set_current_schema`, with the validation that the current schema and
 last-column-id are still those the change was made from (REST's assert-current-schema-id
 and assert-last-assigned-field-id): a concurrent schema change is a Conflict, a
 concurrent append is not.
@@ -233,16 +233,16 @@ class SchemaChange(_MetadataOnly):
         self.change, self.description = change, description
         self.schema: T.Schema | None = None
         self.last_column_id = 0
-        self.assumption: AssertCurrentSchema | None = None
+        self.validation: AssertCurrentSchema | None = None
 
     def plan(self, c) -> bool:
         base = c.base
         self.schema, self.last_column_id = self.change(base)
-        self.assumption = AssertCurrentSchema(base.current_schema_id, base.last_column_id)
+        self.validation = AssertCurrentSchema(base.current_schema_id, base.last_column_id)
         return True
 
-    def requirements(self, c):
-        return [self.assumption]
+    def validations(self, c):
+        return [self.validation]
 
     def updates(self, c, snapshot):
         return [add_schema(self.schema, self.last_column_id), set_current_schema(self.schema)]

@@ -20,7 +20,7 @@ from icefloe.impl.format.metadata import (
 from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.format.types import Schema
 from icefloe.impl.io.base import ObjectStore, StoreError
-from icefloe.impl.outcomes import CommitOutcome, Committed, require
+from icefloe.impl.outcomes import Outcome, Committed, require
 from icefloe.impl.table import maintenance, operations as ops, producer as P, scan as S
 from icefloe.impl.table.append_schema import conform_rows
 from icefloe.impl.table.commit import PendingCommit, RetryPolicy, read_metadata
@@ -159,7 +159,7 @@ class Table:
         return PendingCommit(self.catalog, self.identifier, self.io, operation, self.env, self.retry,
                              tree=self.tree, known=(self.metadata_location, self._metadata))
 
-    def adopt(self, commit: PendingCommit) -> CommitOutcome:
+    def adopt(self, commit: PendingCommit) -> Outcome:
         """After a commit begun here ended: once acknowledged, the handle takes the metadata
         it committed (no GET of an object this handle has read or written); otherwise it
         refreshes, so it shows the table as it is (never older than what the commit read)
@@ -188,59 +188,59 @@ class Table:
             if self._metadata is None or base.last_updated_ms >= self._metadata.last_updated_ms:
                 self._metadata, self.metadata_location = base, commit.base_location
 
-    def _run(self, operation) -> CommitOutcome:
+    def _run(self, operation) -> Outcome:
         commit = self.begin(operation)
         commit.run()
         return self.adopt(commit)
 
-    def append(self, rows: pa.Table, *, branch: str = MAIN_BRANCH, widen: bool = False) -> CommitOutcome:
+    def append(self, rows: pa.Table, *, branch: str = MAIN_BRANCH, widen: bool = False) -> Outcome:
         """Append `rows`; SchemaMismatch (nothing written) if they do not fit the table's
         schema as they are (append_schema.py; `widen`: the spec's safe widenings too)."""
         return self._run(P.FastAppend(conform_rows(rows, self._metadata.schema(), widen=widen), branch))
 
     def overwrite(self, rows: pa.Table, row_filter="true", *, branch: str = MAIN_BRANCH,
-                  isolation: str = P.SERIALIZABLE) -> CommitOutcome:
+                  isolation: str = P.SERIALIZABLE) -> Outcome:
         """Replace the rows matching `row_filter` (default: every row) with `rows`."""
         rows = conform_rows(rows, self._metadata.schema())
         return self._run(P.DeleteWhere(_filter(row_filter), rows, branch, isolation))
 
-    def delete(self, row_filter, *, branch: str = MAIN_BRANCH, isolation: str = P.SERIALIZABLE) -> CommitOutcome:
+    def delete(self, row_filter, *, branch: str = MAIN_BRANCH, isolation: str = P.SERIALIZABLE) -> Outcome:
         return self._run(P.DeleteWhere(_filter(row_filter), None, branch, isolation))
 
-    def delete_files(self, paths, *, branch: str = MAIN_BRANCH) -> CommitOutcome:
+    def delete_files(self, paths, *, branch: str = MAIN_BRANCH) -> Outcome:
         return self._run(P.DeleteFiles(paths, branch))
 
-    def rewrite_files(self, paths=None, *, branch: str = MAIN_BRANCH, files_min: int = 2) -> CommitOutcome:
+    def rewrite_files(self, paths=None, *, branch: str = MAIN_BRANCH, files_min: int = 2) -> Outcome:
         return self._run(P.RewriteFiles(paths, branch, files_min))
 
     def add_delete_files(self, delete_files: list[DataFile], referenced_paths=(), *,
-                         branch: str = MAIN_BRANCH) -> CommitOutcome:
+                         branch: str = MAIN_BRANCH) -> Outcome:
         return self._run(P.RowDelta(delete_files, (), referenced_paths, branch))
 
-    def rollback_to(self, snapshot_id: int) -> CommitOutcome:
+    def rollback_to(self, snapshot_id: int) -> Outcome:
         """Move main back to an ancestor of its head."""
         return self._run(ops.SetRef(MAIN_BRANCH, snapshot_id, must_be_ancestor=True))
 
-    def set_current_snapshot(self, snapshot_id: int) -> CommitOutcome:
+    def set_current_snapshot(self, snapshot_id: int) -> Outcome:
         return self._run(ops.SetRef(MAIN_BRANCH, snapshot_id))
 
-    def create_branch(self, name: str, snapshot_id: int | None = None, **retention) -> CommitOutcome:
+    def create_branch(self, name: str, snapshot_id: int | None = None, **retention) -> Outcome:
         return self._run(ops.SetRef(name, self._target(snapshot_id), "branch", **retention))
 
-    def create_tag(self, name: str, snapshot_id: int | None = None, max_ref_age_ms: int | None = None) -> CommitOutcome:
+    def create_tag(self, name: str, snapshot_id: int | None = None, max_ref_age_ms: int | None = None) -> Outcome:
         return self._run(ops.SetRef(name, self._target(snapshot_id), "tag", max_ref_age_ms=max_ref_age_ms))
 
     replace_branch = create_branch
     replace_tag = create_tag
 
-    def remove_ref(self, name: str) -> CommitOutcome:
+    def remove_ref(self, name: str) -> Outcome:
         return self._run(ops.RemoveRef(name))
 
-    def set_properties(self, updates: Mapping[str, str], removals=()) -> CommitOutcome:
+    def set_properties(self, updates: Mapping[str, str], removals=()) -> Outcome:
         return self._run(ops.SetProperties(dict(updates), removals))
 
     def expire_snapshots(self, older_than_ms: int | None = None, retain_last: int | None = None,
-                         snapshot_ids=None) -> tuple[CommitOutcome, "maintenance.Cleanup"]:
+                         snapshot_ids=None) -> tuple[Outcome, "maintenance.Cleanup"]:
         """Expire and (after an acknowledged swap only) delete what became unreachable;
         returns the outcome and the cleanup (the deleted locations, and what was refused
         or failed: the expiry stands either way)."""

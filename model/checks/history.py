@@ -33,7 +33,7 @@ from typing import Mapping
 import networkx as nx
 
 from icefloe.model.checks.cycles import shortest_cycles
-from icefloe.model.state import SERIALIZABLE, SNAPSHOT
+from icefloe.model.state import COMMITTED, CONFLICT, SERIALIZABLE, SNAPSHOT, UNKNOWN
 
 ALL = None  # a read predicate covering every partition
 
@@ -231,7 +231,7 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
     # Linear history: everything observed as current must lie on the final lineage.
     children = defaultdict(list)
     observed = set(h.observed_current) | {o.committed_location for o in h.operations
-                                           if o.outcome == "committed" and o.committed_location}
+                                           if o.outcome == COMMITTED and o.committed_location}
     for loc in observed:
         if loc in by_loc and by_loc[loc].previous is not None:
             children[by_loc[loc].previous].append(loc)
@@ -285,10 +285,10 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
         if len(times) > 1:
             anomalies.append(Anomaly("duplicate commit", (o.op_id,),
                                      f"snapshot {o.snapshot_id} of {o.op_id} was committed {len(times)} times"))
-        if o.outcome == "committed" and not landed:
+        if o.outcome == COMMITTED and not landed:
             anomalies.append(Anomaly("lost commit", (o.op_id,),
                                      f"{o.op_id} was acknowledged but its snapshot {o.snapshot_id} is not in the lineage"))
-        if o.outcome == "conflict" and landed:
+        if o.outcome == CONFLICT and landed:
             anomalies.append(Anomaly("failed commit landed", (o.op_id,),
                                      f"{o.op_id} was reported failed, yet its snapshot {o.snapshot_id} is in the lineage"))
         if landed:
@@ -299,10 +299,10 @@ def check_history(h: History, isolation: str = SERIALIZABLE,
     counts["versions"] = len(h.versions)
     counts["lineage"] = len(line)
     counts["operations"] = len(h.operations)
-    counts["committed"] = len(committed)
-    counts["unknown resolved committed"] = sum(1 for _, o in committed if o.outcome == "unknown")
+    counts[COMMITTED] = len(committed)
+    counts["unknown resolved committed"] = sum(1 for _, o in committed if o.outcome == UNKNOWN)
     counts["unknown resolved not committed"] = sum(
-        1 for o in h.operations if o.outcome == "unknown") - counts["unknown resolved committed"]
+        1 for o in h.operations if o.outcome == UNKNOWN) - counts["unknown resolved committed"]
 
     # Readers saw only committed states.
     states = {}

@@ -120,7 +120,7 @@ def check_readers_see_committed(b: Bounds, s: State) -> str | None:
     return None
 
 
-def _assumptions_hold(b: Bounds, s: State, pre: Meta, post: Meta) -> str | None:
+def _validations_hold(b: Bounds, s: State, pre: Meta, post: Meta) -> str | None:
     op = post.op
     kind = op.kind
     if kind in (APPEND, EXPIRE, UPSERT):
@@ -162,10 +162,10 @@ def _assumptions_hold(b: Bounds, s: State, pre: Meta, post: Meta) -> str | None:
 
 
 def check_validation_sound(b: Bounds, s: State) -> str | None:
-    """P5: every commit's assumptions held over all snapshots between its starting
+    """P5: every commit's validations held over all snapshots between its starting
     snapshot and the head of its ref in the version it replaced."""
     for pre, post, mid in _transitions(s):
-        why = _assumptions_hold(b, s, pre, post)
+        why = _validations_hold(b, s, pre, post)
         if why:
             return f"version {mid} ({post.op.kind}) committed although {why}"
     return None

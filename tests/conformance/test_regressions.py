@@ -24,7 +24,7 @@ PROGRAMS = {
         ("append", 1, ("b",)), ("to", 1, "swap"), ("lose_ack",), ("finish", 1)),
         "sdk-retry-swap", 2, {"P3 NoDuplicateCommit"}),
     "lagging_status_check_3717": (2, BOOT + (
-        ("append", 1, ("b",)), ("to", 1, "swap"), ("lose_ack",), ("to", 1, "unknown"),
+        ("append", 1, ("b",)), ("to", 1, "swap"), ("lose_ack",), ("to", 1, "resolve"),
         ("append", 2, ("c",)), ("finish", 2), ("finish", 1)),
         "pointer-status-check", 2, {"P4 ReadersSeeCommitted", "P8 NoDanglingRefs"}),
     "cleanup_on_unknown_2317": (3, BOOT + (

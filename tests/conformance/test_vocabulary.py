@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PROTOCOL = (ROOT / "spec" / "PROTOCOL.md").read_text()
 TLA = (ROOT / "tla" / "IcebergCommit.tla").read_text()
 
-PHASES = ("plan", "data", "manifests", "list", "metadata", "swap", "retry", "unknown", "done")
+PHASES = ("plan", "data", "manifests", "list", "metadata", "swap", "retry", "resolve", "done")
 RENAME = "rename"   # the rename-commit variant's extra phase (model and TLA+ only)
 
 
@@ -68,9 +68,9 @@ def test_writer_phases_are_one_set_in_every_layer():
     constants, the adapter's PHASES."""
     prose = {_ticked(cell)[0] for cell in _table_column(_section("5"), 0) if _ticked(cell)}
     model = {state.PLAN, state.DATA, state.MANIFESTS, state.LIST, state.METADATA, state.SWAP, state.RETRY,
-             state.UNKNOWN, state.DONE}
+             state.RESOLVE, state.DONE}
     impl = {impl_commit.PLAN, impl_commit.DATA, impl_commit.MANIFESTS, impl_commit.LIST, impl_commit.METADATA,
-            impl_commit.SWAP, impl_commit.RETRY, impl_commit.UNKNOWN, impl_commit.DONE}
+            impl_commit.SWAP, impl_commit.RETRY, impl_commit.RESOLVE, impl_commit.DONE}
     tla = _tla_strings_near("phase") - {RENAME}
     assert prose == model == impl == set(A.PHASES) == tla == set(PHASES), (prose, tla)
     assert state.RENAME == RENAME and RENAME in _tla_strings_near("phase")
@@ -119,21 +119,83 @@ def test_operation_kinds_are_one_set_in_every_layer():
 
 def test_outcomes_are_one_set_in_every_layer():
     """Goal: one name per outcome, and one outcome type per name. Method: spec §9.1, the
-    TLA+ Finish calls, the model's constants, the adapter's OUTCOME_TYPES (whose types are
-    impl's), the history checker's outcome strings."""
+    TLA+ Finish calls, the model's constants, impl's constants, the adapter's OUTCOME_TYPES
+    (whose types are impl's)."""
     ended = {"committed", "conflict", "unknown"}
     model_only = {"noop", "crashed", "pending"}
     prose = set(_ticked(_section("9").split("The outcomes' names")[1].split("\n\n")[0]))
     tla = set(re.findall(r'Finish\([^)]*"(\w+)"\)', TLA)) | {"pending"}
-    model = {state.COMMITTED, state.CONFLICT, state.UNKNOWN_OUTCOME, state.NOOP, state.CRASHED, state.PENDING}
+    model = {state.COMMITTED, state.CONFLICT, state.UNKNOWN, state.NOOP, state.CRASHED, state.PENDING}
     assert prose == tla == model == ended | model_only
-    assert set(A.OUTCOME_TYPES) == ended
-    assert A.OUTCOME_TYPES == {"committed": impl_outcomes.Committed, "conflict": impl_outcomes.Conflict,
-                               "unknown": impl_outcomes.Unknown}
+    assert (impl_outcomes.COMMITTED, impl_outcomes.CONFLICT, impl_outcomes.UNKNOWN) == (
+        state.COMMITTED, state.CONFLICT, state.UNKNOWN)
+    assert A.OUTCOME_TYPES == {impl_outcomes.COMMITTED: impl_outcomes.Committed,
+                               impl_outcomes.CONFLICT: impl_outcomes.Conflict,
+                               impl_outcomes.UNKNOWN: impl_outcomes.Unknown}
     assert A.Committed is impl_outcomes.Committed and A.Conflict is impl_outcomes.Conflict
-    checker = set(re.findall(r'outcome == "(\w+)"', Path(H.__file__).read_text()))
-    assert checker == ended, checker
+    assert A.COMMITTED is impl_outcomes.COMMITTED and A.UNKNOWN is impl_outcomes.UNKNOWN
     assert histories.A is A     # the history adaptation names outcomes through the adapter only
+
+
+def _python_files():
+    for top in ("impl", "model", "conformance"):
+        yield from sorted((ROOT / top).rglob("*.py"))
+
+
+def test_outcome_names_are_constants_defined_twice_and_never_spelled():
+    """Goal: the outcome names are defined in model.state and impl.outcomes only, and every
+    other module imports them (issue 28: "committed" was a bare string in the checker and the
+    judges). Method: scan every module for a definition and for a comparison of an outcome with
+    a string literal."""
+    defining, spelled = [], []
+    for path in _python_files():
+        text = path.read_text()
+        rel = path.relative_to(ROOT).as_posix()
+        if re.search(r'^\s*(PENDING, )?COMMITTED\b[^=\n]*=\s*\(?\s*("pending", )?"committed"', text, re.M):
+            defining.append(rel)
+        for m in re.finditer(r'outcome"?\]?\s*[!=]=\s*"(committed|conflict|unknown|noop)"', text):
+            spelled.append(f"{rel}: {m.group(0)}")
+    assert sorted(defining) == ["impl/outcomes.py", "model/state.py"], defining
+    assert not spelled, spelled
+
+
+def test_one_outcome_type_and_unknown_is_an_outcome_only():
+    """Goal: one `Outcome` (impl's Committed | Conflict | Unknown); the model's record of how an
+    operation ended is OpResult; UNKNOWN names an outcome, never a writer phase (the phase
+    after SwapUnknown is RESOLVE, its action Resolve). Method: the constants and a scan for
+    other definitions of Outcome and CommitOutcome."""
+    assert impl_outcomes.Outcome == impl_outcomes.Committed | impl_outcomes.Conflict | impl_outcomes.Unknown
+    assert not hasattr(state, "Outcome") and not hasattr(impl_outcomes, "CommitOutcome")
+    assert state.UNKNOWN == impl_outcomes.UNKNOWN == A.UNKNOWN == "unknown"
+    assert state.RESOLVE == impl_commit.RESOLVE == A.RESOLVE == "resolve"
+    assert state.PHASE_ACTIONS[state.RESOLVE] == "Resolve"
+    for phases in (A.PHASES, state.WRITE_PHASES):
+        assert "unknown" not in phases
+    others = [p.relative_to(ROOT).as_posix() for p in _python_files()
+              if re.search(r"^(class Outcome\b|Outcome = |CommitOutcome\b)", p.read_text(), re.M)]
+    assert others == ["impl/outcomes.py"], others
+
+
+def test_retry_validation_has_one_name():
+    """Goal: retry validation is "validation" in every layer (spec 7 "Retry validation", the
+    model's `validate`, impl/table/validation.py, the operations' `validations()`); "requirement"
+    names only the REST spec's TableRequirement. Method: scan spec, TLA+, model, impl and the
+    suite for "assumption" and for retry-validation uses of "requirement"."""
+    from icefloe.impl.table import validation
+    assert hasattr(validation, "Validation") and hasattr(validation, "check_all")
+    assert not (ROOT / "impl" / "table" / "requirements.py").exists()
+    texts = [ROOT / "spec" / "PROTOCOL.md", ROOT / "spec" / "PROPERTIES.md", ROOT / "docs" / "glossary.md",
+             *sorted((ROOT / "tla").glob("*.tla")), *_python_files()]
+    found = []
+    for path in texts:
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if re.search(r"\bassumptions?\b", line, re.I) and "assumption about" not in line:
+                found.append(f"{path.relative_to(ROOT)}:{n}")
+    assert not found, found
+    for path in (ROOT / "impl" / "table").glob("*.py"):
+        assert not re.search(r"def requirements\(|\bRequirement\b", path.read_text()), path
+    rest_client = (ROOT / "impl" / "catalog" / "rest.py").read_text()
+    assert not re.search(r'return \("(committed|rejected|unknown)"', rest_client)   # typed swap results
 
 
 def test_isolation_levels_are_defined_twice_and_equal():

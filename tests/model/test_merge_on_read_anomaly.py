@@ -89,7 +89,7 @@ def _impl_schedule(isolation: str, spark_delete: bool):
     from icefloe.impl.format.parquet import write_data_file
     from icefloe.impl.table import producer as P
     from icefloe.impl.table.commit import SWAP
-    from icefloe.impl.table.requirements import NoNewDeletesForFiles
+    from icefloe.impl.table.validation import NoNewDeletesForFiles
     from table_helpers import ARROW_SCHEMA, memory_stack, rival, rows, step_to
 
     class SparkDelete(P.RowDelta):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from icefloe.model import checks
 from icefloe.model.iceberg import Bounds, current
 from icefloe.model.state import (
-    CONFLICT, COMMITTED, MAIN, NO_ROW, PENDING, UNKNOWN_OUTCOME, Meta, OpInfo, Outcome, Snap, meta_obj,
+    CONFLICT, COMMITTED, MAIN, NO_ROW, PENDING, UNKNOWN, Meta, OpInfo, OpResult, Snap, meta_obj,
     mget, mput,
 )
 from model_helpers import committed_append, run, spec
@@ -83,7 +83,7 @@ def test_check_readers_see_committed_rejects_uncommitted_head():
     leaked = meta._replace(snaps=(meta.snaps - {head}) | {head._replace(files=head.files | {(2, 1)})})
     leaked_state = s._replace(metas=mput(s.metas, s.cat, leaked))
     assert "never committed" in checks.check_readers_see_committed(B, leaked_state)
-    aborted = s._replace(outcomes=((Outcome(CONFLICT, False, False, False),), s.outcomes[1]))
+    aborted = s._replace(outcomes=((OpResult(CONFLICT, False, False, False),), s.outcomes[1]))
     assert "ended in conflict" in checks.check_readers_see_committed(B, aborted)
 
 
@@ -155,11 +155,11 @@ def test_liveness_checks_reject_pending_and_unknown():
     """Goal: L1/L2 (final-state forms) fail on an unfinished op, an unknown after healing,
     and a lone op that did not commit."""
     s = appended()
-    pending = s._replace(outcomes=((Outcome(COMMITTED, False, False, False),), (Outcome(PENDING, False, False, False),)))
+    pending = s._replace(outcomes=((OpResult(COMMITTED, False, False, False),), (OpResult(PENDING, False, False, False),)))
     assert "never ended" in checks.check_operations_terminate(B, pending)
-    unk = s._replace(outcomes=((Outcome(UNKNOWN_OUTCOME, False, True, False),), (Outcome(COMMITTED, False, True, False),)))
+    unk = s._replace(outcomes=((OpResult(UNKNOWN, False, True, False),), (OpResult(COMMITTED, False, True, False),)))
     assert "ended unknown" in checks.check_operations_terminate(B, unk)
-    lone = s._replace(outcomes=((Outcome(CONFLICT, True, True, False),), (Outcome(COMMITTED, False, True, False),)))
+    lone = s._replace(outcomes=((OpResult(CONFLICT, True, True, False),), (OpResult(COMMITTED, False, True, False),)))
     assert "lone operation" in checks.check_lone_writer_commits(B, lone)
     assert checks.check_lone_writer_commits(B, unk) is None
 

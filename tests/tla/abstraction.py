@@ -11,7 +11,7 @@ value maps by its shape:
     bool                                        TRUE / FALSE          (tlc.Bool)
     tuple (ids, hist, writers, outcome rows)    sequence <<...>>      (tuple)
     frozenset                                   set {...}             (frozenset)
-    NamedTuple Snap/OpInfo/Meta/Writer/Outcome  record [f |-> ...]    (tlc.Rec)
+    NamedTuple Snap/OpInfo/Meta/Writer/OpResult  record [f |-> ...]    (tlc.Rec)
     sorted pair tuple `metas`, `content`,       function (k :> v @@ ...)  (tlc.Fn)
       `parts`, `dels`, Snap.dseq, Meta.refs
 

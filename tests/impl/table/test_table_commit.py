@@ -8,7 +8,7 @@ import random
 import pytest
 
 
-from icefloe.impl.outcomes import Committed, Conflict
+from icefloe.impl.outcomes import CommitLoopExceeded, Committed, Conflict
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.commit import (
     DATA, LIST, MANIFESTS, METADATA, PendingCommit, RETRY, RetryPolicy, SWAP,
@@ -70,6 +70,17 @@ def test_fast_append_retry_writes_only_a_list_and_a_metadata_file(mem):
     assert paths.count(manifest.manifest_path) == 1 and len(paths) == 3
     assert ids_of(table.scan()) == [1, 2, 3]
     assert table.current_snapshot().parent_snapshot_id == table.history()[1].snapshot_id
+
+
+def test_a_commit_loop_past_its_bound_raises_a_typed_error_not_an_assertion(mem, monkeypatch):
+    """6.3: the loop's bound holds under `python -O` too. Method: a commit whose steps never
+    leave its phase (a stuck operation); run() must raise CommitLoopExceeded naming the phase,
+    not an AssertionError (an assert is compiled away under -O and the loop would spin)."""
+    table = mem.create()
+    commit = table.new_commit(P.FastAppend(rows([1])))
+    monkeypatch.setattr(commit, "step", lambda: commit.phase)
+    with pytest.raises(CommitLoopExceeded, match="did not finish in .* steps"):
+        commit.run()
 
 
 def test_retried_append_takes_the_sequence_number_of_the_snapshot_that_lands(mem):
@@ -315,7 +326,7 @@ def test_rows_that_do_not_fit_the_schema_fail_the_operation_cleanly(mem):
 
 def test_commits_to_different_branches_serialize_without_conflict(mem):
     """8.2: a delete on a branch and an append on main race; the swap serializes them and the
-    branch's assumptions, checked over the branch's ancestry, still hold."""
+    branch's validations, checked over the branch's ancestry, still hold."""
     table = mem.create()
     s1 = table.append(rows([1, 2], ["a", "b"])).snapshot_id
     table.create_branch("side", s1)

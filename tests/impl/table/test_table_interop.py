@@ -226,7 +226,7 @@ def test_lost_ack_resolved_through_pyiceberg_metadata_log(peers):
     for _ in range(5):
         commit.step()
     catalog.lose_next = True
-    assert commit.step() == "unknown"
+    assert commit.step() == "resolve"
     theirs.load_table("db.t").append(rows([2]))
     theirs.load_table("db.t").append(rows([3]))
     outcome = commit.run()

@@ -7,7 +7,7 @@ from __future__ import annotations
 from icefloe.conformance.testing.faulty_store import FaultInjectingStore, FaultRule, RulePlan
 from icefloe.impl.outcomes import Committed, Conflict, Unknown
 from icefloe.impl.table import producer as P
-from icefloe.impl.table.commit import LIST, PendingCommit, SWAP, UNKNOWN, resolve_unknown
+from icefloe.impl.table.commit import LIST, PendingCommit, SWAP, RESOLVE, resolve_unknown
 from icefloe.impl.table.table import Table
 
 from table_helpers import ids_of, rival, rows, step_to
@@ -24,7 +24,7 @@ def test_lost_ack_of_an_applied_swap_resolves_committed_without_a_second_attempt
     commit = table.new_commit(P.FastAppend(rows([2])))
     step_to(commit, SWAP)
     mem.catalog.lose_acknowledgements(1)
-    assert commit.step() == UNKNOWN
+    assert commit.step() == RESOLVE
     outcome = commit.run()
     assert outcome == Committed(commit.snapshot_id, 1, commit.attempted[0])
     assert len(commit.attempted) == 1
@@ -56,7 +56,7 @@ def test_delayed_swap_landing_after_the_retry_is_not_applied_twice(mem):
     commit = table.new_commit(P.FastAppend(rows([2])))
     step_to(commit, SWAP)
     mem.catalog.delay_swaps(1)
-    assert commit.step() == UNKNOWN
+    assert commit.step() == RESOLVE
     assert commit.step() == LIST      # not in the chain, pointer unchanged: attempt 2 on the same base
     step_to(commit, SWAP)
     [pending] = mem.catalog.pending

@@ -1,12 +1,12 @@
-"""Assumptions (spec/PROTOCOL.md 7 "Retry validation", 7.2 "Where validations look",
+"""Validations (spec/PROTOCOL.md 7 "Retry validation", 7.2 "Where validations look",
 7.3 the per-operation table; model: `iceberg.validate`).
 
-Each assumption is a small object whose `check(base, starting_snapshot_id, tree)` returns
+Each validation is a small object whose `check(base, starting_snapshot_id, tree)` returns
 None when it holds on the refreshed base, or a sentence saying what it found. Checks
 that look at history look at *every* snapshot between the starting snapshot and the head
 of the ref in the base (`files.snapshots_between`), never at the head alone: a file
 deleted and re-added, or a conflicting file added and then compacted away, is still seen.
-A failed assumption is final (7.5).
+A failed validation is final (7.5).
 """
 from __future__ import annotations
 
@@ -18,12 +18,12 @@ from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.impl.io.locations import comparable_location
-from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID, DELETE_POS_ID, may_name_path  # noqa: F401 - re-exported
+from icefloe.impl.table.deletes import may_name_path
 from icefloe.impl.table.files import TreeReader, snapshots_between
 
 
 
-class Requirement(Protocol):
+class Validation(Protocol):
     def check(self, base: TableMetadata, starting_snapshot_id: int | None,
               tree: TreeReader) -> str | None: ...
 
@@ -154,10 +154,10 @@ def _spec_id_of(tree: TreeReader, snap, entry) -> int | None:
     return None
 
 
-def check_all(requirements, base: TableMetadata, starting_snapshot_id: int | None,
+def check_all(validations, base: TableMetadata, starting_snapshot_id: int | None,
               tree: TreeReader) -> str | None:
-    """The first failed assumption's finding, or None when all hold."""
-    for r in requirements:
+    """The first failed validation's finding, or None when all hold."""
+    for r in validations:
         found = r.check(base, starting_snapshot_id, tree)
         if found is not None:
             return f"{type(r).__name__}: {found}"
