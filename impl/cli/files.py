@@ -11,7 +11,9 @@ writes: rows that do not fit the table are refused by the table layer (append_sc
 """
 from __future__ import annotations
 
+import csv
 import os
+import re
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
@@ -49,8 +51,25 @@ def read_rows(path: str, table_schema: pa.Schema | None = None) -> pa.Table:
         return pq.read_table(path)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
         kind = "CSV" if is_csv else "Parquet"
+        why = str(e).splitlines()[0]
+        if is_csv:
+            why = _name_the_column(path, why)
         raise UsageError(f"{path}: not a readable {kind} file{' for this table' if table_schema is not None else ''}: "
-                         f"{str(e).splitlines()[0]}") from None
+                         f"{why}") from None
+
+
+def _name_the_column(path: str, message: str) -> str:
+    """pyarrow's "In CSV column #2: ..." with the column's name from the header."""
+    m = re.match(r"In CSV column #(\d+): (.*)", message)
+    if not m:
+        return message
+    try:
+        with open(path, newline="", encoding="utf-8", errors="replace") as f:
+            header = next(csv.reader(f), [])
+    except OSError:
+        return message
+    index = int(m[1])
+    return f"column {header[index]!r}: {m[2]}" if index < len(header) else message
 
 
 def rows_for(table, path: str) -> pa.Table:

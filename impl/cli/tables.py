@@ -20,7 +20,13 @@ def cmd_create(args) -> int:
     from icefloe.impl.table.table import create_table
     ident = identifier(args.table)
     rows = read_rows(args.schema_from)
-    schema = schema_from_arrow(rows.schema)
+    format_version = getattr(args, "format_version", None) or 2
+    if args.timestamp_unit == "ns" and format_version < 3:
+        raise UsageError(f"--timestamp-unit ns: nanosecond timestamps need format v3 (this table would be "
+                         f"v{format_version}); without it, timestamps are stored in microseconds")
+    # A file's timestamp[ns] (pyarrow's CSV reader infers it for any fraction of a second;
+    # pandas writes it) is stored as microseconds unless ns is asked for (Iceberg v3 only).
+    schema = schema_from_arrow(rows.schema, downcast_ns=args.timestamp_unit == "us")
     spec = parse_partition_spec(args.partition_by, schema) if args.partition_by else None
     location = args.location or table_location(args.warehouse, ident)
     properties = dict(_property(p) for p in args.property or ())
@@ -240,7 +246,9 @@ def register(sub) -> None:
     p = add_command(sub, "create", "create an empty table with the schema of a Parquet/CSV file", f"""
         Create a table (format v2) whose schema is the column names and types of a
         Parquet or CSV file; no rows are added (icefloe append does that). The table lives
-        under --warehouse as NAMESPACE/TABLE unless --location says otherwise.
+        under --warehouse as NAMESPACE/TABLE unless --location says otherwise. A CSV's
+        types are those pyarrow's reader infers (a timestamp with a fraction of a second
+        is read as nanoseconds, stored as microseconds unless --timestamp-unit ns).
 
         {PARTITION_GRAMMAR}""", """
         icefloe create db.events --schema-from events.parquet
@@ -252,6 +260,9 @@ def register(sub) -> None:
     p.add_argument("--partition-by", metavar="FIELDS", help="partition fields (grammar below)")
     p.add_argument("--location", help="where the table's files live (default: WAREHOUSE/NAMESPACE/TABLE)")
     p.add_argument("--property", action="append", metavar="KEY=VALUE", help="a table property (repeatable)")
+    p.add_argument("--timestamp-unit", choices=("us", "ns"), default="us",
+                   help="how a file's nanosecond timestamps are stored: us (default: microseconds, every "
+                        "format version) or ns (timestamp_ns, format v3 only)")
     p.set_defaults(fn=cmd_create)
 
     p = add_command(sub, "list", "list the tables (of one namespace, or of all)", """
