@@ -34,7 +34,7 @@ import time
 import traceback
 from pathlib import Path
 
-from icefloe.model import explore as X
+from icefloe.model import search as X
 
 WORKER_REPLY_S = 24 * 3600     # a level of a search that fits in memory ends well within this
 
