@@ -26,6 +26,7 @@ from icefloe.impl.serve import models as M
 from icefloe.impl.serve.commit import Committer
 from icefloe.impl.serve.idempotency import Idempotency, iso_duration
 from icefloe.impl.serve.service import CatalogService, Response, identifier, namespace_of
+from icefloe.impl.serve.view_service import ViewService
 
 log = logging.getLogger("icefloe.rest")
 NS = "/v1/namespaces/{namespace}"
@@ -40,6 +41,15 @@ ENDPOINTS = (
     "DELETE /v1/{prefix}/namespaces/{namespace}/tables/{table}", "POST /v1/{prefix}/namespaces/{namespace}/register",
     "POST /v1/{prefix}/tables/rename", "POST /v1/{prefix}/transactions/commit",
 )
+VIEW_ENDPOINTS = (
+    "GET /v1/{prefix}/namespaces/{namespace}/views", "POST /v1/{prefix}/namespaces/{namespace}/views",
+    "GET /v1/{prefix}/namespaces/{namespace}/views/{view}", "HEAD /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "POST /v1/{prefix}/namespaces/{namespace}/views/{view}",
+    "DELETE /v1/{prefix}/namespaces/{namespace}/views/{view}", "POST /v1/{prefix}/views/rename",
+    "POST /v1/{prefix}/namespaces/{namespace}/register-view",
+)
+VIEWS = NS + "/views"
+VIEW = VIEWS + "/{view}"
 COMMIT_PATHS = ("transactions/commit",)
 MAX_REQUEST_BYTES_DEFAULT = 16 << 20  # a commit of thousands of columns or snapshots stays far below
 
@@ -69,6 +79,7 @@ class RestCatalogApp:
         self.auth = auth if auth is not None else Authenticator(static_token=token)
         self.max_request_bytes = max_request_bytes
         self.committer = committer(service)
+        self.views = ViewService(service)
         self.idempotency = idempotency(service, idempotency_lifetime_s)
         self.client_config = dict(client_config or {})
         self.lifetime = iso_duration(idempotency_lifetime_s)
@@ -130,7 +141,12 @@ class RestCatalogApp:
     # -- handlers -----------------------------------------------------------------------
 
     def config(self, request, body, draft):
-        return Response(200, {"defaults": self.client_config, "overrides": {}, "endpoints": list(ENDPOINTS),
+        try:
+            self.views.require()
+            endpoints = ENDPOINTS + VIEW_ENDPOINTS
+        except E.RestError:
+            endpoints = ENDPOINTS                      # this store keeps no views: none advertised
+        return Response(200, {"defaults": self.client_config, "overrides": {}, "endpoints": list(endpoints),
                               "idempotency-key-lifetime": self.lifetime})
 
     async def oauth_tokens(self, request: Request):
@@ -232,6 +248,59 @@ class RestCatalogApp:
         self.allow(request, destination.namespace, WRITE)
         return self.service.rename_table(source, destination)
 
+    # -- views --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _object(body: bytes, what: str) -> dict:
+        value = M.read_json(body)
+        if not isinstance(value, dict):
+            raise E.bad_request(f"Malformed {what}: expected a JSON object")
+        return value
+
+    def list_or_create_views(self, request, body, draft):
+        ns = namespace_of(request.path_params["namespace"])
+        self.allow(request, ns, READ if request.method == "GET" else WRITE)
+        if request.method == "GET":
+            return self.views.list_views(ns)
+        r = self._object(body, "CreateViewRequest")
+        if not isinstance(r.get("name"), str):
+            raise E.bad_request("Malformed CreateViewRequest: name: a string")
+        return self.views.create_view(identifier(ns, r["name"]), r, draft)
+
+    def view(self, request, body, draft):
+        ns = namespace_of(request.path_params["namespace"])
+        method = request.method
+        self.allow(request, ns, READ if method in ("GET", "HEAD") else WRITE)
+        ident = identifier(ns, request.path_params["view"])
+        if method == "HEAD":
+            return self.views.view_exists(ident)
+        if method == "DELETE":
+            return self.views.drop_view(ident)
+        if method == "POST":
+            r = self._object(body, "CommitViewRequest")
+            named = r.get("identifier")
+            if named is not None and (not isinstance(named, dict) or (tuple(named.get("namespace") or ()),
+                                                                       named.get("name")) != (ns, ident.name)):
+                raise E.bad_request(f"the body names {named!r:.120}, the path {ident}")
+            return self.views.replace_view(ident, r, draft)
+        return self.views.load_view(ident)
+
+    def register_view(self, request, body, draft):
+        ns = namespace_of(request.path_params["namespace"])
+        self.allow(request, ns, WRITE)
+        r = self._object(body, "RegisterViewRequest")
+        if not isinstance(r.get("name"), str):
+            raise E.bad_request("Malformed RegisterViewRequest: name: a string")
+        return self.views.register_view(identifier(ns, r["name"]), r, draft)
+
+    def rename_view(self, request, body, draft):
+        r = M.parse(M.RenameTableRequest, body)
+        source = identifier(tuple(r.source.namespace), r.source.name)
+        destination = identifier(tuple(r.destination.namespace), r.destination.name)
+        self.allow(request, source.namespace, WRITE)
+        self.allow(request, destination.namespace, WRITE)
+        return self.views.rename_view(source, destination)
+
     def transaction(self, request, body, draft):
         r = M.parse(M.CommitTransactionRequest, body)
         for change in r.table_changes:
@@ -260,6 +329,13 @@ class RestCatalogApp:
             Route(NS + "/register", e(self.register, mutation=True), methods=["POST"]),
             Route("/v1/tables/rename", e(self.rename, mutation=True), methods=["POST"]),
             Route("/v1/transactions/commit", e(self.transaction, mutation=True, commit=True), methods=["POST"]),
+            Route(VIEWS, e(self.list_or_create_views), methods=["GET"]),
+            Route(VIEWS, e(self.list_or_create_views, mutation=True), methods=["POST"]),
+            Route(VIEW, e(self.view), methods=["GET", "HEAD"]),
+            Route(VIEW, e(self.view, mutation=True, commit=True), methods=["POST"]),
+            Route(VIEW, e(self.view, mutation=True), methods=["DELETE"]),
+            Route(NS + "/register-view", e(self.register_view, mutation=True), methods=["POST"]),
+            Route("/v1/views/rename", e(self.rename_view, mutation=True), methods=["POST"]),
         ]
 
 

@@ -37,6 +37,14 @@ def no_such_table(what: str) -> RestError:
     return RestError(NOT_FOUND, "NoSuchTableException", f"Table does not exist: {what}")
 
 
+def no_such_view(what: str) -> RestError:
+    return RestError(NOT_FOUND, "NoSuchViewException", f"View does not exist: {what}")
+
+
+def view_exists(what: str) -> RestError:
+    return RestError(CONFLICT, "AlreadyExistsException", f"View already exists: {what}")
+
+
 def no_such_namespace(what: str) -> RestError:
     return RestError(NOT_FOUND, "NoSuchNamespaceException", f"Namespace does not exist: {what}")
 

@@ -12,11 +12,16 @@ from icefloe.impl.catalog.base import TableIdentifier
 PENDING = -1  # KeyRecord.status of a PointerStore commit whose swap had an unknown outcome
 
 
+TABLE, VIEW = "TABLE", "VIEW"   # the JDBC catalog's iceberg_type of a row
+
+
 @dataclass(frozen=True)
 class TableChange:
+    """One catalog row's move (`expected` None: create it); `kind` TABLE or VIEW."""
     identifier: TableIdentifier
     expected: str | None        # None: create the table
     new: str
+    kind: str = TABLE
 
 
 @dataclass(frozen=True)

@@ -205,11 +205,14 @@ class CatalogService:
             raise E.bad_request(f"Malformed CreateTableRequest: {e}") from None
 
     def check_new_location(self, location: str, ident: TableIdentifier | None = None) -> None:
-        """A new table's (or a registered one's) root: inside the warehouse or an allowed
-        root (403), and overlapping no other table's (409; create's rule, confinement.py;
-        `ident`'s own entry is not another table)."""
+        """A new table's or view's (or a registered one's) root: inside the warehouse or an
+        allowed root (403), and overlapping no other table's or view's (409; create's rule,
+        confinement.py; `ident`'s own entry is not another table)."""
         self.locations.check(location)
-        others = self._catalog_call(lambda: catalog_tables(self.catalog))
+        others = dict(self._catalog_call(lambda: catalog_tables(self.catalog)))
+        views = getattr(self.store, "view_locations", None)       # a view's files must not mix either
+        if views is not None:
+            others.update(self._catalog_call(views))
         others = {k: v for k, v in others.items() if ident is None or str(k) != str(ident)}
         try:
             check_no_overlap(location, others)

@@ -16,8 +16,10 @@ from __future__ import annotations
 from icefloe.impl.catalog.base import NamespaceAlreadyExists, TableIdentifier
 from icefloe.impl.catalog.sql import NAMESPACE_MINIMAL_PROPERTIES, TABLE_TYPE, SqlCatalog, _escape_like
 from icefloe.impl.outcomes import SwapRejected, SwapResult, Swapped, SwapUnknown
-from icefloe.impl.serve.errors import RestError, no_such_namespace, namespace_not_empty, no_such_table, table_exists
-from icefloe.impl.serve.records import KeyRecord, TableChange, children
+from icefloe.impl.serve.errors import (
+    RestError, namespace_not_empty, no_such_namespace, no_such_table, no_such_view, table_exists, unsupported,
+)
+from icefloe.impl.serve.records import TABLE, VIEW, KeyRecord, TableChange, children
 
 KEYS_DDL = """CREATE TABLE IF NOT EXISTS icefloe_rest_idempotency (
     catalog_name VARCHAR(255) NOT NULL,
@@ -93,7 +95,7 @@ class SqlStore:
 
     # -- tables -----------------------------------------------------------------------
 
-    def rename(self, source: TableIdentifier, destination: TableIdentifier) -> None:
+    def rename(self, source: TableIdentifier, destination: TableIdentifier, kind: str = TABLE) -> None:
         name = self.catalog.name
         with self.catalog._write_transaction() as run:
             if not self.catalog._namespace_exists(run, destination.namespace_str):
@@ -102,10 +104,10 @@ class SqlStore:
                    (name, destination.namespace_str, destination.name)):
                 raise table_exists(str(destination))
             run("UPDATE iceberg_tables SET table_namespace = ?, table_name = ? WHERE catalog_name = ?"
-                " AND table_namespace = ? AND table_name = ?" + self.catalog._type_filter(),
+                " AND table_namespace = ? AND table_name = ?" + self._kind_filter(kind),
                 (destination.namespace_str, destination.name, name, source.namespace_str, source.name))
             if run.rowcount != 1:
-                raise no_such_table(str(source))
+                raise no_such_table(str(source)) if kind == TABLE else no_such_view(str(source))
 
     def commit(self, changes: list[TableChange], key: KeyRecord | None) -> SwapResult:
         """Every change and the key in one transaction, staged as SqlCatalog.swap is."""
@@ -154,20 +156,58 @@ class SqlStore:
                                 (c.name, ident.namespace_str, k, v))
             columns, values = "catalog_name, table_namespace, table_name, metadata_location", (*key, change.new)
             if c.schema_version == "v1":
-                columns, values = columns + ", iceberg_type", values + (TABLE_TYPE,)
+                columns, values = columns + ", iceberg_type", values + (TABLE_TYPE if change.kind == TABLE else VIEW,)
             cur.execute(c.dialect.sql(f"INSERT INTO iceberg_tables ({columns}) VALUES "
                                       f"({', '.join('?' * len(values))})"), values)
             return True
+        kind = self._kind_filter(change.kind)
         cur.execute(c.dialect.sql(
             "UPDATE iceberg_tables SET metadata_location = ?, previous_metadata_location = ?"
             " WHERE catalog_name = ? AND table_namespace = ? AND table_name = ? AND metadata_location = ?"
-            + c._type_filter()), (change.new, change.expected, *key, change.expected))
+            + kind), (change.new, change.expected, *key, change.expected))
         if cur.rowcount == 1:
             return True
         cur.execute(c.dialect.sql("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ?"
-                                  " AND table_namespace = ? AND table_name = ?" + c._type_filter()), key)
+                                  " AND table_namespace = ? AND table_name = ?" + kind), key)
         row = cur.fetchone()
         return None if row is None else row[0]
+
+    # -- views (rows of iceberg_type VIEW, as Iceberg-Java's JDBC catalog keeps them) ------
+
+    def _kind_filter(self, kind: str) -> str:
+        if kind == TABLE:
+            return self.catalog._type_filter()
+        self.require_views()
+        return f" AND iceberg_type = '{VIEW}'"
+
+    def require_views(self) -> None:
+        if self.catalog.schema_version != "v1":
+            raise unsupported("views need the JDBC catalog's iceberg_type column (schema v1); this "
+                              "catalog database predates it")
+
+    def view_location(self, ident: TableIdentifier) -> str | None:
+        rows = self._run("SELECT metadata_location FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?"
+                         " AND table_name = ?" + self._kind_filter(VIEW),
+                         (self.catalog.name, ident.namespace_str, ident.name))
+        return rows[0][0] if rows else None
+
+    def list_views(self, namespace) -> list[TableIdentifier]:
+        rows = self._run("SELECT table_name FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ?"
+                         + self._kind_filter(VIEW), (self.catalog.name, ".".join(namespace)))
+        return sorted(TableIdentifier(tuple(namespace), r[0]) for r in rows)
+
+    def view_locations(self) -> dict:
+        if self.catalog.schema_version != "v1":
+            return {}
+        rows = self._run("SELECT table_namespace, table_name, metadata_location FROM iceberg_tables"
+                         " WHERE catalog_name = ?" + self._kind_filter(VIEW), (self.catalog.name,))
+        return {f"{ns}.{name}": location for ns, name, location in rows}
+
+    def drop_view(self, ident: TableIdentifier) -> bool:
+        with self.catalog._write_transaction() as run:
+            run("DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?"
+                + self._kind_filter(VIEW), (self.catalog.name, ident.namespace_str, ident.name))
+            return run.rowcount == 1
 
     # -- idempotency keys ---------------------------------------------------------------
 
