@@ -254,7 +254,8 @@ def test_hash_secret_command_and_a_malformed_principals_file(tmp_path):
 def test_iceberg_java_over_oauth2_and_https(https_server, tmp_path):
     """Goal: Iceberg-Java 1.10.2 (Spark 3.5 SQL, REST catalog with credential=id:secret and
     the JVM trusting the test's certificate) creates, inserts into and reads a table as
-    alice; bob reads it and his INSERT is refused with ForbiddenException. Method: a fresh
+    alice; bob reads it and his INSERT is refused with ForbiddenException; alice creates a
+    view (CREATE VIEW), selects from it, lists it and drops it. Method: a fresh
     JVM of the java venv (java_env.run_script) against the https server."""
     from icefloe.conformance.testing import java_env
     java_env.require()
@@ -269,4 +270,5 @@ def test_iceberg_java_over_oauth2_and_https(https_server, tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["writer_rows"] == result["reader_rows"] == result["final_rows"] == 3, result
     assert result["reader_insert"] == ["ForbiddenException"], result
-    print(json.dumps(result))
+    assert "view_error" not in result, result["view_error"]
+    assert result["view_rows"] == 2 and result["views"] == ["jv"] and result["views_after_drop"] == [], result
