@@ -153,7 +153,26 @@ def catalog(args):
     return SqlCatalog(args.catalog, read_only=getattr(args, "read_only", False))
 
 
+NAME_LEVEL_BYTES_MAX = 255   # a level is a directory name in the table's location (NAME_MAX of most file systems)
+
+
+def check_name_levels(text: str, levels, what: str = "table name") -> None:
+    """Refuse a name the catalog would store as another name than the one a user reads:
+    a level with leading or trailing whitespace ("db.t " is not db.t; bug18), or one longer
+    than a directory name may be (which a store would report as a failure of its own)."""
+    for level in levels:
+        if level != level.strip():
+            raise UsageError(f"{what} {text!r}: {level!r} has leading or trailing whitespace "
+                             f"(did you mean {'.'.join(x.strip() for x in levels)!r}?)")
+        if len(level.encode("utf-8")) > NAME_LEVEL_BYTES_MAX:
+            raise UsageError(f"{what} {text[:40]!r}...: a level of {len(level.encode('utf-8'))} bytes; "
+                             f"at most {NAME_LEVEL_BYTES_MAX} (it names a directory)")
+
+
 def identifier(text: str) -> TableIdentifier:
+    """The table a command names, refused (UsageError) if it is not exactly one a user
+    can name again: see check_name_levels."""
+    check_name_levels(text, text.split("."))
     return TableIdentifier.parse(text)
 
 

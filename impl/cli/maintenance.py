@@ -68,6 +68,10 @@ def cmd_remove_orphans(args) -> int:
         print(f"{'would delete' if args.dry_run else 'deleted'} {location}")
     for location in cleanup.refused:
         print(f"refused (outside the table) {location}")
+    if args.dry_run:           # the table layer's summary counts what a real run deleted (bug15)
+        refused = f"; {len(cleanup.refused)} outside the table would be refused" if cleanup.refused else ""
+        print(f"dry run: would delete {len(cleanup)} file(s){refused}; nothing was deleted")
+        return EXIT_OK
     _cleanup_report(cleanup, "orphan removal ran")
     return EXIT_OK
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import io
+import itertools
 import json
 import sys
 from decimal import Decimal
@@ -107,7 +108,13 @@ def write_table(batches: Iterable[pa.Table], schema: pa.Schema, out=None) -> int
 
 
 def write(batches: Iterable[pa.Table], schema: pa.Schema, fmt: str) -> int:
-    """Write every batch in `fmt`; the number of rows written."""
+    """Write every batch in `fmt`; the number of rows written. Nothing is written until
+    the first batch is in hand (or the stream is found empty), so an error found while
+    planning (a filter naming no column, an unreadable manifest) leaves stdout empty
+    rather than holding a JSON array's "[" or a CSV header (bug19)."""
+    batches = iter(batches)
+    first = next(batches, None)
+    batches = itertools.chain([] if first is None else [first], batches)
     if fmt == "csv":
         return write_csv(batches, schema)
     if fmt in ("json", "jsonl"):

@@ -7,7 +7,8 @@ import json
 import sys
 
 from icefloe.impl.cli.common import (
-    EXIT_OK, FILTER_GRAMMAR, MAIN_BRANCH, PARTITION_GRAMMAR, UsageError, add_command, catalog, identifier,
+    EXIT_OK, FILTER_GRAMMAR, MAIN_BRANCH, PARTITION_GRAMMAR, UsageError, add_command, catalog, check_name_levels,
+    identifier,
     is_metadata_path, iso_ms, open_table, read_only, report, table_location,
 )
 
@@ -94,6 +95,7 @@ def cmd_list(args) -> int:
     cat = catalog(args)
     if args.namespace:
         namespaces = [tuple(args.namespace.split("."))]
+        check_name_levels(args.namespace, namespaces[0], "namespace")
     else:
         namespaces = cat.list_namespaces()
     shown = 0
@@ -231,6 +233,7 @@ def cmd_namespace(args) -> int:
     if not args.namespace:
         raise UsageError(f"namespace {args.action} needs a NAMESPACE")
     ns = tuple(args.namespace.split("."))
+    check_name_levels(args.namespace, ns, "namespace")
     if any(not level.strip() for level in ns):
         raise UsageError(f"{args.namespace!r} is not a namespace (levels separated by '.', none empty)")
     if args.action == "create":
