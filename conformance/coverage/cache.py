@@ -44,11 +44,12 @@ STALE_TMP_S = 3600.0           # a temporary file this old belongs to a writer t
 @lru_cache(maxsize=1)
 def _code_digest() -> str:
     """A hash of every source file the search depends on: the model package and the
-    suite's view of it (view.py, coverage.py, this file)."""
+    suite's view of it (suite/view.py, coverage/base.py, rows.py, families.py, this file)."""
     import icefloe.conformance.suite.view as view
     model_dir = Path(iceberg.__file__).resolve().parent
     files = sorted(model_dir.rglob("*.py")) + [Path(view.__file__), Path(C.__file__),
-                                                Path(C.__file__).with_name("rows.py"), Path(__file__)]
+                                                Path(C.__file__).with_name("rows.py"),
+                                                Path(C.__file__).with_name("base.py"), Path(__file__)]
     h = hashlib.sha256(f"{FORMAT} {sys.version_info[:2]}".encode())
     for f in files:
         h.update(str(f.relative_to(f.parent.parent)).encode())

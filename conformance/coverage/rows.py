@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from icefloe.conformance.coverage.families import Orphans, Rivals, Sequences, Validations
+from icefloe.conformance.coverage.base import Orphans, Rivals, Sequences, Validations
 from icefloe.model import iceberg
 from icefloe.model.state import (
     APPEND, BRANCH, DELETE, EXPIRE, FAST_FORWARD, OVERWRITE, REWRITE, ROW_DELETE, ROW_UPDATE, TAG_OP, UPSERT,
@@ -103,7 +103,7 @@ class DeltaSequences(Sequences):
 
 
 def _ended_ops(s, label, t):
-    from icefloe.conformance.coverage.families import _ended
+    from icefloe.conformance.coverage.base import _ended
     return _ended(s, label, t)
 
 

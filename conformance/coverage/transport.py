@@ -4,7 +4,7 @@ a program derived from the faults family's shortest program to the model fault i
 mirrored as (conformance.coverage, conformance.directed)."""
 from __future__ import annotations
 
-from icefloe.conformance.coverage.families import Graph, Program
+from icefloe.conformance.coverage.base import Graph, Program
 from icefloe.conformance.suite.transport import OUTAGE_REQUESTS
 
 TRANSPORT = "transport"

@@ -13,7 +13,7 @@ then, for a delayed request, its delivery or its drop.
 """
 from __future__ import annotations
 
-from icefloe.conformance.coverage.families import Family, Graph, Program
+from icefloe.conformance.coverage.base import Family, Graph, Program
 from icefloe.conformance.rest.driver import COMMIT_FAULT, RestDriver
 from icefloe.conformance.suite.view import REST, steps
 

@@ -139,7 +139,7 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
     """A whole run, as a report.RunResult (`plan`: the directed plan, if made already)."""
     from icefloe.conformance.report import result as R
     stats, backends = Stats(), Backends()
-    sink = Sink(on_example=on_example, coverage=C.Tracker())
+    sink = Sink(on_example=on_example, coverage=C.Tracker(C.FAMILIES))
     if plan is not None:
         sink.extra["plan"] = plan
     started = time.monotonic()
