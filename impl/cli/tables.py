@@ -79,12 +79,15 @@ def cmd_delete(args) -> int:
 def cmd_overwrite(args) -> int:
     from icefloe.impl.cli.files import rows_for
     from icefloe.impl.format.expression_parser import parse as parse_filter
+    from icefloe.impl.cli.overwrite_check import check_rows_match
     from icefloe.impl.table.append_schema import SchemaMismatch
     table = open_table(args)
     _check_branch(table, args.branch)
     row_filter = parse_filter(args.filter) if args.filter else "true"
     rows = rows_for(table, args.file)
     try:
+        if args.filter and not args.allow_rows_outside_filter:
+            check_rows_match(rows, row_filter, table.metadata.schema(), args.file, args.filter)
         outcome = table.overwrite(rows, row_filter, branch=args.branch)
     except SchemaMismatch as e:
         raise UsageError(f"{args.file}: {e}") from None
@@ -318,14 +321,21 @@ def register(sub) -> None:
     p = add_command(sub, "overwrite", "replace the rows matching a filter (default: all) with a file's rows", f"""
         Replace the rows matching --filter with the rows of FILE, in one snapshot
         (operation overwrite): readers see the old rows or the new ones, never both or
-        neither. Without --filter, the whole table is replaced.
+        neither. Without --filter, the whole table is replaced. Every row of FILE must
+        match --filter (else exit 2, nothing written): a row outside it would stay beside
+        the rows the next run of the same overwrite replaces. --allow-rows-outside-filter
+        writes such rows anyway.
 
         {FILTER_GRAMMAR}""", """
         icefloe overwrite db.events fixed-day.parquet --filter "ts >= '2024-01-02' and ts < '2024-01-03'"
-        icefloe overwrite db.events everything.parquet""")
+        icefloe overwrite db.events everything.parquet
+        icefloe overwrite db.events late.parquet --filter "day = '2024-01-02'" --allow-rows-outside-filter""")
     p.add_argument("table", help="namespace.table")
     p.add_argument("file", help="a Parquet or CSV file with the new rows")
     p.add_argument("--filter", help="which rows to replace (default: every row)")
+    p.add_argument("--allow-rows-outside-filter", action="store_true",
+                   help="also write rows of FILE that --filter does not match (refused by default: a rerun "
+                        "of the same overwrite would not replace them)")
     p.add_argument("--branch", default=MAIN_BRANCH, help="the branch to commit to (default main)")
     p.set_defaults(fn=cmd_overwrite)
 
