@@ -125,6 +125,7 @@ def main(argv=None) -> int:
 
 def run(engine, args) -> int:
     from icefloe.conformance.report import result as R
+    from icefloe.conformance.report.write import write_report
     from icefloe.conformance.suite import run as suite
     from icefloe.conformance.suite.profiles import PROFILES
 
@@ -153,7 +154,7 @@ def run(engine, args) -> int:
         return EXIT_USAGE
     progress.end()
     print(R.report_text(result))
-    where = R.write_report(result, args.report)
+    where = write_report(result, args.report)
     failure = result.failure
     print(f"report: {where}/ (report.html, report.md, verdict.json{', program.py' if failure else ''}"
           f"{', versions.dot, versions.png' if result.history is not None else ''})")

@@ -3,7 +3,7 @@ file: the style is inline and the version graph is inline SVG), for people who w
 rather look than read. A banner with the verdict, the run's identity, the properties with
 their meanings, coverage as bars, the counterexample, the version graph of the named
 example, the history tables and the history checker's words. Written by every run
-(report.write_report)."""
+(report.write.write_report)."""
 from __future__ import annotations
 
 from html import escape

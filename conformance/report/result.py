@@ -7,13 +7,12 @@ rerun command; the shrunk step program; the first step where model and engine di
 with both observations; the engine's history as a table; the history checker's anomaly
 explanation; the version graph (versions.dot, versions.png); verdict.json. A passing run
 writes the same files for the most varied history it judged, naming which example that
-was. report.md is Markdown (report_md.py), report.html one self-contained page with the
-graph as inline SVG (report_html.py, report_graph.py); the run ends on one overall line,
+was. report.md is Markdown (report/md.py), report.html one self-contained page with the
+graph as inline SVG (report/html.py, report/graph.py), both written by report/write.py; the run ends on one overall line,
 `OK: ...` or `FAILED: ...` (RunResult.overall_line).
 """
 from __future__ import annotations
 
-import json
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -258,36 +257,3 @@ def report_text(r: RunResult) -> str:
     if r.history_verdict is not None:
         out += ["", "## History checker", H.render(r.history_verdict)]
     return "\n".join(out)
-
-
-# -- files -----------------------------------------------------------------------------------------
-
-def _engine_call(r: RunResult) -> str:
-    if r.variant:
-        return f"adapter.load_variant({r.variant!r})"
-    return f"adapter.load_engine({r.engine!r})"
-
-
-def write_report(r: RunResult, directory: str | Path) -> Path:
-    d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    (d / "verdict.json").write_text(json.dumps(r.to_json(), indent=2, default=str) + "\n")
-    from icefloe.conformance.report import graph as report_graph
-    from icefloe.conformance.report import html as report_html
-    from icefloe.conformance.report import md as report_md
-    (d / "report.md").write_text(report_md.markdown(r))
-    (d / "report.html").write_text(report_html.render(r))
-    if r.failure is not None:
-        (d / "program.py").write_text(
-            f'"""Replay: {r.failure.violation}"""\n'
-            "from icefloe.conformance import adapter, runs\n"
-            "from icefloe.model.iceberg import Bounds\n\n"
-            "PROGRAM = [\n" + "\n".join(program_lines(r.failure.program)) + "\n]\n"
-            f"BOUNDS = {r.failure.bounds!r}\n\n"
-            "if __name__ == \"__main__\":\n"
-            f"    engine = {_engine_call(r)}\n"
-            f"    runs.replay(engine, PROGRAM, bounds=BOUNDS, store={r.failure.store!r}, ctx_seed={r.failure.ctx_seed!r})\n")
-    if r.history is not None:
-        (d / "versions.dot").write_text(H.version_dot(r.history) + "\n")
-        report_graph.write_png(r.history, d / "versions.png", f"metadata versions of {report_md.history_title(r)}")
-    return d

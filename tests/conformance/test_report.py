@@ -13,6 +13,7 @@ from matplotlib import image
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance.report import result as R
+from icefloe.conformance.report.write import write_report
 from icefloe.conformance.report import graph as G
 from icefloe.conformance.report import md as report_md
 from icefloe.conformance.suite.backends import Backends
@@ -112,7 +113,7 @@ def test_report_md_is_markdown_with_meanings_program_and_named_example(passing, 
     assert "```python\nPROGRAM = [\n    ('Begin', 1, 'delete')," in md and "**VIOLATED**" in md
     assert failing.overall_line().startswith("FAILED: flawed:no-revalidate (variant no-revalidate) violates P5")
     assert passing.overall_line().startswith("OK: icefloe: 14 of 14 properties hold")
-    R.write_report(failing, tmp_path)
+    write_report(failing, tmp_path)
     assert json.loads((tmp_path / "verdict.json").read_text())["history_example"] == failing.history_example
     for name in ("report.md", "report.html", "program.py", "versions.dot", "versions.png"):
         assert (tmp_path / name).stat().st_size > 0, name
@@ -132,7 +133,7 @@ def test_report_html_shows_verdict_and_graph_in_chromium(which, request, tmp_pat
     built holds the verdict text, the SVG and the overall line; the page loads nothing
     from elsewhere."""
     r = request.getfixturevalue(which)
-    R.write_report(r, tmp_path)
+    write_report(r, tmp_path)
     html = (tmp_path / "report.html").read_text()
     assert not re.search(r"""(src|href)\s*=\s*["'](?!#)""", html), "report.html must be self-contained"
     shot = image.imread(browser.screenshot(tmp_path / "report.html", tmp_path / "shot.png"))
