@@ -11,7 +11,6 @@ import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from icefloe.conformance.testing.proxy_rules import (
@@ -19,8 +18,6 @@ from icefloe.conformance.testing.proxy_rules import (
 )
 from icefloe.conformance.testing.s3_requests import S3Request, describe
 
-if TYPE_CHECKING:
-    from icefloe.conformance.testing.proxy import FaultProxy
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-connection", "proxy-authorization",
@@ -75,7 +72,7 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as SDK connection pools expect
-    proxy: FaultProxy
+    proxy: object  # the testing.proxy.FaultProxy that started this server (not imported: it imports us)
 
     def log_message(self, format: str, *args: object) -> None:
         pass  # the history is the log
