@@ -1,0 +1,37 @@
+------------------------------ MODULE MCIcebergV3 ------------------------------
+(***************************************************************************)
+(* Model-checking-only definitions for the MCIcebergV3_*.cfg files         *)
+(* (tla/README.md lists them with their expected results). The protocol    *)
+(* and its properties are in IcebergV3; nothing here changes them.         *)
+(***************************************************************************)
+EXTENDS IcebergV3
+
+\* Roles a .cfg file cannot write literally (sequences): one operation kind per writer.
+\* The v3 instance of issue 30: two DV writers, a compaction and an appender.
+DvWritersCompactionAppender == <<"row_delete", "row_delete", "rewrite", "append">>
+\* Copy-on-write and a merge-on-read update keep row ids; an append takes new ones.
+CowUpdateAppend == <<"cow_delete", "row_update", "append">>
+\* apache/iceberg #17764: a compaction of one file while DVs on the other replace each other.
+DvWritersCompaction == <<"row_delete", "row_delete", "rewrite">>
+TwoAppends == <<"append", "append">>
+TwoDeletes == <<"row_delete", "row_delete">>
+DeleteAndUpdate == <<"row_delete", "row_update">>
+
+\* A type invariant: every variable keeps the shape model/v3.py gives it.
+Ids == Nat \X Nat \X Nat
+FileIds == Nat \X Nat
+Kinds == {"append", "rewrite", "row_delete", "row_update", "cow_delete"}
+IsFunctionInto(f, dom, codom) == DOMAIN f \subseteq dom /\ \A x \in DOMAIN f : f[x] \in codom
+DVOK(d) == d.id \in Ids /\ d.file \in FileIds /\ d.positions \subseteq 1..2
+MetaOK(m) ==
+    /\ m.prev \in Ids /\ IsFunctionInto(m.files, FileIds, Nat) /\ \A d \in m.dvs : DVOK(d)
+    /\ m.next_row_id \in Nat /\ m.op.kind \in Kinds /\ m.op.start \in Ids
+TypeOK ==
+    /\ cat \in DOMAIN metas
+    /\ \A m \in DOMAIN metas : m \in Ids /\ MetaOK(metas[m])
+    /\ \A f \in DOMAIN content : f \in FileIds /\ \A i \in 1..Len(content[f]) :
+           content[f][i].key \in Ids /\ content[f][i].id \in Nat \cup {NO_ID}
+    /\ \A w \in Writers : writers[w].kind = Roles[w] /\ writers[w].attempt \in 0..AttemptsMax
+    /\ \A i \in 1..Len(hist) : hist[i] \in DOMAIN metas
+    /\ \A w \in Writers : outcomes[w].res \in {"pending", "committed", "conflict", "noop"}
+=============================================================================
