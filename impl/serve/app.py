@@ -52,6 +52,7 @@ VIEWS = NS + "/views"
 VIEW = VIEWS + "/{view}"
 COMMIT_PATHS = ("transactions/commit",)
 MAX_REQUEST_BYTES_DEFAULT = 16 << 20  # a commit of thousands of columns or snapshots stays far below
+DRAIN_BYTES_MAX = 256 << 20           # a refused body read and discarded up to this, so the 413 is read
 
 
 def _json(response: Response) -> HttpResponse:
@@ -96,21 +97,28 @@ class RestCatalogApp:
                               f"{'.'.join(namespace)}")
 
     async def _body(self, request: Request) -> bytes:
-        """The body, refused with 413 once past the limit: by its Content-Length before
-        anything is read, else (chunked) as soon as the bytes read pass it."""
+        """The body, refused with 413 once past the limit: by its Content-Length, or (chunked)
+        as soon as the bytes read pass it. What is refused is read on and discarded, up to
+        DRAIN_BYTES_MAX, and never kept: a client that sends its whole body before reading
+        (urllib, requests) then reads the 413 instead of a reset connection."""
         limit = self.max_request_bytes
         declared = request.headers.get("content-length")
-        if declared is not None:
-            if not declared.isdigit():
-                raise E.bad_request("Malformed Content-Length")
-            if int(declared) > limit:
-                raise E.too_large(limit)
+        if declared is not None and not declared.isdigit():
+            raise E.bad_request("Malformed Content-Length")
+        too_large = declared is not None and int(declared) > limit
+        if too_large and int(declared) > DRAIN_BYTES_MAX:
+            raise E.too_large(limit)
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
+            if size > DRAIN_BYTES_MAX:
+                break
             if size > limit:
-                raise E.too_large(limit)
-            chunks.append(chunk)
+                too_large, chunks = True, []
+            if not too_large:
+                chunks.append(chunk)
+        if too_large or size > limit:
+            raise E.too_large(limit)
         return b"".join(chunks)
 
     def endpoint(self, handler, mutation: bool = False, commit: bool = False):
