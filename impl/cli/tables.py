@@ -31,8 +31,10 @@ def cmd_create(args) -> int:
     spec = parse_partition_spec(args.partition_by, schema) if args.partition_by else None
     location = args.location or table_location(args.warehouse, ident)
     properties = dict(_property(p) for p in args.property or ())
-    create_table(catalog(args), ident, schema, spec, location=location, properties=properties, io=StoreRouter())
-    print(f"created {ident} at {location} (no snapshot yet: icefloe append {ident} FILE adds rows)")
+    create_table(catalog(args), ident, schema, spec, location=location, properties=properties, io=StoreRouter(),
+                 format_version=format_version)
+    print(f"created {ident} (format v{format_version}) at {location} (no snapshot yet: "
+          f"icefloe append {ident} FILE adds rows)")
     return EXIT_OK
 
 
@@ -73,7 +75,14 @@ def cmd_delete(args) -> int:
     table = open_table(args)
     _check_branch(table, args.branch)
     row_filter = parse_filter(args.filter)
-    return report(table.delete(row_filter, branch=args.branch), _on(args.branch))
+    return report(table.delete(row_filter, branch=args.branch, mode=args.mode), _on(args.branch))
+
+
+def cmd_upgrade(args) -> int:
+    table = open_table(args)
+    before = table.metadata.format_version
+    outcome = table.upgrade_format_version(args.format_version)
+    return report(outcome, f"format v{before} -> v{args.format_version}")
 
 
 def cmd_overwrite(args) -> int:
@@ -250,7 +259,7 @@ def cmd_namespace(args) -> int:
 
 def register(sub) -> None:
     p = add_command(sub, "create", "create an empty table with the schema of a Parquet/CSV file", f"""
-        Create a table (format v2) whose schema is the column names and types of a
+        Create a table (format v2, or --format-version) whose schema is the column names and types of a
         Parquet or CSV file; no rows are added (icefloe append does that). The table lives
         under --warehouse as NAMESPACE/TABLE unless --location says otherwise. A CSV's
         types are those pyarrow's reader infers (a timestamp with a fraction of a second
@@ -260,7 +269,8 @@ def register(sub) -> None:
         icefloe create db.events --schema-from events.parquet
         icefloe create db.events --schema-from events.parquet --partition-by "day(ts), bucket(16, id)"
         icefloe --warehouse s3://bucket/wh create db.events --schema-from events.csv
-        icefloe create db.events --schema-from events.parquet --property commit.retry.num-retries=8""")
+        icefloe create db.events --schema-from events.parquet --property commit.retry.num-retries=8
+        icefloe create db.events --schema-from events.parquet --format-version 3""")
     p.add_argument("table", help="namespace.table")
     p.add_argument("--schema-from", required=True, metavar="FILE", help="a Parquet or CSV file whose columns are the schema")
     p.add_argument("--partition-by", metavar="FIELDS", help="partition fields (grammar below)")
@@ -269,7 +279,21 @@ def register(sub) -> None:
     p.add_argument("--timestamp-unit", choices=("us", "ns"), default="us",
                    help="how a file's nanosecond timestamps are stored: us (default: microseconds, every "
                         "format version) or ns (timestamp_ns, format v3 only)")
+    p.add_argument("--format-version", type=int, choices=(1, 2, 3), default=2,
+                   help="the table's Iceberg format version (default 2; 3: deletion vectors, row lineage, "
+                        "default values, nanosecond timestamps)")
     p.set_defaults(fn=cmd_create)
+
+    p = add_command(sub, "upgrade", "upgrade a table's format version by one (v1 -> v2, v2 -> v3)", """
+        Upgrade the table's Iceberg format version, one version at a time and never down
+        (a skip or a downgrade is refused, exit 2). Only the metadata changes: files
+        already written stay valid. Upgrading to v3 starts row lineage (next-row-id 0);
+        rows written before get their row ids in the next commit.""", """
+        icefloe upgrade db.events --format-version 2
+        icefloe upgrade db.events --format-version 3""")
+    p.add_argument("table", help="namespace.table")
+    p.add_argument("--format-version", type=int, required=True, help="the version to upgrade to (the next one)")
+    p.set_defaults(fn=cmd_upgrade)
 
     p = add_command(sub, "list", "list the tables (of one namespace, or of all)", """
         List the catalog's tables as namespace.table, one a line; without NAMESPACE,
@@ -312,10 +336,14 @@ def register(sub) -> None:
         {FILTER_GRAMMAR}""", """
         icefloe delete db.events --filter "id = 42"
         icefloe delete db.events --filter "ts < '2024-01-01' or cat is null"
-        icefloe delete db.events --filter "cat = 'test'" --branch audit""")
+        icefloe delete db.events --filter "cat = 'test'" --branch audit
+        icefloe delete db.events --filter "id = 42" --mode merge-on-read    # format v3: a deletion vector""")
     p.add_argument("table", help="namespace.table")
     p.add_argument("--filter", required=True, help="which rows to delete (grammar below)")
     p.add_argument("--branch", default=MAIN_BRANCH, help="the branch to commit to (default main)")
+    p.add_argument("--mode", choices=("copy-on-write", "merge-on-read"), default=None,
+                   help="copy-on-write rewrites the files (the default, or the table's write.delete.mode); "
+                        "merge-on-read writes deletion vectors (format v3 tables only)")
     p.set_defaults(fn=cmd_delete)
 
     p = add_command(sub, "overwrite", "replace the rows matching a filter (default: all) with a file's rows", f"""

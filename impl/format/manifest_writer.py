@@ -307,7 +307,7 @@ def write_manifest_list(manifests: Iterable[ManifestFile], snapshot_id: int,
                                 "520 first_row_id")
         seq = sequence_number if m.sequence_number is None else m.sequence_number
         min_seq = seq if m.min_sequence_number is None else m.min_sequence_number
-        if not min_seq <= seq <= sequence_number:
+        if not v1 and not min_seq <= seq <= sequence_number:  # v1 lists carry no sequence numbers
             raise ManifestError(f"sequence numbers out of order: min {min_seq}, manifest {seq}, "
                                 f"snapshot {sequence_number}", m.manifest_path, "515 sequence_number")
         counts = [m.added_files_count, m.existing_files_count, m.deleted_files_count,

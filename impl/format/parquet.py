@@ -82,10 +82,13 @@ def _conform(table: pa.Table, schema: T.Schema) -> pa.Table:
         raise DataFileError(f"columns {unknown} are not in schema {schema.schema_id}")
     missing = [f.name for f in target if f.name not in table.column_names]
     columns = []
-    for f in target:
+    for f, field in zip(target, schema.fields):
         if f.name in missing:
+            if field.write_default is not None:  # v3 "Default values": the writer supplies it
+                columns.append(default_array(field, table.num_rows, "write_default"))
+                continue
             if not f.nullable:
-                raise DataFileError(f"required column {f.name!r} is missing")
+                raise DataFileError(f"required column {f.name!r} is missing (and has no write-default)")
             columns.append(pa.nulls(table.num_rows, f.type))
             continue
         col = table.column(f.name)
@@ -282,8 +285,36 @@ def _project(array: pa.Array, target: T.IcebergType, location: str) -> pa.Array:
         raise DataFileError(f"cannot read {array.type} as {target}: {e}", location) from None
 
 
+def default_array(f: T.NestedField, length: int, which: str = "initial_default") -> pa.Array:
+    """`length` copies of a field's default (spec "Default values"): `initial_default` for
+    rows written before the field existed, `write_default` for rows written without it. A
+    struct default `{}` is a struct of its fields' own defaults; no default is null."""
+    value = getattr(f, which)
+    arrow_type = T.type_to_arrow(f.type)
+    if value is None:
+        return pa.nulls(length, arrow_type)
+    if isinstance(f.type, T.StructType):
+        children = [default_array(c, length, which) for c in f.type.fields]
+        return pa.StructArray.from_arrays(children, fields=list(arrow_type))
+    from icefloe.impl.format.conversions import from_json_value
+    internal = from_json_value(f.type, value)
+    if isinstance(f.type, T.UUIDType):
+        internal = internal.bytes
+    if isinstance(arrow_type, pa.ExtensionType):
+        storage = pa.array([internal] * length, arrow_type.storage_type)
+        return pa.ExtensionArray.from_storage(arrow_type, storage)
+    scalar_type = arrow_type
+    if isinstance(f.type, (T.TimestampType, T.TimestamptzType, T.TimestampNsType, T.TimestamptzNsType, T.TimeType)):
+        return pa.array([internal] * length, pa.int64()).cast(arrow_type)
+    if isinstance(f.type, T.DateType):
+        return pa.array([internal] * length, pa.int32()).cast(arrow_type)
+    return pa.array([internal] * length, scalar_type)
+
+
 def _child(by_id: dict, f: T.NestedField, length: int, location: str) -> pa.Array:
     if f.field_id not in by_id:
+        if f.initial_default is not None:  # rows written before the field was added (v3)
+            return default_array(f, length)
         if f.required:
             raise DataFileError(f"required field {f} is not in the file", location)
         return pa.nulls(length, T.type_to_arrow(f.type))

@@ -514,11 +514,12 @@ def _primitive_from_arrow(t: pa.DataType, downcast_ns: bool) -> PrimitiveType:
     if pa.types.is_time(t) and t.unit in ("s", "ms", "us"):
         return TIME
     if pa.types.is_timestamp(t):
-        if t.unit == "ns" and not downcast_ns:
-            raise FormatError("timestamp[ns] needs format v3; pass downcast_ns=True to store "
-                              "microseconds")
+        if t.unit == "ns" and not downcast_ns:  # a v3 type: a v1/v2 table refuses it by name
+            return TIMESTAMP_NS if t.tz is None else TIMESTAMPTZ_NS
         return TIMESTAMP if t.tz is None else TIMESTAMPTZ
-    raise FormatError(f"Arrow type {t} has no Iceberg v2 equivalent")
+    if pa.types.is_null(t):
+        return UNKNOWN
+    raise FormatError(f"Arrow type {t} has no Iceberg equivalent")
 
 
 def schema_from_arrow(arrow_schema: pa.Schema, schema_id: int = 0, *,

@@ -2,7 +2,8 @@
 item 3; ../shared/repro bug9). Nothing is coerced silently:
 
 - a column the table does not have is refused (it would be dropped);
-- a required column that is missing is refused; a missing optional one is null;
+- a missing column with a write-default (v3) takes it; otherwise a required column that is
+  missing is refused, a missing optional one is null;
 - a value type is stored as it is when it is the table's type (string and large_string,
   binary and large_binary, and timestamps of a coarser unit are the same values);
 - with `widen=True` (the CLI's `--cast`), the spec's safe widenings are applied too:
@@ -75,10 +76,14 @@ def conform_rows(rows: pa.Table, schema: T.Schema, *, widen: bool = False) -> pa
     if extra:
         raise SchemaMismatch(f"column {extra[0]!r} is not in the table (its columns: {', '.join(target.names)})")
     columns = []
-    for field in target:
+    for field, iceberg_field in zip(target, schema.fields):
         if field.name not in rows.column_names:
+            if iceberg_field.write_default is not None:  # v3 "Default values": the writer supplies it
+                from icefloe.impl.format.parquet import default_array
+                columns.append(default_array(iceberg_field, rows.num_rows, "write_default"))
+                continue
             if not field.nullable:
-                raise SchemaMismatch(f"column {field.name!r} is required and missing")
+                raise SchemaMismatch(f"column {field.name!r} is required and missing (and has no write-default)")
             columns.append(pa.nulls(rows.num_rows, field.type))
             continue
         column = rows.column(field.name)

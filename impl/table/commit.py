@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from icefloe.impl.catalog.base import Catalog, CatalogError, TableIdentifier
-from icefloe.impl.format.manifest import ManifestFile, listed_manifests
+from icefloe.impl.format.manifest import ManifestFile, assign_first_row_ids, listed_manifests
 from icefloe.impl.format.manifest_writer import write_manifest_list
 from icefloe.impl.format.metadata import (
-    MetadataError, Snapshot, TableMetadata, from_json, to_json,
+    MetadataError, Snapshot, TableMetadata, from_json, snapshot_sequence_number, to_json,
 )
 from icefloe.impl.io.base import AlreadyExists, ObjectStore, StoreError, StoreOutcomeUnknown
 from icefloe.impl.io.locations import canonical_location
@@ -132,6 +132,8 @@ class PendingCommit:
         self.snapshot_id: int | None = None
         self.snapshot_id_draws = 0
         self.manifest_list_location: str | None = None
+        self.first_row_id: int | None = None      # v3: the snapshot's, from this attempt's base
+        self.added_rows: int | None = None
         self.new_metadata: TableMetadata | None = None
         self.new_metadata_location: str | None = None
         self.attempted: list[str] = []            # every metadata location written
@@ -268,9 +270,15 @@ class PendingCommit:
             head = self.head()
             location = manifest_list_location(self.base.location, self.snapshot_id, self.attempt, self.env.uuid())
             manifests = self.operation.manifests(self)
-            sequence_number = self.base.last_sequence_number + 1
+            sequence_number = snapshot_sequence_number(self.base)   # 0 in v1, which has none
+            # v3 row lineage: ids assigned on every attempt from this attempt's base, never
+            # kept in a manifest a retry reuses (spec "First Row ID Assignment").
+            self.first_row_id = self.added_rows = None
+            if self.base.format_version >= 3:
+                self.first_row_id = self.base.next_row_id
+                manifests, self.added_rows = assign_first_row_ids(manifests, self.first_row_id)
             data = write_manifest_list(manifests, self.snapshot_id, None if head is None else head.snapshot_id,
-                                       sequence_number)
+                                       sequence_number, self.base.format_version)
             self.write(location, data)
             # the next commit's base list, as a reader of `data` would see it
             self.tree.remember_manifest_list(location, listed_manifests(manifests, self.snapshot_id, sequence_number))
@@ -286,9 +294,10 @@ class PendingCommit:
             head = self.head()
             snapshot = Snapshot(
                 snapshot_id=self.snapshot_id, parent_snapshot_id=None if head is None else head.snapshot_id,
-                sequence_number=self.base.last_sequence_number + 1, timestamp_ms=now,
+                sequence_number=snapshot_sequence_number(self.base), timestamp_ms=now,
                 manifest_list=self.manifest_list_location, summary=self.operation.summary(self),
-                schema_id=self.base.current_schema_id)
+                schema_id=self.base.current_schema_id,
+                first_row_id=self.first_row_id, added_rows=self.added_rows)
         new = U.apply_all(U.succeed(self.base, self.base_location, now), self.operation.updates(self, snapshot))
         if snapshot is not None:
             assert new.snapshot_by_id(snapshot.snapshot_id) == snapshot

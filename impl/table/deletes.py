@@ -1,6 +1,11 @@
-"""Merge-on-read: applying v2 delete files to the rows of a data file (Iceberg spec
-"Row-level Deletes", "Scan Planning": which delete files apply to which data files by
-data sequence number; spec/PROTOCOL.md 10 "Readers").
+"""Merge-on-read: applying delete files and deletion vectors to the rows of a data file
+(Iceberg spec "Row-level Deletes", "Deletion Vectors", "Scan Planning": which delete files
+apply to which data files by data sequence number; spec/PROTOCOL.md 10 "Readers").
+
+- a deletion vector (v3) applies to the one data file it references when its data sequence
+  number is >= the data file's; where one applies, position delete files are ignored for
+  that file (the DV holds every position they held: spec "Deletion Vectors"). It is applied
+  as a row-index filter over the file's positions, never as a join;
 
 - a position delete applies to a data file when its data sequence number is >= the data
   file's, it is in the file's partition (or unpartitioned), its file_path bounds may
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import io as _io
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -46,6 +52,12 @@ def may_name_path(delete: DataFile, path: str) -> bool:
     return any(lo <= p.encode() <= hi for p in {path, comparable_location(path)})
 
 
+def deletion_vector_applies(dv_seq: int, dv: DataFile, data_seq: int, data: DataFile) -> bool:
+    assert dv.is_deletion_vector
+    return dv_seq >= data_seq and comparable_location(dv.referenced_data_file or "") == \
+        comparable_location(data.file_path)
+
+
 def position_delete_applies(delete_seq: int, delete_spec_id: int, delete: DataFile,
                             data_seq: int, data_spec_id: int, data: DataFile,
                             unpartitioned_delete: bool) -> bool:
@@ -73,6 +85,24 @@ class DeleteReader:
         self.io = io
         self._positions: dict[str, dict[str, set[int]]] = {}
         self._equalities: dict[tuple[str, tuple], set[tuple]] = {}
+        self._puffins: dict[str, bytes] = {}
+
+    def dv_positions(self, dv: DataFile) -> np.ndarray:
+        """The deleted positions a deletion vector holds (sorted), its blob read at the
+        manifest's content_offset / content_size_in_bytes and its cardinality checked
+        against the entry's record_count."""
+        from icefloe.impl.format.puffin import read_dv
+        if dv.content_offset is None or dv.content_size_in_bytes is None or not dv.referenced_data_file:
+            raise CorruptMetadata(dv.file_path, "a deletion vector without content_offset, "
+                                  "content_size_in_bytes or referenced_data_file")
+        data = self._puffins.get(dv.file_path)
+        if data is None:
+            data = self._puffins[dv.file_path] = self.io.get(dv.file_path)
+        bitmap = read_dv(data, dv.content_offset, dv.content_size_in_bytes, dv.file_path)
+        if len(bitmap) != dv.record_count:
+            raise CorruptMetadata(dv.file_path, f"the deletion vector at {dv.content_offset} holds "
+                                  f"{len(bitmap)} positions, its manifest entry says {dv.record_count}")
+        return np.fromiter(bitmap, dtype=np.int64, count=len(bitmap))
 
     def positions(self, delete: DataFile) -> dict[str, set[int]]:
         """canonical data file path -> deleted row positions."""
@@ -106,7 +136,14 @@ class DeleteReader:
         return ids, cached
 
     def apply(self, rows: pa.Table, data: DataFile, position_deletes: list[DataFile],
-              equality_deletes: list[DataFile], schema: T.Schema) -> pa.Table:
+              equality_deletes: list[DataFile], schema: T.Schema,
+              deletion_vector: DataFile | None = None) -> pa.Table:
+        if deletion_vector is not None:
+            keep = np.ones(rows.num_rows, dtype=bool)
+            positions = self.dv_positions(deletion_vector)
+            keep[positions[positions < rows.num_rows]] = False
+            rows = rows.filter(pa.array(keep)) if not keep.all() else rows
+            position_deletes = []  # the DV replaced them (spec "Deletion Vectors")
         if not position_deletes and not equality_deletes:
             return rows
         keep = [True] * rows.num_rows

@@ -90,12 +90,16 @@ class TreeReader:
         ManifestReader.read_entries): a scan plan with no column predicate needs no column
         statistics, and a plan pruning by partition needs them for the survivors only."""
         location = manifest.manifest_path
+        # v3: one manifest may be listed without a first_row_id (before an upgrade) and with
+        # one (after), or with different ones on two branches; its files inherit from the
+        # listing they are read through, so a reader is kept per (manifest, first_row_id).
+        key = location if manifest.first_row_id is None else (location, manifest.first_row_id)
         with self._lock:
-            reader = self._manifests.get(location)
+            reader = self._manifests.get(key)
         if reader is None:
             reader = ManifestReader(self.io.get(location), manifest, location)
             with self._lock:
-                reader = self._manifests.setdefault(location, reader)
+                reader = self._manifests.setdefault(key, reader)
         with self.reading():
             return reader.read_entries(projection, keep)
 

@@ -95,6 +95,10 @@ class SetProperties(_MetadataOnly):
 
     def __init__(self, updates: dict[str, str], removals=()):
         self.props, self.removals = dict(updates), tuple(removals)
+        # Reserved: the version is the table's format, not a property (spec "Table Metadata
+        # Fields"); stored as one it would silently say something the table is not.
+        require("format-version" not in self.props and "format-version" not in self.removals,
+                "format-version is not a table property: upgrade the table (upgrade_format_version)")
 
     def plan(self, c):
         return True
@@ -104,6 +108,27 @@ class SetProperties(_MetadataOnly):
 
     def updates(self, c, snapshot):
         return [U.set_properties(self.props, self.removals, c.env.wall_ms())]
+
+
+class UpgradeFormatVersion(_MetadataOnly):
+    """Upgrade the table's format version by one (spec Appendix E): v1 -> v2, v2 -> v3. Only
+    the metadata changes: files already written stay valid in the next version. Asked for
+    the version the table has, nothing to do; a downgrade or a skip is refused up front."""
+    ref = MAIN_BRANCH
+
+    def __init__(self, format_version: int):
+        from icefloe.impl.format.metadata import check_format_version
+        self.format_version = check_format_version(format_version)
+
+    def plan(self, c):
+        from icefloe.impl.format.metadata import upgraded
+        return upgraded(c.base, self.format_version) is not c.base  # raises on a downgrade or a skip
+
+    def validations(self, c):
+        return []
+
+    def updates(self, c, snapshot):
+        return [U.upgrade_format_version(self.format_version, c.env.wall_ms())]
 
 
 def retained_snapshot_ids(m: TableMetadata, now_ms: int, older_than_ms: int | None = None,

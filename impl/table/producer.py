@@ -24,7 +24,7 @@ from icefloe.impl.format.manifest import (
     manifest_file_of,
 )
 from icefloe.impl.format.manifest_writer import write_manifest
-from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot
+from icefloe.impl.format.metadata import MAIN_BRANCH, Snapshot, UnsupportedFormatVersion
 from icefloe.impl.format.parquet import write_data_file
 from icefloe.impl.format.partitioning import data_files_max, split_by_partition
 from icefloe.impl.table import updates as U
@@ -60,10 +60,15 @@ def _write_manifest(c: PendingCommit, entries: list[ManifestEntry], spec_id: int
     meta = c.base
     spec, schema = meta.spec_by_id(spec_id), meta.schema()
     location = manifest_location(meta.location, c.env.uuid(), n)
-    data = write_manifest(entries, schema, spec, content)
+    data = write_manifest(entries, schema, spec, content, meta.format_version, c.snapshot_id)
     c.write(location, data)
     return manifest_file_of(entries, schema, spec, manifest_path=location, manifest_length=len(data),
                             added_snapshot_id=added_snapshot_id, content=content)
+
+
+def delete_key(f: DataFile) -> tuple[str, int | None]:
+    """A delete file's identity: DVs share their Puffin file, told apart by offset."""
+    return f.file_path, f.content_offset
 
 
 def _summary(c: PendingCommit, operation: str, added: list[DataFile], removed: list[DataFile],
@@ -135,6 +140,12 @@ class FileChange(_Producer):
         self.rows_to_add: list[pa.Table] = []
         self.added: list[DataFile] = []
         self.added_deletes: list[DataFile] = []
+        self.added_delete_specs: dict[int, int] = {}  # id(delete file) -> its spec, when not delete_spec_id
+        # Delete files (by delete_key) this change supersedes: a DV replaced by a new one, or
+        # position delete files it merged (spec "Deletion Vectors"). The DVs of removed data
+        # files are dropped too ("When removing a data file, writers must also remove any
+        # deletion vector that applies to that data file").
+        self.removed_deletes: set[tuple[str, int | None]] = set()
         self.data_sequence_number: int | None = None  # rewrite: the starting snapshot's
         self.reqs: list = []
         self._filtered: dict[str, ManifestFile | None] = {}  # manifest path -> rewritten (None: kept)
@@ -162,12 +173,16 @@ class FileChange(_Producer):
                 entries = [ManifestEntry(ManifestEntryStatus.ADDED, f, sequence_number=seq) for f in self.added]
                 self._new.append(_write_manifest(c, entries, c.base.default_spec_id, n=0))
                 self._new_entries[self._new[-1].manifest_path] = entries
-            if self.added_deletes:
-                entries = [ManifestEntry(ManifestEntryStatus.ADDED, f) for f in self.added_deletes]
-                self._new.append(_write_manifest(c, entries, self.delete_spec_id(c),
-                                                 ManifestContent.DELETES, n=1))
+            by_spec: dict[int, list[ManifestEntry]] = {}
+            for f in self.added_deletes:
+                spec_id = self.added_delete_specs.get(id(f), None)
+                by_spec.setdefault(self.delete_spec_id(c) if spec_id is None else spec_id, []).append(
+                    ManifestEntry(ManifestEntryStatus.ADDED, f))
+            for spec_id, entries in sorted(by_spec.items()):
+                self._new.append(_write_manifest(c, entries, spec_id, ManifestContent.DELETES, n=1))
                 self._new_entries[self._new[-1].manifest_path] = entries
         found: set[str] = set()
+        found_deletes: set[tuple[str, int | None]] = set()
         carried = []
         for m in c.tree.manifests(c.head()):
             if m.manifest_path not in self._filtered:
@@ -176,9 +191,16 @@ class FileChange(_Producer):
             if m.content == ManifestContent.DATA:
                 found |= {e.data_file.file_path for e in c.tree.entries(m)
                           if e.status in LIVE and e.data_file.file_path in self.removed}
+            elif self.removed_deletes:
+                found_deletes |= {delete_key(e.data_file) for e in c.tree.entries(m)
+                                  if e.status in LIVE and delete_key(e.data_file) in self.removed_deletes}
             carried.append(m if rewritten is None else rewritten)
         missing = set(self.removed) - found
         assert not missing, f"files to remove are not live in the base's head: {sorted(missing)[:3]}"
+        # The validations (FilesStillLive, NoNewDeletesForFiles) held on this base, so what
+        # this change supersedes is still there: one DV per data file after the swap.
+        missing = self.removed_deletes - found_deletes
+        assert not missing, f"delete files to replace are not live in the base's head: {sorted(missing)[:3]}"
         self._manifests = merge_manifests(self._new + carried, MergePolicy.from_properties(c.base.properties),
                                           lambda bin_: self._merge_bin(c, bin_))
 
@@ -198,20 +220,31 @@ class FileChange(_Producer):
         return self._merged[key]
 
     def _filter(self, c: PendingCommit, m: ManifestFile) -> ManifestFile | None:
-        """The manifest with D marked deleted, or None when it lists none of D."""
+        """The manifest with D marked deleted, or None when it lists none of D. A delete
+        manifest (v3 only: v2 ones are carried as they are) loses the DVs of D and the
+        delete files this change supersedes."""
         if m.content != ManifestContent.DATA:
-            return None
+            if c.base.format_version < 3 and not self.removed_deletes:
+                return None
+            gone = self._superseded
+        else:
+            def gone(f: DataFile) -> bool:
+                return f.file_path in self.removed
         entries = c.tree.entries(m)
-        if not any(e.status in LIVE and e.data_file.file_path in self.removed for e in entries):
+        if not any(e.status in LIVE and gone(e.data_file) for e in entries):
             return None
         out = []
         for e in entries:
             if e.status not in LIVE:
                 continue  # a deletion recorded by an earlier snapshot is not carried on
-            status = ManifestEntryStatus.DELETED if e.data_file.file_path in self.removed else ManifestEntryStatus.EXISTING
+            status = ManifestEntryStatus.DELETED if gone(e.data_file) else ManifestEntryStatus.EXISTING
             snapshot_id = c.snapshot_id if status == ManifestEntryStatus.DELETED else e.snapshot_id
             out.append(replace(e, status=status, snapshot_id=snapshot_id))
-        return _write_manifest(c, out, m.partition_spec_id, added_snapshot_id=c.snapshot_id, n=2)
+        return _write_manifest(c, out, m.partition_spec_id, m.content, added_snapshot_id=c.snapshot_id, n=2)
+
+    def _superseded(self, f: DataFile) -> bool:
+        return delete_key(f) in self.removed_deletes or (
+            f.is_deletion_vector and f.referenced_data_file in self.removed)
 
     def delete_spec_id(self, c) -> int:
         return c.base.default_spec_id
@@ -321,7 +354,7 @@ class RewriteFiles(FileChange):
         deletes = DeleteReader(c.io)
         for (spec_id, _), tasks in sorted(groups.items(), key=lambda kv: repr(kv[0])):
             few = len(tasks) < self.files_min
-            has_deletes = any(t.position_deletes or t.equality_deletes for t in tasks)
+            has_deletes = any(t.has_deletes for t in tasks)
             if few and not has_deletes or spec_id != c.base.default_spec_id:
                 continue
             rows = pa.concat_tables([read_task(c.io, t, schema, deletes) for t in tasks])
@@ -362,6 +395,15 @@ class RowDelta(FileChange):
         self.operation = "delete" if not data_files else "overwrite"
 
     def plan(self, c):
+        version = c.base.format_version
+        if version == 1 and self.added_deletes:
+            raise UnsupportedFormatVersion("row-level delete files need format v2 or later; this table is v1")
+        for f in self.added_deletes:
+            if version >= 3 and f.content == DataFileContent.POSITION_DELETES and not f.is_deletion_vector:
+                raise UnsupportedFormatVersion(f"{f.file_path}: position delete files must not be added to a "
+                                               "v3 table (spec \"Delete Formats\"); write a deletion vector")
+            if version < 3 and f.is_deletion_vector:
+                raise UnsupportedFormatVersion(f"{f.file_path}: deletion vectors need format v3; this table is v{version}")
         validated = bool(self.referenced) or (self.row_filter is not None and self.isolation == SERIALIZABLE)
         # A delta that names no data file and reads no rows (an upsert: an equality delete
         # and its new rows) assumes nothing about its starting snapshot (spec/PROTOCOL.md

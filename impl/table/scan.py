@@ -26,7 +26,10 @@ from icefloe.impl.format.parquet import iter_data_file, read_data_file
 from icefloe.impl.io.base import ObjectStore
 from icefloe.impl.format.integrity import CorruptMetadata
 from icefloe.impl.outcomes import IcefloeError, require
-from icefloe.impl.table.deletes import DeleteReader, equality_delete_applies, position_delete_applies
+from icefloe.impl.io.locations import comparable_location
+from icefloe.impl.table.deletes import (
+    DeleteReader, deletion_vector_applies, equality_delete_applies, position_delete_applies,
+)
 from icefloe.impl.table.files import LIVE, TreeReader
 
 
@@ -41,6 +44,18 @@ class FileScanTask:
     data_sequence_number: int
     position_deletes: list[DataFile] = field(default_factory=list)
     equality_deletes: list[DataFile] = field(default_factory=list)
+    deletion_vector: DataFile | None = None  # v3: replaces position_deletes for this file
+
+    @property
+    def has_deletes(self) -> bool:
+        return bool(self.position_deletes or self.equality_deletes or self.deletion_vector)
+
+
+# Row lineage metadata columns (spec "Reserved Field IDs", "Row Lineage"): read by name
+# through `columns`, derived by inheritance where the file holds no value.
+ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER = "_row_id", "_last_updated_sequence_number"
+ROW_ID_FIELD_ID, LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID = 2147483540, 2147483539
+LINEAGE_COLUMNS = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
 
 
 def _as_expression(row_filter) -> E.Expression:
@@ -122,29 +137,78 @@ def _may_hold_rows(partition_eval: EV.PartitionEvaluator):
 
 
 def attach_deletes(tasks: list[FileScanTask], deletes) -> list[FileScanTask]:
-    """Give each data file task the delete files that apply to it (sequence-number rules)."""
+    """Give each data file task the delete files that apply to it (sequence-number rules).
+    A deletion vector is found by the data file it references; two live DVs for one data
+    file are a corrupt table (spec: "at most one deletion vector ... per data file")."""
+    dvs: dict[str, list[tuple[int, DataFile]]] = {}
+    rest = []
+    for seq, spec_id, d, unpartitioned in deletes:
+        if d.is_deletion_vector:
+            dvs.setdefault(comparable_location(d.referenced_data_file or ""), []).append((seq, d))
+        else:
+            rest.append((seq, spec_id, d, unpartitioned))
     for task in tasks:
-        for seq, spec_id, d, unpartitioned in deletes:
+        applying = [d for seq, d in dvs.get(comparable_location(task.data_file.file_path), ())
+                    if deletion_vector_applies(seq, d, task.data_sequence_number, task.data_file)]
+        if len(applying) > 1:
+            raise CorruptMetadata(task.data_file.file_path, f"{len(applying)} live deletion vectors apply "
+                                  "to this data file; the spec allows one")
+        task.deletion_vector = applying[0] if applying else None
+        for seq, spec_id, d, unpartitioned in rest:
             args = (seq, spec_id, d, task.data_sequence_number, task.spec_id, task.data_file, unpartitioned)
             if d.content == DataFileContent.POSITION_DELETES and position_delete_applies(*args):
-                task.position_deletes.append(d)
+                if task.deletion_vector is None:  # a DV holds them (spec "Deletion Vectors")
+                    task.position_deletes.append(d)
             elif d.content == DataFileContent.EQUALITY_DELETES and equality_delete_applies(*args):
                 task.equality_deletes.append(d)
     return tasks
 
 
+def lineage_schema(schema: T.Schema) -> T.Schema:
+    """`schema` with the two row lineage columns, as optional longs with their reserved ids."""
+    return T.Schema(schema.fields + (T.NestedField(ROW_ID_FIELD_ID, ROW_ID, T.LONG, False),
+                                     T.NestedField(LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID,
+                                                   LAST_UPDATED_SEQUENCE_NUMBER, T.LONG, False)),
+                    schema.schema_id, schema.identifier_field_ids)
+
+
+def _with_lineage(rows: pa.Table, task: FileScanTask) -> pa.Table:
+    """Fill the lineage columns as the spec says ("Row lineage assignment", Appendix E v3):
+    a value the file holds is kept; a null `_row_id` is the file's first_row_id + its
+    position, a null `_last_updated_sequence_number` the file's data sequence number; a
+    file without first_row_id (written before an upgrade to v3) gives nulls."""
+    first = task.data_file.first_row_id
+    n = rows.num_rows
+    i, j = rows.schema.get_field_index(ROW_ID), rows.schema.get_field_index(LAST_UPDATED_SEQUENCE_NUMBER)
+    if first is None:
+        return rows.set_column(i, rows.schema.field(i), pa.nulls(n, pa.int64())) \
+                   .set_column(j, rows.schema.field(j), pa.nulls(n, pa.int64()))
+    import pyarrow.compute as pc
+    derived = pc.add(pa.array(range(n), pa.int64()), pa.scalar(first, pa.int64()))
+    row_id = pc.coalesce(rows.column(i), derived)
+    seq = pc.coalesce(rows.column(j), pa.scalar(task.data_sequence_number, pa.int64()))
+    return rows.set_column(i, rows.schema.field(i), row_id).set_column(j, rows.schema.field(j), seq)
+
+
 def read_task(io: ObjectStore, task: FileScanTask, schema: T.Schema,
               deletes: DeleteReader | None = None) -> pa.Table:
-    """The live rows of one data file (deletes applied, no filter)."""
+    """The live rows of one data file (deletes applied, no filter). A `schema` holding the
+    lineage columns (`lineage_schema`) gets them filled before deletes drop rows, since
+    `_row_id` counts positions in the file."""
     rows = read_data_file(io.get(task.data_file.file_path), schema, task.data_file.file_path, data_file=task.data_file)
+    if schema.field_by_id(ROW_ID_FIELD_ID) is not None:
+        rows = _with_lineage(rows, task)
     deletes = deletes or DeleteReader(io)
-    return deletes.apply(rows, task.data_file, task.position_deletes, task.equality_deletes, schema)
+    return deletes.apply(rows, task.data_file, task.position_deletes, task.equality_deletes, schema,
+                         task.deletion_vector)
 
 
 def read_tasks(io: ObjectStore, tasks: list[FileScanTask], schema: T.Schema, row_filter=None,
                columns: list[str] | None = None) -> pa.Table:
     expr = _as_expression(row_filter)
     arrow_filter = None if isinstance(expr, E.AlwaysTrue) else E.to_arrow(E.bind(expr, schema))
+    if columns is not None and any(c in LINEAGE_COLUMNS for c in columns):
+        schema = lineage_schema(schema)
     deletes = DeleteReader(io)
     parts = []
     for task in tasks:
@@ -184,11 +248,14 @@ def scan_batches(io: ObjectStore, metadata: TableMetadata, snapshot: Snapshot | 
     tasks = plan_files(tree, metadata, snapshot, row_filter, schema)
     expr = _as_expression(row_filter)
     arrow_filter = None if isinstance(expr, E.AlwaysTrue) else E.to_arrow(E.bind(expr, schema))
+    lineage = columns is not None and any(c in LINEAGE_COLUMNS for c in columns)
+    if lineage:
+        schema = lineage_schema(schema)
     arrow_schema = T.schema_to_arrow(schema)
     deletes = DeleteReader(io)
     for task in tasks:
         path = task.data_file.file_path
-        if task.position_deletes or task.equality_deletes:
+        if task.has_deletes or lineage:  # positions count from the file's start
             parts = [read_task(io, task, schema, deletes)]
         else:
             parts = iter_data_file(io.get(path), schema, path, data_file=task.data_file, batch_rows=batch_rows)

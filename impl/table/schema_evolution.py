@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from icefloe.impl.format import types as T
+from icefloe.impl.format.metadata import check_schema_for_version
 from icefloe.impl.format.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.impl.outcomes import InvalidArgument
 from icefloe.impl.table.operations import _MetadataOnly
@@ -76,22 +77,44 @@ def _with_fields(schema: T.Schema, fields, schema_id: int | None = None) -> T.Sc
 
 
 def add_column(schema: T.Schema, last_column_id: int, path: str, column_type: T.IcebergType | str,
-               doc: str | None = None) -> tuple[T.Schema, int]:
-    """A new optional column `path` (parent.child adds to a struct); (schema, last-column-id)."""
+               doc: str | None = None, *, initial_default=None, write_default=None,
+               required: bool = False) -> tuple[T.Schema, int]:
+    """A new column `path` (parent.child adds to a struct); (schema, last-column-id). v3
+    defaults (spec "Default values") in their JSON single-value form: `initial_default`
+    is what rows written before the column read as, `write_default` what a write without
+    the column stores (default: the initial one). A required column needs an initial
+    default (the rows already written must have a value)."""
     parts = _split(path)
     if isinstance(column_type, str):
         try:
             column_type = T.parse_primitive(column_type.strip().lower().replace(" ", ""))
+        except T.UnsupportedType as e:
+            raise SchemaEvolutionError(e.reason) from None
         except T.FormatError:
             raise SchemaEvolutionError(
                 f"unknown type {column_type!r}: boolean, int, long, float, double, decimal(P,S), date, time, "
-                "timestamp, timestamptz, string, uuid, binary, fixed[N]") from None
+                "timestamp, timestamptz, string, uuid, binary, fixed[N]; in v3 also timestamp_ns, "
+                "timestamptz_ns, unknown") from None
     new_id = last_column_id + 1
+    if write_default is None:
+        write_default = initial_default
+    for which, value in (("initial-default", initial_default), ("write-default", write_default)):
+        if value is not None:
+            try:
+                T.check_default(column_type, value, which)
+            except T.FormatError as e:
+                raise SchemaEvolutionError(f"column {path!r}: {e}") from None
+    if required and initial_default is None:
+        raise SchemaEvolutionError(f"a required column {path!r} needs an initial default for the rows written before it")
+    try:
+        field = T.NestedField(new_id, parts[-1], column_type, required, doc, initial_default, write_default)
+    except T.FormatError as e:
+        raise SchemaEvolutionError(f"column {path!r}: {e.reason}") from None
 
     def change(fields, name):
         if any(f.name == name for f in fields):
             raise SchemaEvolutionError(f"column {path!r} exists already")
-        return (*fields, T.NestedField(new_id, name, column_type, False, doc))
+        return (*fields, field)
     return _with_fields(schema, _rebuild(schema.fields, parts, change, path)), new_id
 
 
@@ -189,6 +212,7 @@ def add_schema(schema: T.Schema, last_column_id: int) -> Update:
     """Add `schema` (its id: an identical existing schema's, else one above every id) and
     raise last-column-id to `last_column_id` (never lowered)."""
     def apply(m: TableMetadata) -> TableMetadata:
+        check_schema_for_version(schema, m.format_version)  # v3 types and defaults need v3
         if last_column_id < m.last_column_id:
             raise InvalidUpdate(f"last-column-id {last_column_id} is below the table's {m.last_column_id}")
         if any(_same_columns(s, schema) for s in m.schemas):
@@ -248,9 +272,37 @@ class SchemaChange(_MetadataOnly):
         return [add_schema(self.schema, self.last_column_id), set_current_schema(self.schema)]
 
 
-def add_column_change(path: str, column_type, doc: str | None = None) -> SchemaChange:
-    return SchemaChange(lambda m: add_column(m.schema(), m.last_column_id, path, column_type, doc),
-                        f"added column {path}")
+def add_column_change(path: str, column_type, doc: str | None = None, **defaults) -> SchemaChange:
+    """`defaults`: initial_default, write_default, required (add_column)."""
+    def change(m):
+        out = add_column(m.schema(), m.last_column_id, path, column_type, doc, **defaults)
+        check_schema_for_version(out[0], m.format_version)  # refused at plan time, by name
+        return out
+    return SchemaChange(change, f"added column {path}")
+
+
+def set_write_default(schema: T.Schema, path: str, write_default) -> T.Schema:
+    """Change a column's write-default (spec "Default values": it can change through schema
+    evolution; the initial default never does)."""
+    parts = _split(path)
+
+    def change(fields, name):
+        f = _find(fields, name, path)
+        if write_default is not None:
+            try:
+                T.check_default(f.type, write_default, "write-default")
+            except T.FormatError as e:
+                raise SchemaEvolutionError(f"column {path!r}: {e}") from None
+        return tuple(replace(x, write_default=write_default) if x is f else x for x in fields)
+    return _with_fields(schema, _rebuild(schema.fields, parts, change, path))
+
+
+def set_write_default_change(path: str, write_default) -> SchemaChange:
+    def change(m):
+        out = set_write_default(m.schema(), path, write_default)
+        check_schema_for_version(out, m.format_version)
+        return out, m.last_column_id
+    return SchemaChange(change, f"set the write default of {path}")
 
 
 def rename_column_change(path: str, new_name: str) -> SchemaChange:

@@ -16,7 +16,8 @@ import pyarrow as pa
 from icefloe.impl.catalog.base import Catalog, CatalogError, NoSuchTable, TableAlreadyExists, TableIdentifier
 from icefloe.impl.format.manifest import DataFile
 from icefloe.impl.format.metadata import (
-    MAIN_BRANCH, MetadataError, Snapshot, SnapshotRef, TableMetadata, new_table_metadata, to_json)
+    FORMAT_VERSION_DEFAULT, MAIN_BRANCH, MetadataError, Snapshot, SnapshotRef, TableMetadata,
+    check_format_version, new_table_metadata, to_json)
 from icefloe.impl.format.transforms import PartitionSpec
 from icefloe.impl.format.types import Schema
 from icefloe.impl.io.base import ObjectStore, StoreError
@@ -32,17 +33,27 @@ from icefloe.impl.table.files import TreeReader
 def create_table(catalog: Catalog, identifier: TableIdentifier | str, schema: Schema,
                  partition_spec: PartitionSpec | None = None, location: str | None = None,
                  properties: Mapping[str, str] | None = None, *, io: ObjectStore,
-                 env: Env | None = None) -> "Table":
-    """Write the first metadata file (version 0) and register it. TableLocationOverlap if
+                 env: Env | None = None, format_version: int | None = None) -> "Table":
+    """Write the first metadata file (version 0) of a table of `format_version` (default v2;
+    a `format-version` property is taken as the version, as Iceberg's catalogs do, and is
+    not stored as a property) and register it. TableLocationOverlap if
     `location` is, or is inside, or contains another table's (nothing is written then);
     TableAlreadyExists if the identifier is taken. When the catalog refuses, the metadata
     file written is deleted, unless the catalog may have registered it after all."""
     require(bool(location), "a table needs a location")
     env = env or Env()
     identifier = TableIdentifier.parse(identifier) if isinstance(identifier, str) else identifier
+    properties = dict(properties or {})
+    if "format-version" in properties:
+        asked = check_format_version(properties.pop("format-version"))
+        require(format_version is None or format_version == asked,
+                f"format version {format_version} and property format-version={asked} disagree")
+        format_version = asked
+    format_version = FORMAT_VERSION_DEFAULT if format_version is None else check_format_version(format_version)
     check_no_overlap(location, catalog_tables(catalog))
     metadata = new_table_metadata(schema, location.rstrip("/"), env.uuid(), env.wall_ms(),
-                                  partition_spec or PartitionSpec(0, ()), properties=properties)
+                                  partition_spec or PartitionSpec(0, ()), properties=properties,
+                                  format_version=format_version)
     metadata_location = metadata_file_location(metadata.location, 0, env.uuid())
     io.put_if_absent(metadata_location, to_json(metadata))
     try:
@@ -204,7 +215,17 @@ class Table:
         rows = conform_rows(rows, self._metadata.schema())
         return self._run(P.DeleteWhere(_filter(row_filter), rows, branch, isolation))
 
-    def delete(self, row_filter, *, branch: str = MAIN_BRANCH, isolation: str = P.SERIALIZABLE) -> Outcome:
+    def delete(self, row_filter, *, branch: str = MAIN_BRANCH, isolation: str = P.SERIALIZABLE,
+               mode: str | None = None) -> Outcome:
+        """Delete the rows matching `row_filter`. `mode` (default: the table's
+        write.delete.mode, else copy-on-write, as Iceberg-Java): `copy-on-write` rewrites
+        the files that hold them; `merge-on-read` writes deletion vectors (format v3;
+        UnsupportedFormatVersion on an older table)."""
+        mode = mode or self._metadata.properties.get("write.delete.mode", COPY_ON_WRITE)
+        require(mode in DELETE_MODES, f"delete mode is one of {', '.join(DELETE_MODES)}, not {mode!r}")
+        if mode == MERGE_ON_READ:
+            from icefloe.impl.table.row_deletes import DeleteRows
+            return self._run(DeleteRows(_filter(row_filter), branch, isolation))
         return self._run(P.DeleteWhere(_filter(row_filter), None, branch, isolation))
 
     def delete_files(self, paths, *, branch: str = MAIN_BRANCH) -> Outcome:
@@ -236,6 +257,11 @@ class Table:
     def remove_ref(self, name: str) -> Outcome:
         return self._run(ops.RemoveRef(name))
 
+    def upgrade_format_version(self, format_version: int) -> Outcome:
+        """Upgrade to `format_version`, one version above the table's (spec Appendix E);
+        UnsupportedFormatVersion for a downgrade, a skip or an unknown version."""
+        return self._run(ops.UpgradeFormatVersion(format_version))
+
     def set_properties(self, updates: Mapping[str, str], removals=()) -> Outcome:
         return self._run(ops.SetProperties(dict(updates), removals))
 
@@ -266,6 +292,10 @@ class Table:
         current = self.refresh()._metadata.current_snapshot_id
         require(current is not None, "the table has no snapshot yet: name one")
         return current
+
+
+COPY_ON_WRITE, MERGE_ON_READ = "copy-on-write", "merge-on-read"  # Iceberg's write.delete.mode values
+DELETE_MODES = (COPY_ON_WRITE, MERGE_ON_READ)
 
 
 def _filter(row_filter):

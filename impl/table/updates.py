@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Mapping
 
 from icefloe.impl.format.metadata import (
     MAIN_BRANCH, FrozenMap, MetadataLogEntry, Snapshot, SnapshotLogEntry, SnapshotRef, TableMetadata,
+    snapshot_sequence_number, upgraded,
 )
 from icefloe.impl.outcomes import InvalidArgument, require
 
@@ -43,11 +44,25 @@ def _move_ref(m: TableMetadata, name: str, ref: SnapshotRef, timestamp_ms: int,
 
 
 def add_snapshot(snapshot: Snapshot, ref: str = MAIN_BRANCH) -> Update:
-    """Add `snapshot` and make it the head of branch `ref` (creating the branch)."""
+    """Add `snapshot` and make it the head of branch `ref` (creating the branch). In v1 the
+    snapshot has no sequence number (0, and last-sequence-number stays 0); in v3 its
+    first-row-id must be the table's next-row-id, which then advances by its added-rows,
+    whichever branch it heads (spec "Snapshot Row IDs", "Table Metadata Fields")."""
     def apply(m: TableMetadata) -> TableMetadata:
         _check(m.snapshot_by_id(snapshot.snapshot_id) is None, f"snapshot id {snapshot.snapshot_id} exists already")
-        _check(snapshot.sequence_number == m.last_sequence_number + 1,
-               f"sequence number {snapshot.sequence_number}: the next one is {m.last_sequence_number + 1}")
+        expected = snapshot_sequence_number(m)
+        _check(snapshot.sequence_number == expected,
+               f"sequence number {snapshot.sequence_number}: the next one is {expected}")
+        lineage = {}
+        if m.format_version >= 3:
+            _check(snapshot.first_row_id == m.next_row_id and snapshot.added_rows is not None
+                   and snapshot.added_rows >= 0,
+                   f"a v3 snapshot starts at next-row-id {m.next_row_id} with its added-rows, got "
+                   f"first-row-id {snapshot.first_row_id}, added-rows {snapshot.added_rows}")
+            lineage["next_row_id"] = m.next_row_id + snapshot.added_rows
+        else:
+            _check(snapshot.first_row_id is None and snapshot.added_rows is None,
+                   f"row lineage is v3; this table is v{m.format_version}")
         head = m.refs.get(ref)
         _check((head.snapshot_id if head else None) == snapshot.parent_snapshot_id,
                f"parent {snapshot.parent_snapshot_id} is not the head of {ref!r}")
@@ -55,7 +70,16 @@ def add_snapshot(snapshot: Snapshot, ref: str = MAIN_BRANCH) -> Update:
         old = m.refs.get(ref)
         new_ref = replace(old, snapshot_id=snapshot.snapshot_id) if old else SnapshotRef(snapshot.snapshot_id)
         return _move_ref(m, ref, new_ref, snapshot.timestamp_ms, snapshots=m.snapshots + (snapshot,),
-                         last_sequence_number=snapshot.sequence_number)
+                         last_sequence_number=max(m.last_sequence_number, snapshot.sequence_number), **lineage)
+    return apply
+
+
+def upgrade_format_version(format_version: int, timestamp_ms: int) -> Update:
+    """Upgrade the table one format version (spec Appendix E); the same version is no
+    change; a downgrade or a skipped version raises UnsupportedFormatVersion."""
+    def apply(m: TableMetadata) -> TableMetadata:
+        out = upgraded(m, format_version)
+        return out if out is m else replace(out, last_updated_ms=max(m.last_updated_ms, timestamp_ms))
     return apply
 
 
