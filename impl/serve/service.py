@@ -17,7 +17,9 @@ from pathlib import Path
 from icefloe.impl.catalog.base import (
     CatalogError, CatalogUnavailable, InvalidIdentifier, NamespaceAlreadyExists, NoSuchTable, TableIdentifier,
 )
-from icefloe.impl.format.metadata import MetadataError, TableMetadata, new_table_metadata, to_json
+from icefloe.impl.format.metadata import (
+    FORMAT_VERSION_DEFAULT, MetadataError, TableMetadata, new_table_metadata, to_json,
+)
 from icefloe.impl.format.transforms import (
     UNSORTED, PartitionSpec, partition_spec_from_json, sort_order_from_json,
 )
@@ -199,8 +201,11 @@ class CatalogService:
             raise E.bad_request(f"Malformed CreateTableRequest: {e}") from None
         self.check_new_location(location, ident)
         try:
+            # `format-version` is the table's version, not a property (as Iceberg's catalogs take it)
+            properties = dict(request.properties or {})
+            version = properties.pop("format-version", FORMAT_VERSION_DEFAULT)
             return new_table_metadata(schema, location, self.env.uuid(), self.env.wall_ms(), spec, order,
-                                      request.properties)
+                                      properties, format_version=version)
         except (FormatError, InvalidArgument) as e:
             raise E.bad_request(f"Malformed CreateTableRequest: {e}") from None
 

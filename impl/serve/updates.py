@@ -76,6 +76,9 @@ def _touch(m: TableMetadata, c: _Commit, **changes) -> TableMetadata:
 
 def _add_schema(schema: Schema) -> Apply:
     def apply(m, c):
+        from icefloe.impl.format.metadata import check_schema_for_version
+        if not c.creating:  # a create's version is set by its upgrade-format-version, in any order
+            check_schema_for_version(schema, m.format_version)  # v3 types and defaults: 400 naming them
         same = next((s for s in m.schemas if s.schema_id >= 0 and s.fields == schema.fields
                      and s.identifier_field_ids == schema.identifier_field_ids), None)
         if same is not None:
@@ -146,15 +149,26 @@ def _set_default_sort_order(order_id: int) -> Apply:
 # -- snapshots and refs ---------------------------------------------------------------------------
 
 def _add_snapshot(raw: dict) -> Apply:
-    snapshot = _format("add-snapshot", lambda: _snapshot_from_json(raw, "snapshot", 2))
+    _format("add-snapshot", lambda: _snapshot_from_json(raw, "snapshot", 3))  # malformed: 400 at once
 
     def apply(m, c):
+        # Read as the table's version: v1 has no sequence numbers, v3 row lineage fields.
+        snapshot = _format("add-snapshot", lambda: _snapshot_from_json(raw, "snapshot", m.format_version))
         _check(m.snapshot_by_id(snapshot.snapshot_id) is None, f"snapshot {snapshot.snapshot_id} exists already")
-        if snapshot.sequence_number <= m.last_sequence_number:
+        if m.format_version > 1 and snapshot.sequence_number <= m.last_sequence_number:
             raise StaleSequenceNumber(f"add-snapshot: sequence number {snapshot.sequence_number} is not above "
                                       f"the table's last sequence number {m.last_sequence_number}")
         _check(snapshot.operation is not None, "add-snapshot: the summary has no operation")
-        return _touch(m, c, snapshots=m.snapshots + (snapshot,), last_sequence_number=snapshot.sequence_number)
+        lineage = {}
+        if m.format_version >= 3:  # spec "Snapshot Row IDs": from next-row-id, which then advances
+            _check(snapshot.first_row_id is not None and snapshot.added_rows is not None,
+                   "add-snapshot: a v3 snapshot needs first-row-id and added-rows")
+            if snapshot.first_row_id < m.next_row_id:
+                raise StaleSequenceNumber(f"add-snapshot: first-row-id {snapshot.first_row_id} is below the "
+                                          f"table's next-row-id {m.next_row_id}")
+            lineage["next_row_id"] = snapshot.first_row_id + snapshot.added_rows
+        return _touch(m, c, snapshots=m.snapshots + (snapshot,),
+                      last_sequence_number=max(m.last_sequence_number, snapshot.sequence_number), **lineage)
     return apply
 
 
@@ -233,12 +247,19 @@ def _assign_uuid(value: str) -> Apply:
 
 
 def _upgrade(version: int) -> Apply:
-    if version > 2:
-        raise unsupported(f"upgrade-format-version {version}: icefloe writes format v2")
+    """Upgrade one version at a time, never down (metadata.upgraded; 400 naming what was
+    refused). A table being created takes the version its request names, v1 included:
+    the staged create's base is only a placeholder of the default version."""
+    from icefloe.impl.format.metadata import check_format_version, upgraded
+    version = _format("upgrade-format-version", lambda: check_format_version(version))
 
     def apply(m, c):
-        _check(version >= m.format_version, f"upgrade-format-version: cannot downgrade v{m.format_version} to v{version}")
-        return m if version == m.format_version else _touch(m, c, format_version=version)
+        if c.creating and not m.snapshots:
+            if version == m.format_version:
+                return m
+            return _touch(m, c, format_version=version, next_row_id=0 if version >= 3 else None)
+        out = upgraded(m, version)
+        return m if out is m else _touch(out, c)
     return apply
 
 
@@ -303,6 +324,9 @@ def parse(raw: Any) -> Apply:
         updates = _field(raw, "updates", dict, action)
         if not all(isinstance(v, str) for v in updates.values()):
             raise bad_request("Malformed update set-properties: values must be strings")
+        if "format-version" in updates:  # the table's version, never a plain property
+            raise bad_request("Malformed update set-properties: format-version is not a property; "
+                              "send upgrade-format-version")
         return lambda m, c: U.set_properties(updates, (), c.timestamp_ms)(m)
     if action == "remove-properties":
         removals = _field(raw, "removals", list, action)
