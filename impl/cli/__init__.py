@@ -44,7 +44,9 @@ from icefloe.impl.outcomes import IcefloeError
 COMMAND_GROUPS = [
     "icefloe.impl.cli.tables",        # create list describe append delete overwrite drop namespace
     "icefloe.impl.cli.reading",       # scan history
+    "icefloe.impl.cli.metadata_tables",  # inspect TABLE snapshots|history|refs|manifests|entries|files|partitions
     "icefloe.impl.cli.schema",        # schema add-column|rename-column|drop-column|widen
+    "icefloe.impl.cli.admin",         # properties set|unset, register
     "icefloe.impl.cli.refs",          # branch tag rollback set-current cherry-pick
     "icefloe.impl.cli.maintenance",   # compact expire remove-orphans
 ]
@@ -95,7 +97,9 @@ def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentPa
     ap = _Parser(prog="icefloe", description="Iceberg v2 tables with a verified commit protocol",
                                  epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--catalog", default="sqlite:///./icefloe.db",
-                    help="catalog URI: sqlite:///F, postgresql://..., or s3://bucket/prefix (default sqlite:///./icefloe.db)")
+                    help="catalog URI: sqlite:///F, postgresql://..., s3://bucket/prefix, or http(s)://HOST:PORT "
+                         "(an Iceberg REST catalog such as icefloe serve; token: $ICEFLOE_CATALOG_TOKEN) "
+                         "(default sqlite:///./icefloe.db)")
     ap.add_argument("--warehouse", default="./warehouse",
                     help="where new tables live: a directory or s3://bucket/prefix (default ./warehouse)")
     sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")

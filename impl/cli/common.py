@@ -142,10 +142,15 @@ def human_ms(ms: int) -> str:
 # -- catalogs, tables, files ---------------------------------------------------------------
 
 def catalog(args):
-    """The catalog --catalog names: SqlCatalog or S3Catalog."""
+    """The catalog --catalog names: SqlCatalog, S3Catalog or RestCatalog."""
     from icefloe.impl.catalog.s3 import S3Catalog
     from icefloe.impl.catalog.sql import SqlCatalog
     from icefloe.impl.io.router import StoreRouter
+    if args.catalog.startswith(("http://", "https://")):
+        # An Iceberg REST catalog (`icefloe serve`, or any other): commits go through its
+        # endpoint; the token, if it wants one, from the environment (never a flag: shell history).
+        from icefloe.impl.catalog.rest import RestCatalog
+        return RestCatalog(args.catalog, StoreRouter(), token=os.environ.get("ICEFLOE_CATALOG_TOKEN"))
     if args.catalog.startswith(S3_SCHEMES):
         io = StoreRouter()
         return S3Catalog(io.store_for(args.catalog), args.catalog)  # type: ignore[arg-type]
@@ -167,6 +172,18 @@ def check_name_levels(text: str, levels, what: str = "table name") -> None:
         if len(level.encode("utf-8")) > NAME_LEVEL_BYTES_MAX:
             raise UsageError(f"{what} {text[:40]!r}...: a level of {len(level.encode('utf-8'))} bytes; "
                              f"at most {NAME_LEVEL_BYTES_MAX} (it names a directory)")
+
+
+def ensure_namespace(cat, namespace: tuple[str, ...]) -> None:
+    """Create a table's namespace where the catalog does not do it with the table (a REST
+    catalog's register answers NoSuchNamespace; the SQL and S3 catalogs create it)."""
+    from icefloe.impl.catalog.base import NamespaceAlreadyExists
+    from icefloe.impl.catalog.rest import RestCatalog
+    if isinstance(cat, RestCatalog):
+        try:
+            cat.create_namespace(namespace)
+        except NamespaceAlreadyExists:
+            pass
 
 
 def identifier(text: str) -> TableIdentifier:

@@ -48,8 +48,17 @@ def cmd_scan(args) -> int:
     from icefloe.impl.table import scan as S
     store, metadata = table_or_file(args)
     row_filter = parse_filter(args.filter) if args.filter else None
-    snapshot = _snapshot(metadata, args)
-    travel = any(x is not None for x in (args.snapshot_id, args.ref, args.as_of))
+    incremental = args.from_snapshot is not None or args.to_snapshot is not None
+    if incremental and any(x is not None for x in (args.snapshot_id, args.ref, args.as_of)):
+        raise UsageError("--from-snapshot/--to-snapshot read appended rows between two snapshots; "
+                         "--snapshot-id, --as-of and --tag read one snapshot: give one or the other")
+    if incremental:
+        appends = incremental_appends(metadata, args.from_snapshot, args.to_snapshot)
+        snapshot = appends[-1] if appends else metadata.snapshot_by_id(args.to_snapshot or args.from_snapshot)
+        travel = args.to_snapshot is not None and args.to_snapshot != metadata.current_snapshot_id
+    else:
+        snapshot = _snapshot(metadata, args)
+        travel = any(x is not None for x in (args.snapshot_id, args.ref, args.as_of))
     schema = S.snapshot_schema(metadata, snapshot) if travel else metadata.schema()
     columns = None
     if args.columns:
@@ -61,12 +70,65 @@ def cmd_scan(args) -> int:
     # Formats that make a Python object per value take smaller batches (1M rows as JSON:
     # 176 MB RSS at 8192 rows a batch, 207 MB at 65536; CSV is written by Arrow itself).
     batch_rows = args.batch_rows or (S.BATCH_ROWS_DEFAULT if args.format == "csv" else PYTHON_BATCH_ROWS)
-    batches = S.scan_batches(store, metadata, snapshot, row_filter, columns, schema=schema, batch_rows=batch_rows)
+    if incremental:
+        batches = appended_batches(store, metadata, appends, row_filter, columns, schema, batch_rows)
+    else:
+        batches = S.scan_batches(store, metadata, snapshot, row_filter, columns, schema=schema, batch_rows=batch_rows)
     arrow_schema = schema_to_arrow(schema)
     if columns is not None:
         arrow_schema = pa.schema([arrow_schema.field(c) for c in columns])
     output.write(_limited(batches, args.limit), arrow_schema, args.format)
     return EXIT_OK
+
+
+# Operations an incremental read passes over: a compaction rewrites rows it already read.
+SKIPPED_OPERATIONS = ("replace",)
+
+
+def incremental_appends(metadata, from_snapshot_id: int | None, to_snapshot_id: int | None) -> list:
+    """The append snapshots after `from_snapshot_id` (exclusive; None: from the first)
+    up to `to_snapshot_id` (inclusive; None: main's current), oldest first, on one line of
+    ancestry (spec/PROTOCOL.md 10.4). A snapshot in between that deleted or overwrote rows
+    is refused, as Iceberg's incremental append scan refuses it: its rows are not "what was
+    appended"; a compaction (replace) is passed over."""
+    from icefloe.impl.table import scan as S
+    to_id = metadata.current_snapshot_id if to_snapshot_id is None else to_snapshot_id
+    if to_id is None:
+        raise UsageError("the table has no snapshot yet: nothing was appended")
+    for name, sid in (("--from-snapshot", from_snapshot_id), ("--to-snapshot", to_id)):
+        if sid is not None and metadata.snapshot_by_id(sid) is None:
+            raise UsageError(f"{name} {sid}: not a retained snapshot (icefloe history lists those that are)")
+    try:
+        line = S.appended_between(metadata, from_snapshot_id, to_id)
+    except S.IncrementalGap as e:
+        raise UsageError(f"--from-snapshot {from_snapshot_id} --to-snapshot {to_id}: {e} (the range must be "
+                         "one line of ancestry, older snapshot first)") from None
+    refused = [s for s in line if s.operation not in ("append", *SKIPPED_OPERATIONS)]
+    if refused:
+        s = refused[0]
+        raise UsageError(f"snapshot {s.snapshot_id} in the range is not an append (operation {s.operation}): an incremental "
+                         "read returns appended rows only (read the whole snapshot with scan --snapshot-id)")
+    return [s for s in line if s.operation == "append"]
+
+
+def appended_batches(store, metadata, appends, row_filter, columns, schema, batch_rows: int):
+    """The rows the data files added by `appends` hold, filtered, as batches (files are
+    read by field id into `schema`, as a scan reads them)."""
+    from icefloe.impl.format import expressions as E
+    from icefloe.impl.format.parquet import iter_data_file
+    from icefloe.impl.format.types import schema_to_arrow
+    from icefloe.impl.table.files import TreeReader
+    tree = TreeReader(store)
+    arrow_filter = None if row_filter is None else E.to_arrow(E.bind(row_filter, schema))
+    arrow_schema = schema_to_arrow(schema)
+    for snap in appends:
+        for entry in tree.changes(snap).added_data:
+            path = entry.data_file.file_path
+            for rows in iter_data_file(store.get(path), schema, path, data_file=entry.data_file, batch_rows=batch_rows):
+                if arrow_filter is not None:
+                    rows = rows.filter(arrow_filter)
+                rows = rows.cast(arrow_schema)
+                yield rows if columns is None else rows.select(columns)
 
 
 def _limited(batches, limit: int | None):
@@ -160,6 +222,7 @@ def register(sub) -> None:
         icefloe scan db.events --filter "ts >= '2024-01-02' and cat in ('a', 'b')" --format csv > out.csv
         icefloe scan db.events --as-of 2024-01-02T12:00:00Z --format jsonl | head
         icefloe scan db.events --tag v1 --columns id,cat --limit 10
+        icefloe scan db.events --from-snapshot 4211829340412345 --format jsonl   # rows appended since then
         icefloe scan warehouse/db/events/metadata/00003-....metadata.json""")
     p.add_argument("table", help="namespace.table, or a metadata JSON path/URI (read-only)")
     g = p.add_mutually_exclusive_group()
@@ -167,6 +230,11 @@ def register(sub) -> None:
     g.add_argument("--as-of", type=time_ms, metavar="TIME",
                    help="the snapshot that was current at TIME: " + TIME_HELP)
     g.add_argument("--tag", "--ref", dest="ref", metavar="REF", help="the head of a tag or branch")
+    p.add_argument("--from-snapshot", type=int, metavar="ID",
+                   help="read only the rows appended after snapshot ID (exclusive) ...")
+    p.add_argument("--to-snapshot", type=int, metavar="ID",
+                   help="... up to snapshot ID (inclusive; default: main's current). A delete or overwrite "
+                        "in between is refused; a compaction is passed over")
     p.add_argument("--filter", help="a row filter (grammar below)")
     p.add_argument("--columns", help="comma-separated top-level columns to print (default: all)")
     p.add_argument("--limit", type=positive_int, help="print at most this many rows")

@@ -8,7 +8,7 @@ import sys
 
 from icefloe.impl.cli.common import (
     EXIT_OK, FILTER_GRAMMAR, MAIN_BRANCH, PARTITION_GRAMMAR, UsageError, add_command, catalog, check_name_levels,
-    identifier,
+    ensure_namespace, identifier,
     is_metadata_path, iso_ms, open_table, read_only, report, table_location,
 )
 
@@ -31,7 +31,9 @@ def cmd_create(args) -> int:
     spec = parse_partition_spec(args.partition_by, schema) if args.partition_by else None
     location = args.location or table_location(args.warehouse, ident)
     properties = dict(_property(p) for p in args.property or ())
-    create_table(catalog(args), ident, schema, spec, location=location, properties=properties, io=StoreRouter(),
+    cat = catalog(args)
+    ensure_namespace(cat, ident.namespace)
+    create_table(cat, ident, schema, spec, location=location, properties=properties, io=StoreRouter(),
                  format_version=format_version)
     print(f"created {ident} (format v{format_version}) at {location} (no snapshot yet: "
           f"icefloe append {ident} FILE adds rows)")
