@@ -44,6 +44,38 @@ $(JAVA_STAMP):
 	@rm -f $(JAVA_VENV)/.installed-*
 	@touch $@
 
+# The version matrix (docs/verdicts.md, issue 32): one venv per peer version under
+# .venv-peers/NAME, holding icefloe (editable, with the conform and rest extras) and that
+# version of the peer, never the 'peers' extra's pins; the stamp is keyed on the pins and on
+# pyproject.toml. `make peer-venv-pyiceberg-0.10`, ... or `make peer-venvs` for all of them;
+# then .venv-peers/NAME/bin/icefloe conform --engine ... runs the verdict on that version.
+PEERS_DIR := .venv-peers
+PEER_pyiceberg-0.10 := pyiceberg[sql-sqlite,pyarrow]==0.10.0
+PEER_pyiceberg-0.11 := pyiceberg[sql-sqlite,pyarrow]==0.11.1
+PEER_pyiceberg-0.12 := pyiceberg[sql-sqlite,pyarrow]==0.12.0
+PEER_duckdb-1.4.4   := duckdb==1.4.4 duckdb-ext-iceberg==1.4.4.20260205 duckdb-ext-avro==1.4.4.20260205 duckdb-ext-httpfs==1.4.4.20260205
+PEER_duckdb-1.5.5   := duckdb==1.5.5 duckdb-extension-iceberg==1.5.5 duckdb-extension-avro==1.5.5 duckdb-extension-httpfs==1.5.5
+PEER_sail-0.7.2     := pysail==0.7.2 pyspark-client==4.2.0 pandas<3
+PEER_chdb-4.4.0     := chdb==4.4.0
+PEER_NAMES := pyiceberg-0.10 pyiceberg-0.11 pyiceberg-0.12 duckdb-1.4.4 duckdb-1.5.5 sail-0.7.2 chdb-4.4.0
+
+define PEER_VENV
+PEER_STAMP_$(1) := $(PEERS_DIR)/$(1)/.installed-$$(shell (echo '$$(PEER_$(1))'; cat pyproject.toml setup.py) | sha1sum | cut -c1-12)
+.PHONY: peer-venv-$(1)
+peer-venv-$(1): $$(PEER_STAMP_$(1))
+$$(PEER_STAMP_$(1)): pyproject.toml setup.py
+	@echo "setup: $(PEERS_DIR)/$(1): icefloe and $$(PEER_$(1)) (log: $(PEERS_DIR)/$(1)/pip.log)"
+	@$(PEERS_DIR)/$(1)/bin/python -m pip --version >/dev/null 2>&1 || (mkdir -p $(PEERS_DIR) && $(PYTHON) -m venv --clear $(PEERS_DIR)/$(1))
+	@($(PEERS_DIR)/$(1)/bin/python -m pip install --upgrade pip && $(PEERS_DIR)/$(1)/bin/python -m pip install -e '.[conform,rest]' $$(foreach pin,$$(PEER_$(1)),'$$(pin)')) > $(PEERS_DIR)/$(1)/pip.log 2>&1 \
+		|| (cat $(PEERS_DIR)/$(1)/pip.log; echo "FAILED: setup: pip could not make $(PEERS_DIR)/$(1)"; exit 1)
+	@rm -f $(PEERS_DIR)/$(1)/.installed-*
+	@touch $$@
+endef
+$(foreach peer,$(PEER_NAMES),$(eval $(call PEER_VENV,$(peer))))
+
+.PHONY: peer-venvs
+peer-venvs: $(addprefix peer-venv-,$(PEER_NAMES))
+
 # System packages the tests need, installed only when missing (CI runs as root on a
 # Debian machine): Java 17 for TLC, Debian's PostgreSQL server for the SQL catalog, Debian's
 # headless-capable Chromium for the test that renders the conformance report (report.html).

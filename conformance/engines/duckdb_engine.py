@@ -50,7 +50,10 @@ def connect():
     con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
     site = os.path.dirname(os.path.dirname(duckdb.__file__))
     for name in EXTENSIONS:
-        found = glob.glob(f"{site}/duckdb_extension_{name}/**/*.duckdb_extension", recursive=True)
+        # 1.5's wheels (duckdb-extension-NAME) put each in a package of its own; 1.4's
+        # (duckdb-ext-NAME) share one, duckdb_ext/extensions/v1.4.4/<platform>/NAME.duckdb_extension
+        found = (glob.glob(f"{site}/duckdb_extension_{name}/**/*.duckdb_extension", recursive=True)
+                 or glob.glob(f"{site}/duckdb_ext/extensions/**/{name}.duckdb_extension", recursive=True))
         if not found:
             raise UnsupportedOperation(f"no duckdb {name} extension installed (the 'peers' extra)")
         con.execute(f"INSTALL '{found[0]}'")

@@ -1,0 +1,56 @@
+"""The pyiceberg adapter's capabilities follow the installed pyiceberg's API (issue 32): a method
+the version lacks is a capability it lacks, never a divergence the suite reports as a violation.
+pyiceberg 0.10's `ManageSnapshots` has no `rollback_to_snapshot`; these tests take that method
+off the installed (0.12) class, which is exactly 0.10's API for this operation."""
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import pyiceberg_engine as P
+
+
+def _reloaded():
+    """pyiceberg_engine and pyiceberg_rest as imported against the API as it is now."""
+    from icefloe.conformance.engines import pyiceberg_rest
+    return importlib.reload(P), importlib.reload(pyiceberg_rest)
+
+
+@pytest.fixture
+def without_rollback(monkeypatch):
+    from pyiceberg.table.update.snapshot import ManageSnapshots
+    monkeypatch.delattr(ManageSnapshots, "rollback_to_snapshot")
+    yield
+    monkeypatch.undo()
+    _reloaded()
+
+
+def test_installed_pyiceberg_declares_rollback():
+    """Goal: on pyiceberg 0.12 nothing is missing and rollback is declared. Method: probe the API."""
+    assert P.missing_operations() == {}
+    assert A.ROLLBACK in P.CAPABILITIES.operations
+    assert P.CAPABILITIES.operations == P.CAPABILITIES_0_12.operations
+
+
+def test_a_missing_method_is_a_missing_capability(without_rollback):
+    """Goal: without ManageSnapshots.rollback_to_snapshot (pyiceberg 0.10) rollback is not declared,
+    for the SQL and the REST adapter alike, and the reason names the method. Method: reload both
+    adapters against the class without it."""
+    engine_module, rest_module = _reloaded()
+    assert set(engine_module.missing_operations()) == {A.ROLLBACK}
+    assert "rollback_to_snapshot" in engine_module.missing_operations()[A.ROLLBACK]
+    for capabilities in (engine_module.CAPABILITIES, rest_module.CAPABILITIES):
+        assert A.ROLLBACK not in capabilities.operations
+        assert {A.APPEND, A.OVERWRITE, A.DELETE} <= capabilities.operations
+    assert rest_module.engine().capabilities.transport == frozenset({A.TRANSPORT_REST})
+
+
+def test_an_undeclared_operation_is_refused_with_the_reason(without_rollback, tmp_path):
+    """Goal: asked for rollback anyway, the adapter refuses with a typed error naming the missing
+    method, and starts nothing. Method: begin a rollback on a SQLite-catalog table handle."""
+    engine_module, _ = _reloaded()
+    handle = object.__new__(engine_module.PyicebergTable)     # begin() needs no catalog to refuse
+    with pytest.raises(engine_module.UnsupportedOperation, match="rollback_to_snapshot"):
+        handle.begin(1, A.OpSpec(kind=A.ROLLBACK, op_id="1.1", target_snapshot_id=1))
