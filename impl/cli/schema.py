@@ -1,4 +1,4 @@
-"""`icefloe schema add-column|rename-column|drop-column|widen` (Iceberg spec "Schema
+"""`icefloe schema add-column|rename-column|drop-column|widen|make-optional|make-required` (Iceberg spec "Schema
 Evolution"; impl/table/schema_evolution.py): each one metadata-only commit, read back by
 field id by every reader (pyiceberg, Iceberg-Java, icefloe)."""
 from __future__ import annotations
@@ -23,6 +23,9 @@ def cmd_schema(args) -> int:
         return _commit(args, SE.rename_column_change(args.column, args.new_name))
     if args.action == "drop-column":
         return _commit(args, SE.drop_column_change(args.column))
+    if args.action in ("make-optional", "make-required"):
+        from icefloe.impl.table.layout_evolution import NullabilityChange
+        return _commit(args, NullabilityChange(args.column, args.action == "make-required"))
     return _commit(args, SE.widen_column_change(args.column, args.type))
 
 
@@ -38,6 +41,10 @@ def register(sub) -> None:
                                     and the only column. Old files keep the values, unread.
           widen COLUMN TYPE         int -> long, float -> double, decimal(P,S) -> decimal(P',S)
                                     with P' > P; nothing else (old files read as the wider type).
+          make-optional COLUMN      allow nulls from now on (always safe).
+          make-required COLUMN      refuse nulls from now on: refused while a live file of
+                                    any branch or tag may hold a null in it (or has no null
+                                    count for it); a concurrent commit makes it fail (exit 1).
         TYPE: boolean int long float double decimal(P,S) date time timestamp timestamptz
         string uuid binary fixed[N]. A concurrent schema change makes the commit fail
         (Conflict, exit 1); concurrent appends do not.""", """
@@ -45,7 +52,8 @@ def register(sub) -> None:
         icefloe schema rename-column db.events country country_code
         icefloe schema widen db.events id long
         icefloe schema widen db.events price "decimal(12,2)"
-        icefloe schema drop-column db.events country_code""")
+        icefloe schema drop-column db.events country_code
+        icefloe schema make-required db.events id""")
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     a = actions.add_parser("add-column", help="add an optional column")
     a.add_argument("table", help="namespace.table")
@@ -63,4 +71,9 @@ def register(sub) -> None:
     a.add_argument("table", help="namespace.table")
     a.add_argument("column")
     a.add_argument("type", help="the wider type")
+    for action, text in (("make-optional", "allow nulls in a column"),
+                         ("make-required", "refuse nulls in a column (checked against every live file)")):
+        a = actions.add_parser(action, help=text)
+        a.add_argument("table", help="namespace.table")
+        a.add_argument("column")
     p.set_defaults(fn=cmd_schema)

@@ -10,6 +10,10 @@ import pytest
 from pyiceberg.catalog.sql import SqlCatalog as PyIcebergSqlCatalog
 
 from icefloe.impl.cli import main as cli_main
+from icefloe.conformance.testing.moto_server import (
+    DEFAULT_ACCESS_KEY, DEFAULT_BUCKET, DEFAULT_SECRET_KEY, MotoS3Server,
+)
+from icefloe.conformance.testing.rest_server import RestServer
 
 
 class Cli:
@@ -51,3 +55,22 @@ class Cli:
 def cli(tmp_path, monkeypatch, capsys) -> Cli:
     monkeypatch.chdir(tmp_path)
     return Cli(tmp_path, capsys)
+
+
+@pytest.fixture(params=["local", "s3", "rest"])
+def where(request, tmp_path, monkeypatch) -> list[str]:
+    """The --catalog/--warehouse arguments of one kind of table."""
+    if request.param == "local":
+        yield []
+    elif request.param == "s3":
+        with MotoS3Server() as server:
+            monkeypatch.setenv("ICEFLOE_S3_ENDPOINT", server.endpoint_url)
+            monkeypatch.setenv("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY)
+            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_KEY)
+            monkeypatch.setenv("AWS_REGION", "us-east-1")
+            prefix = f"s3://{DEFAULT_BUCKET}/{tmp_path.name}"   # moto's buckets outlive one server in a process
+            yield ["--catalog", f"{prefix}/cat", "--warehouse", f"{prefix}/wh"]
+    else:
+        warehouse = str(tmp_path / "served")
+        with RestServer(f"sqlite:///{tmp_path}/served.db", warehouse) as server:
+            yield ["--catalog", server.url, "--warehouse", warehouse]

@@ -1,36 +1,12 @@
 """The commands a pyiceberg or Spark SQL user reaches for next (issue 33 item 4): inspect
 (metadata tables), scan --from-snapshot/--to-snapshot, properties set/unset and register,
-each on a local SQLite catalog, on S3 (moto's server) and through `icefloe serve` (REST)."""
+each on a local SQLite catalog, on S3 (moto's server) and through `icefloe serve` (REST):
+the `where` fixture (conftest.py)."""
 from __future__ import annotations
 
 import json
 
 import pyarrow as pa
-import pytest
-
-from icefloe.conformance.testing.moto_server import (
-    DEFAULT_ACCESS_KEY, DEFAULT_BUCKET, DEFAULT_SECRET_KEY, MotoS3Server,
-)
-from icefloe.conformance.testing.rest_server import RestServer
-
-
-@pytest.fixture(params=["local", "s3", "rest"])
-def where(request, tmp_path, monkeypatch) -> list[str]:
-    """The --catalog/--warehouse arguments of one kind of table."""
-    if request.param == "local":
-        yield []
-    elif request.param == "s3":
-        with MotoS3Server() as server:
-            monkeypatch.setenv("ICEFLOE_S3_ENDPOINT", server.endpoint_url)
-            monkeypatch.setenv("AWS_ACCESS_KEY_ID", DEFAULT_ACCESS_KEY)
-            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", DEFAULT_SECRET_KEY)
-            monkeypatch.setenv("AWS_REGION", "us-east-1")
-            prefix = f"s3://{DEFAULT_BUCKET}/{tmp_path.name}"   # moto's buckets outlive one server in a process
-            yield ["--catalog", f"{prefix}/cat", "--warehouse", f"{prefix}/wh"]
-    else:
-        warehouse = str(tmp_path / "served")
-        with RestServer(f"sqlite:///{tmp_path}/served.db", warehouse) as server:
-            yield ["--catalog", server.url, "--warehouse", warehouse]
 
 
 def _json(cli, *args) -> list[dict]:
