@@ -30,6 +30,7 @@ from icefloe.impl.format.partitioning import data_files_max, split_by_partition
 from icefloe.impl.table import updates as U
 from icefloe.impl.table.commit import LIST, MANIFESTS, PendingCommit
 from icefloe.impl.table.deletes import DeleteReader, not_true
+from icefloe.impl.io.locations import comparable_location
 from icefloe.impl.table.env import data_file_location, manifest_location, partition_path_of
 from icefloe.impl.table.files import LIVE
 from icefloe.impl.table.merge import MergePolicy, merge_manifests, merged_entries
@@ -201,6 +202,8 @@ class FileChange(_Producer):
         # this change supersedes is still there: one DV per data file after the swap.
         missing = self.removed_deletes - found_deletes
         assert not missing, f"delete files to replace are not live in the base's head: {sorted(missing)[:3]}"
+        if c.base.format_version >= 3:
+            self._check_one_dv_per_file(c)
         self._manifests = merge_manifests(self._new + carried, MergePolicy.from_properties(c.base.properties),
                                           lambda bin_: self._merge_bin(c, bin_))
 
@@ -241,6 +244,21 @@ class FileChange(_Producer):
             snapshot_id = c.snapshot_id if status == ManifestEntryStatus.DELETED else e.snapshot_id
             out.append(replace(e, status=status, snapshot_id=snapshot_id))
         return _write_manifest(c, out, m.partition_spec_id, m.content, added_snapshot_id=c.snapshot_id, n=2)
+
+    def _check_one_dv_per_file(self, c: PendingCommit) -> None:
+        """Our invariant (spec "Deletion Vectors": at most one per data file in a snapshot):
+        the DVs that stay live in the base's head plus the ones this change adds reference
+        each data file once. A failure here is a bug of ours, or of the validations."""
+        added = [f for f in self.added_deletes if f.is_deletion_vector]
+        if not added:
+            return  # two DVs another writer left are the reader's CorruptMetadata, not ours to assert
+        kept = {comparable_location(e.data_file.referenced_data_file): e.data_file.file_path
+                for _, e in c.tree.live_entries(c.head(), ManifestContent.DELETES)
+                if e.data_file.is_deletion_vector and not self._superseded(e.data_file)}
+        for f in added:
+            key = comparable_location(f.referenced_data_file)
+            assert key not in kept, f"two live DVs for {f.referenced_data_file}: {kept[key]}, {f.file_path}"
+            kept[key] = f.file_path
 
     def _superseded(self, f: DataFile) -> bool:
         return delete_key(f) in self.removed_deletes or (
@@ -404,6 +422,12 @@ class RowDelta(FileChange):
                                                "v3 table (spec \"Delete Formats\"); write a deletion vector")
             if version < 3 and f.is_deletion_vector:
                 raise UnsupportedFormatVersion(f"{f.file_path}: deletion vectors need format v3; this table is v{version}")
+        dvs = [f for f in self.added_deletes if f.is_deletion_vector]
+        if dvs:  # at most one live DV per data file: each supersedes what came before
+            from icefloe.impl.table.row_deletes import supersede
+            removed, referenced = supersede(c, dvs)
+            self.removed_deletes |= removed
+            self.referenced = self.referenced | referenced
         validated = bool(self.referenced) or (self.row_filter is not None and self.isolation == SERIALIZABLE)
         # A delta that names no data file and reads no rows (an upsert: an equality delete
         # and its new rows) assumes nothing about its starting snapshot (spec/PROTOCOL.md

@@ -120,3 +120,46 @@ class DeleteRows(P.FileChange):
                           content_offset=offset, content_size_in_bytes=length)
             self.added_deletes.append(dv)
             self.added_delete_specs[id(dv)] = spec_id
+
+
+def supersede(c, dvs: list[DataFile]) -> tuple[set[tuple[str, int | None]], frozenset[str]]:
+    """For DVs an engine wrote (a row delta's): what each supersedes at the starting
+    snapshot, and the data files they reference. Each DV must reference a live data file,
+    one DV per file, and hold every position of that file's live DV and of the position
+    delete files that name it alone (those are then removed in the same snapshot: spec
+    "Deletion Vectors"); otherwise InvalidArgument naming the file. Keeping the old DV
+    beside the new one is the two-live-DVs table of apache/iceberg-go #1868."""
+    from icefloe.impl.outcomes import InvalidArgument
+    by_path: dict[str, DataFile] = {}
+    for dv in dvs:
+        if not dv.referenced_data_file or dv.content_offset is None or dv.content_size_in_bytes is None:
+            raise InvalidArgument(f"{dv.file_path}: a deletion vector needs referenced_data_file, "
+                                  "content_offset and content_size_in_bytes")
+        key = comparable_location(dv.referenced_data_file)
+        if key in by_path:
+            raise InvalidArgument(f"two deletion vectors for {dv.referenced_data_file} in one commit")
+        by_path[key] = dv
+    tasks = {comparable_location(t.data_file.file_path): t
+             for t in plan_files(c.tree, c.base, c.starting_snapshot)}
+    deletes = DeleteReader(c.io)
+    removed: set[tuple[str, int | None]] = set()
+    for key, dv in by_path.items():
+        task = tasks.get(key)
+        if task is None:
+            raise InvalidArgument(f"{dv.referenced_data_file}: the deletion vector's data file is not live")
+        new = set(int(p) for p in deletes.dv_positions(dv))
+        old: set[int] = set()
+        superseded = []
+        if task.deletion_vector is not None:
+            old.update(int(p) for p in deletes.dv_positions(task.deletion_vector))
+            superseded.append(task.deletion_vector)
+        else:
+            for d in task.position_deletes:
+                old.update(p for k, ps in deletes.positions(d).items() if comparable_location(k) == key for p in ps)
+                if names_only(d, task.data_file.file_path):
+                    superseded.append(d)
+        if not old <= new:
+            raise InvalidArgument(f"the deletion vector for {dv.referenced_data_file} drops "
+                                  f"{len(old - new)} position(s) already deleted; a new DV must hold them all")
+        removed.update(P.delete_key(d) for d in superseded)
+    return removed, frozenset(dv.referenced_data_file for dv in dvs)

@@ -199,3 +199,43 @@ def test_defaults_fill_old_files_on_read_and_new_writes_without_the_column():
     require_committed(table._run(SE.add_column_change("ts", "timestamp_ns")))
     assert table.metadata.schema().find_field("ts").type.name == "timestamp_ns"
     assert isinstance(table.scan().schema.field("ts").type, pa.TimestampType)
+
+
+def _engine_dv(stack, table, data, positions):
+    """A DV as another engine writes one: its own Puffin file, described by a DataFile."""
+    import uuid
+    from icefloe.impl.format.manifest import DataFile
+    from icefloe.impl.format.puffin import PuffinWriter
+    writer = PuffinWriter({"created-by": "test engine"})
+    offset, length, count = writer.add_dv(data.file_path, positions)
+    raw = writer.finish()
+    location = f"{table.location}/data/{uuid.uuid4()}-deletes.puffin"
+    stack.io.put_if_absent(location, raw)
+    return DataFile(location, "puffin", data.partition, count, len(raw), DataFileContent.POSITION_DELETES,
+                    referenced_data_file=data.file_path, content_offset=offset, content_size_in_bytes=length)
+
+
+def test_a_row_delta_dv_must_hold_the_old_one_and_replaces_it():
+    """Goal: an engine's DV added by a row delta replaces the file's live DV only if it holds
+    every position of it (else refused by name, nothing committed); it is then the one live
+    DV; a second delta racing on the same file is refused (iceberg-go #1868's two DVs).
+    Method: add DVs through add_delete_files, one stepped against a rival."""
+    from icefloe.impl.outcomes import InvalidArgument
+    stack = memory_stack()
+    table = _v3(stack)
+    require_committed(table.append(rows(range(6))))
+    (data,) = [t.data_file for t in table.plan_files()]
+    require_committed(table.add_delete_files([_engine_dv(stack, table, data, [0])]))
+    with pytest.raises(InvalidArgument, match="drops 1 position"):
+        table.add_delete_files([_engine_dv(stack, table, data, [4])])
+    require_committed(table.add_delete_files([_engine_dv(stack, table, data, [0, 4])]))
+    (dv,) = _live_deletes(table)
+    assert _positions(stack, dv) == [0, 4] and ids_of(table.scan()) == [1, 2, 3, 5]
+    other = Table(stack.catalog, "db.t", stack.io, stack.env())
+    a = table.new_commit(P.RowDelta([_engine_dv(stack, table, data, [0, 4, 5])]))
+    step_to(a, SWAP)
+    require_committed(other.add_delete_files([_engine_dv(stack, other, data, [0, 1, 4])]))
+    assert isinstance(a.run(), Conflict)
+    table.refresh()
+    (dv,) = _live_deletes(table)
+    assert _positions(stack, dv) == [0, 1, 4] and ids_of(table.scan()) == [2, 3, 5]
