@@ -11,7 +11,6 @@ from html import escape
 from icefloe.conformance.report import result as R
 from icefloe.conformance.report import graph as G
 from icefloe.conformance.report import md as M
-from icefloe.model.checks import history as H
 
 PASS_COLOR, FAIL_COLOR = "#1a7f37", "#cf222e"
 VERDICT_CLASS = {R.HOLDS: "holds", R.VIOLATED: "violated", R.UNKNOWN: "unknown"}
@@ -99,7 +98,7 @@ def render(r: R.RunResult) -> str:
                   _table(R.VERSION_HEADER, R.version_rows(r.history)), _table(R.OPERATION_HEADER,
                                                                              R.operation_rows(r.history))]
     if r.history_verdict is not None:
-        parts += ['<h2 id="checker">History checker</h2>', f"<pre>{escape(H.render(r.history_verdict))}</pre>"]
+        parts += ['<h2 id="checker">History checker</h2>', f"<pre>{escape(R.checker_text(r))}</pre>"]
     parts += ['<h2 id="counts">Counts</h2>', _table(("count", "value"), R.count_rows(r)),
               _table(("rule", "steps"), [(n, r.stats.rules.get(n, 0)) for n in r.expected_rules]),
               f'<p class="overall" id="overall">{escape(r.overall_line())}</p>', "</main>"]

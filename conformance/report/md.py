@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from icefloe.conformance.report import result as R
 from icefloe.conformance.violation import PROPERTIES
-from icefloe.model.checks import history as H
 
 VERDICT_MARK = {R.HOLDS: "holds", R.VIOLATED: "**VIOLATED**", R.UNKNOWN: "unknown"}
 
@@ -90,6 +89,6 @@ def markdown(r: R.RunResult) -> str:
                 "pointer, orange ones versions off it (attempts that did not become current); an arrow goes "
                 "from a version to the one built on it. versions.dot has the same graph as DOT.*", ""]
     if r.history_verdict is not None:
-        out += ["## History checker", "", "```text", H.render(r.history_verdict), "```", ""]
+        out += ["## History checker", "", "```text", R.checker_text(r), "```", ""]
     out += ["---", "", r.overall_line(), ""]
     return "\n".join(out)

@@ -221,7 +221,32 @@ def history_rows(h: H.History) -> list:
     return table(version_rows(h), VERSION_HEADER) + [""] + table(operation_rows(h), OPERATION_HEADER)
 
 
+def checker_text(r: RunResult) -> str:
+    """The history checker's words, in agreement with the verdict: under a violation
+    found step by step (the engine's observation differs from the model's), a history in
+    which the checker finds no anomaly is said to be that, not "VALID" under a FAIL."""
+    v = r.history_verdict
+    if r.failure is not None and v.valid is True and r.failure.violation.label != ("History", 0):
+        f = r.failure.violation
+        lines = H.render(v).splitlines()
+        return "\n".join([f"no anomaly in the history of the shrunk program: {f.prop} was found step by step (step "
+                          f"{f.step_index}: the engine's observation differs from the model's), which the history "
+                          f"graph alone does not show ({v.isolation}, lineage of {len(v.lineage)} versions)",
+                          *lines[1:]])
+    return H.render(v)
+
+
+def coverage_lines(r: RunResult) -> list:
+    """Transition classes exercised, per family: `family: covered/total (unreachable n)`."""
+    return [f"coverage {family}: {c.get('covered', 0)}/{c.get('total', 0)} classes"
+            + (f" ({c['unreachable']} unreachable with this engine)" if c.get("unreachable") else "")
+            for family, c in sorted(r.coverage.items())]
+
+
 def report_text(r: RunResult) -> str:
+    """What `icefloe conform` prints. On a pass: the verdict, the property table and the
+    coverage (the counts, a judged example's history and the checker's words are in
+    report.md / report.html); otherwise everything that explains the verdict."""
     out = []
     if r.passed:
         out.append(f"VERDICT: every property holds for {r.engine_name} ({r.profile} profile)")
@@ -251,9 +276,16 @@ def report_text(r: RunResult) -> str:
             out.append(f"  {v.message}")
         out.append("")
     out.append("## Summary")
+    if r.passed:
+        verdicts = r.verdicts()
+        out += table([(p, v, _short(_evidence(r, p, v))) for p, v in verdicts.items()],
+                     ("property", "verdict", "evidence"))
+        if r.coverage:
+            out += [""] + coverage_lines(r)
+        return "\n".join(out)
     out += summary_lines(r)
     if r.history is not None:
         out += ["", f"## History of {r.history_example or 'the run'}", *history_rows(r.history)]
     if r.history_verdict is not None:
-        out += ["", "## History checker", H.render(r.history_verdict)]
+        out += ["", "## History checker", checker_text(r)]
     return "\n".join(out)
