@@ -159,7 +159,7 @@ def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, s
         where = program.store or store
         stats.examples += 1
         stats.backends[where] += 1
-        stats.writers = max(stats.writers, program.bounds.writers)  # as the random phase counts its examples'
+        stats.writers = max(stats.writers, program.bounds.writers)  # as the random phase counts its examples
         try:
             lock = replay(engine, program.labels, bounds=program.bounds, store=where, seed=0, backends=backends,
                           stats=stats, observers=watch, ctx_seed=0, catalog=program.catalog, lenient=True)
