@@ -183,6 +183,19 @@ class RestCatalog:
             raise CatalogUnavailable(f"list tables: {self._message(status, body)}")
         return sorted(TableIdentifier(tuple(i["namespace"]), i["name"]) for i in body.get("identifiers", []))
 
+    def rename(self, source: TableIdentifier, destination: TableIdentifier) -> None:
+        """POST /v1/tables/rename (the REST spec's renameTable)."""
+        status, body = self._call("POST", "/tables/rename", {
+            "source": {"namespace": list(source.namespace), "name": source.name},
+            "destination": {"namespace": list(destination.namespace), "name": destination.name}})
+        if status in (200, 204):
+            return
+        if status == 409:
+            raise TableAlreadyExists(str(destination))
+        if status == 404:
+            raise NoSuchTable(f"{source} ({self._message(status, body)})")
+        raise CatalogUnavailable(f"rename {source}: {self._message(status, body)}")
+
     def drop(self, identifier: TableIdentifier) -> None:
         status, body = self._call("DELETE", self._table_path(identifier))
         if status == 404:

@@ -340,6 +340,19 @@ class SqlCatalog:
                 raise TableAlreadyExists(str(identifier)) from None
         raise CatalogUnavailable(f"create {identifier}: namespace row kept racing")
 
+    def rename(self, source: TableIdentifier, destination: TableIdentifier) -> None:
+        """Rename a table: its row's name only; its files stay where they are (Iceberg's
+        renameTable). TableAlreadyExists, NoSuchTable; one transaction."""
+        with self._write_transaction() as run:
+            if run("SELECT 1 FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?",
+                   (self.name, destination.namespace_str, destination.name)):
+                raise TableAlreadyExists(str(destination))
+            run("UPDATE iceberg_tables SET table_namespace = ?, table_name = ? WHERE catalog_name = ?"
+                " AND table_namespace = ? AND table_name = ?" + self._type_filter(),
+                (destination.namespace_str, destination.name, self.name, source.namespace_str, source.name))
+            if run.rowcount != 1:
+                raise NoSuchTable(str(source))
+
     def drop(self, identifier: TableIdentifier) -> None:
         with self._write_transaction() as run:
             run("DELETE FROM iceberg_tables WHERE catalog_name = ? AND table_namespace = ? AND table_name = ?"

@@ -1,5 +1,5 @@
-"""Table administration: `properties set|unset`, `register` (Iceberg spec "Table Metadata
-Fields" properties; the REST spec's registerTable). Each property change is one
+"""Table administration: `rename`, `properties set|unset`, `register` (Iceberg spec "Table
+Metadata Fields" properties; the REST spec's renameTable and registerTable). Each property change is one
 metadata-only commit through the commit protocol; a register writes no file at all, it
 points the catalog at a metadata file that exists.
 """
@@ -112,7 +112,33 @@ def cmd_register(args) -> int:
     return EXIT_OK
 
 
+def cmd_rename(args) -> int:
+    source, destination = identifier(args.table), identifier(args.new_name)
+    cat = catalog(args)
+    rename = getattr(cat, "rename", None)
+    if rename is None:
+        raise UsageError(f"rename is not supported by the {type(cat).__name__}: its pointer object cannot move "
+                         "atomically, and two names for one table in between would let a purge of either "
+                         "destroy both (register the metadata under the new name after dropping the old)")
+    cat.load(source)                          # NoSuchTable, named, before anything changes
+    ensure_namespace(cat, destination.namespace)
+    rename(source, destination)
+    print(f"renamed {source} to {destination} (its files stay at their location)")
+    return EXIT_OK
+
+
 def register(sub) -> None:
+    p = add_command(sub, "rename", "rename a table (its files stay where they are)", """
+        Give a table another name in the catalog, in one catalog transaction (SQL
+        catalogs) or one REST call (renameTable); its files, metadata and history stay at
+        their location, as in Iceberg. Refused: a new name already taken, and catalogs that
+        cannot rename atomically (the S3 pointer catalog).""", """
+        icefloe rename db.events db.events_2023
+        icefloe rename db.events archive.events""")
+    p.add_argument("table", help="namespace.table")
+    p.add_argument("new_name", help="namespace.table")
+    p.set_defaults(fn=cmd_rename)
+
     p = add_command(sub, "properties", "set or unset table properties", """
         Change the table's properties in one metadata-only commit (no data is rewritten):
           set TABLE KEY=VALUE ...   add or replace each

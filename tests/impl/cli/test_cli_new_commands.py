@@ -106,3 +106,25 @@ def test_register_a_dropped_table_and_refuse_a_twin(cli, where):
     assert len(_json(cli, *where, "inspect", "db.u", "snapshots")) == 3
     (cli.path / "not-metadata.metadata.json").write_text("{}")
     cli.fails(*where, "register", "db.v", str(cli.path / "not-metadata.metadata.json"))
+
+
+def test_rename_keeps_files_history_and_refuses_taken_names(cli, where):
+    """Goal: rename changes the name only, atomically where the catalog can. Method: three
+    appends, rename db.t to db.u (SQL and REST): db.u scans the same rows with the same
+    history and location, db.t is gone; renaming onto a taken name is refused (exit 2);
+    the S3 pointer catalog refuses rename as unsupported and keeps db.t."""
+    _three_appends(cli, where)
+    rows = _json(cli, *where, "scan", "db.t")
+    before = json.loads(cli.ok(*where, "describe", "db.t", "--json"))
+    if where and where[1].startswith("s3://"):
+        assert "not supported" in cli.fails(*where, "rename", "db.t", "db.u")
+        assert _json(cli, *where, "scan", "db.t") == rows
+        return
+    cli.ok(*where, "rename", "db.t", "other.u")
+    after = json.loads(cli.ok(*where, "describe", "other.u", "--json"))
+    assert _json(cli, *where, "scan", "other.u") == rows
+    assert (after["location"], after["snapshots"]) == (before["location"], before["snapshots"])
+    assert "NoSuchTable" in cli.fails(*where, "scan", "db.t")
+    cli.write("x.parquet", id=pa.array([1], pa.int64()), cat=["a"])
+    cli.ok(*where, "create", "db.x", "--schema-from", "x.parquet")
+    assert "TableAlreadyExists" in cli.fails(*where, "rename", "db.x", "other.u")
