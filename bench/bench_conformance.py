@@ -1,13 +1,13 @@
 """Conformance suite throughput: steps/s and examples/s of `icefloe conform` on its deep
-profile, per store and per phase (the directed programs, conformance.directed; Hypothesis'
-random search, conformance.machine), with the verdict and the search's vacuity guard."""
+profile, per store and per phase (the directed programs, conformance.coverage.directed; Hypothesis'
+random search, conformance.suite.machine), with the verdict and the search's vacuity guard."""
 from __future__ import annotations
 
 import os
 import time
 from dataclasses import replace
 
-from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import registry
 from icefloe.conformance.coverage import directed
 from icefloe.conformance.suite import machine
 from icefloe.conformance.suite import run as suite
@@ -47,7 +47,7 @@ def run(quick: bool) -> str:
     profile = PROFILES["ci" if quick else "deep"]
     if quick:
         profile = replace(profile, examples_memory=10, examples_s3=2)
-    engine = A.load_engine("icefloe")
+    engine = registry.load_engine("icefloe")
     rows = []
     for store in (MEMORY, S3):
         load0 = os.getloadavg()[0]

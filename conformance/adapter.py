@@ -1,12 +1,14 @@
 """The engine adapter protocol: the small interface an Iceberg engine implements so the
 conformance suite (`icefloe conform`, the pytest plugin) can test its commit path.
 
-This docstring is the contract; docs/conformance.md explains it for engine authors.
+This docstring is the contract, and this module holds only what an engine author implements
+or calls; docs/conformance.md explains it. It imports nothing of the suite's harness: the
+fault switchboard is conformance.suite.hooks, engine loading conformance.engines.registry.
 
 Addressing. An engine is named `module:factory`; `factory()` returns an `Engine`.
-Built-in shortcuts (`ENGINE_SHORTCUTS`): `icefloe` (the reference implementation, a
-stepping adapter) and `pyiceberg` (a black-box adapter). `load_engine(spec)` resolves
-a name, raising `EngineSpecError` (a typed usage error) on anything it cannot load.
+Built-in shortcuts (engines.registry.ENGINE_SHORTCUTS): `icefloe` (the reference
+implementation, a stepping adapter) and `pyiceberg` (a black-box adapter). A name that cannot
+be loaded, or an engine that breaks this protocol, is an `EngineSpecError` (a typed usage error).
 
 Capabilities (`Capabilities`), declared once per engine; the suite draws only steps
 they allow:
@@ -116,8 +118,6 @@ A crash needs no hook: the suite stops stepping the commit and never resumes it.
 """
 from __future__ import annotations
 
-import importlib
-import threading
 from dataclasses import dataclass, field
 from typing import Callable, Protocol, runtime_checkable
 
@@ -153,7 +153,6 @@ from icefloe.impl.outcomes import (  # noqa: E402 - one set of outcome types, im
 from icefloe.model.checks.history import (  # noqa: E402 - one set of history types, the checker's
     SnapshotRecord, TableHistory, VersionRecord,
 )
-from icefloe.conformance.testing.faulty_catalog import ParkedSwaps  # noqa: E402
 
 # Commit phases of a stepping adapter (spec/PROTOCOL.md 5 "Writer phases").
 PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, RESOLVE, DONE = (
@@ -165,20 +164,6 @@ PART_COLUMN = "part"      # the partition column (identity-partitioned) of an en
 MAIN_REF, BRANCH, TAG_REF = "main", "b", "t"   # main, the model's branch (created with the table at
                                                 # main's head) and its tag
 TABLE_IDENTIFIER = "db.t"
-
-ENGINE_SHORTCUTS = {
-    "icefloe": "icefloe.conformance.engines.icefloe_engine:engine",
-    # pyiceberg through icefloe serve: every commit fault kind reaches its commit there (its
-    # SQL swap gets none; docs/verdicts.md); the SQL path stays as pyiceberg-sql.
-    "pyiceberg": "icefloe.conformance.engines.pyiceberg_rest:engine",
-    "pyiceberg-rest": "icefloe.conformance.engines.pyiceberg_rest:engine",
-    "pyiceberg-sql": "icefloe.conformance.engines.pyiceberg_engine:engine",
-    "java": "icefloe.conformance.engines.java_engine:engine",          # needs `make java-venv`
-    "java-mor": "icefloe.conformance.engines.java_engine:engine_mor",
-    "duckdb": "icefloe.conformance.engines.duckdb_engine:engine",       # through a REST catalog
-}
-DEFAULT_ENGINE = "icefloe"
-
 
 class EngineSpecError(ValueError):
     """An engine name that cannot be loaded, or an adapter that breaks the protocol."""
@@ -253,81 +238,16 @@ class Capabilities:
 
 # -- what the harness gives an engine --------------------------------------------------------
 
-class FaultHooks:
-    """The harness's fault switchboard for stepping adapters (see the module docstring).
-    At most one fault is armed per writer; arming is the harness's, taking the adapter's.
-    Delayed swaps wait in `parked` (the one ParkedSwaps of the run), named by the request
-    the harness gave when it armed the delay."""
+class FaultHooks(Protocol):
+    """The harness's fault switchboard as a stepping adapter sees it (the module docstring,
+    "Faults for stepping adapters"): the adapter's storage and catalog wrappers ask it at each
+    write, swap and SQL COMMIT. The suite's implementation, which arms the faults, is
+    conformance.suite.hooks.FaultSwitchboard."""
 
-    HOOKED = (WRITE_FAIL, SWAP_FAIL, ACK_LOST, SWAP_DELAYED)   # crash needs no hook
-
-    def __init__(self):
-        self._armed: dict[int, str] = {}
-        self._commits: dict[int, str] = {}
-        self._lock = threading.Lock()
-        self.parked = ParkedSwaps()
-
-    # harness side
-    def arm(self, writer: int, kind: str, request=None) -> None:
-        """Arm `kind` for `writer`'s next matching request; a delayed swap it parks is
-        named `request` in `parked`."""
-        if kind not in self.HOOKED:
-            raise ValueError(f"not a hooked fault kind: {kind!r} (one of {self.HOOKED})")
-        with self._lock:
-            if writer in self._armed:
-                raise RuntimeError(f"writer {writer} already has {self._armed[writer]} armed")
-            self._armed[writer] = kind
-        if kind == SWAP_DELAYED and request is not None:
-            self.parked.name_next(writer, request)
-
-    def armed(self, writer: int) -> str | None:
-        """The fault armed for `writer` and not taken yet, if any."""
-        with self._lock:
-            return self._armed.get(writer)
-
-    def disarm(self, writer: int) -> str | None:
-        """Disarm; returns the fault if the adapter never took it."""
-        with self._lock:
-            kind = self._armed.pop(writer, None)
-        self.parked.forget_name(writer)
-        return kind
-
-    # adapter side
-    def on_write(self, writer: int, location: str) -> bool:
-        with self._lock:
-            if self._armed.get(writer) == WRITE_FAIL:
-                del self._armed[writer]
-                return True
-        return False
-
-    def on_swap(self, writer: int) -> str | None:
-        with self._lock:
-            kind = self._armed.get(writer)
-            if kind in (SWAP_FAIL, ACK_LOST, SWAP_DELAYED):
-                del self._armed[writer]
-                return kind
-        return None
-
-    def arm_commit(self, writer: int, when: str) -> None:
-        """Writer `writer`'s next SQL COMMIT fails "before" or "after" it reached the
-        database (a transport fault, conformance.testing.faulty_sql)."""
-        if when not in ("before", "after"):
-            raise ValueError(f"a COMMIT fails 'before' or 'after', not {when!r}")
-        with self._lock:
-            self._commits[writer] = when
-
-    def disarm_commit(self, writer: int) -> str | None:
-        with self._lock:
-            return self._commits.pop(writer, None)
-
-    def on_commit(self, writer: int) -> str | None:
-        with self._lock:
-            return self._commits.pop(writer, None)
-
-    def park(self, writer: int, deliver: Callable[[], object]) -> None:
-        """The swap `on_swap` told to delay: `deliver()` applies the same compare-and-swap
-        when (if) the harness lets it arrive."""
-        self.parked.park(deliver, writer)
+    def on_write(self, writer: int, location: str) -> bool: ...
+    def on_swap(self, writer: int) -> str | None: ...
+    def on_commit(self, writer: int) -> str | None: ...
+    def park(self, writer: int, deliver: Callable[[], object]) -> None: ...
 
 
 @dataclass
@@ -482,52 +402,3 @@ class Engine(Protocol):
     capabilities: Capabilities
 
     def create_table(self, ctx: TableContext) -> TableHandle: ...
-
-
-def load_engine(spec: str | None = None) -> Engine:
-    """Resolve `module:factory` (or a shortcut) and call the factory."""
-    spec = spec or DEFAULT_ENGINE
-    target = ENGINE_SHORTCUTS.get(spec, spec)
-    module_name, sep, attr = target.partition(":")
-    if not sep or not module_name or not attr:
-        raise EngineSpecError(f"engine {spec!r}: expected module:factory or one of {sorted(ENGINE_SHORTCUTS)}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise EngineSpecError(f"engine {spec!r}: cannot import {module_name}: {e}") from e
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise EngineSpecError(f"engine {spec!r}: {module_name} has no callable {attr!r}")
-    return check_engine(factory(), spec)
-
-
-def check_engine(engine, spec: str = "?") -> Engine:
-    for name in ("name", "capabilities", "create_table"):
-        if not hasattr(engine, name):
-            raise EngineSpecError(f"engine {spec!r}: the factory's result has no {name!r}")
-    if not isinstance(engine.capabilities, Capabilities):
-        raise EngineSpecError(f"engine {spec!r}: capabilities must be an adapter.Capabilities")
-    return engine
-
-
-VARIANTS_MODULE = "icefloe.conformance.engines.flawed"
-
-
-def variant_names() -> list:
-    """The flawed variants' names (negative controls), or [] where none are installed."""
-    try:
-        module = importlib.import_module(VARIANTS_MODULE)
-    except ModuleNotFoundError as e:
-        if e.name != VARIANTS_MODULE:
-            raise
-        return []
-    return sorted(getattr(module, "VARIANTS", {}))
-
-
-def load_variant(name: str) -> Engine:
-    """The flawed variant `name` as an engine (EngineSpecError if there is none)."""
-    names = variant_names()
-    if name not in names:
-        raise EngineSpecError(f"no variant {name!r}; variants: {', '.join(names) or 'none installed'}")
-    module = importlib.import_module(VARIANTS_MODULE)
-    return check_engine(module.VARIANTS[name](), f"variant {name}")

@@ -20,6 +20,7 @@ import time
 from dataclasses import replace
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import registry
 
 REPORT_DIR_DEFAULT = "reports/conform"
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE = 0, 1, 2
@@ -36,8 +37,8 @@ class _Parser(argparse.ArgumentParser):
 
 def parse(argv) -> argparse.Namespace:
     p = _Parser(prog="icefloe conform", description="Run the conformance suite against an engine.")
-    p.add_argument("--engine", default=A.DEFAULT_ENGINE,
-                   help="module:factory, or a shortcut: " + ", ".join(sorted(A.ENGINE_SHORTCUTS)))
+    p.add_argument("--engine", default=registry.DEFAULT_ENGINE,
+                   help="module:factory, or a shortcut: " + ", ".join(sorted(registry.ENGINE_SHORTCUTS)))
     p.add_argument("--variant", help="a flawed variant (negative control) instead of --engine")
     p.add_argument("--list-variants", action="store_true", help="print the variants' names and exit")
     p.add_argument("--profile", default="ci", choices=("ci", "ci-slow", "deep"))
@@ -112,11 +113,11 @@ def main(argv=None) -> int:
         print(f"icefloe conform: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.list_variants:
-        for name in A.variant_names():
+        for name in registry.variant_names():
             print(name)
         return EXIT_OK
     try:
-        engine = A.load_variant(args.variant) if args.variant else A.load_engine(args.engine)
+        engine = registry.load_variant(args.variant) if args.variant else registry.load_engine(args.engine)
     except A.EngineSpecError as e:
         print(f"icefloe conform: {e}", file=sys.stderr)
         return EXIT_USAGE

@@ -17,6 +17,7 @@ import os
 import pytest
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import registry
 
 FIXTURE = "conformance_engine"
 
@@ -25,7 +26,7 @@ def pytest_addoption(parser):
     group = parser.getgroup("icefloe-conformance", "icefloe conformance suite")
     group.addoption("--engine", default=None, metavar="MODULE:FACTORY",
                     help="run the icefloe conformance suite against this engine "
-                         f"(shortcuts: {', '.join(sorted(A.ENGINE_SHORTCUTS))})")
+                         f"(shortcuts: {', '.join(sorted(registry.ENGINE_SHORTCUTS))})")
     default = os.environ.get("HYPOTHESIS_PROFILE", "ci")
     group.addoption("--conform-profile", default=default if default in ("ci", "deep") else "ci",
                     choices=("ci", "deep"),
@@ -36,9 +37,9 @@ def pytest_addoption(parser):
 @pytest.fixture(scope="session")
 def conformance_engine(request):
     """The engine under test: --engine, else icefloe's own."""
-    spec = request.config.getoption("--engine") or A.DEFAULT_ENGINE
+    spec = request.config.getoption("--engine") or registry.DEFAULT_ENGINE
     try:
-        return A.load_engine(spec)
+        return registry.load_engine(spec)
     except A.EngineSpecError as e:
         raise pytest.UsageError(str(e)) from e
 
@@ -62,7 +63,7 @@ class ConformanceItem(pytest.Item):
     def runtest(self):
         from icefloe.conformance.report import result as R
         config = self.config
-        engine = A.load_engine(self.spec)
+        engine = registry.load_engine(self.spec)
         result = run_suite(engine, self.spec, config.getoption("--conform-profile"),
                            config.getoption("--conform-seed"))
         if not result.passed:
@@ -84,7 +85,7 @@ def pytest_collection_modifyitems(session, config, items):
     if any(FIXTURE in getattr(item, "fixturenames", ()) for item in items):
         return                        # the session already runs the suite through the fixture
     try:
-        A.load_engine(spec)
+        registry.load_engine(spec)
     except A.EngineSpecError as e:
         raise pytest.UsageError(str(e)) from e
     items.append(ConformanceItem.from_parent(session, name=f"conformance[{spec}]", spec=spec))

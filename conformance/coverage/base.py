@@ -9,7 +9,7 @@ run's) whose state graph is searched exhaustively, breadth first, with each path
 class-relevant history (`tags`) kept beside the state, so every class the instance can
 reach is found, with a shortest program that reaches it (`derive`). `select` keeps a
 few programs that together reach every class; the suite runs them on the engine before
-any random search (conformance.directed), and a `Tracker` records the classes each
+any random search (conformance.coverage.directed), and a `Tracker` records the classes each
 executed step covered, so a run's coverage is measured on the engine, never assumed.
 
 Families (a class is a tuple; every writer phase, fault, outcome is the model's name):

@@ -1,4 +1,4 @@
-"""The directed phase of a run: every transition class of the model (conformance.coverage),
+"""The directed phase of a run: every transition class of the model (conformance.coverage.base),
 each reached on the engine by a program derived from the model's state graph, run before
 any random search and with no seed involved.
 
@@ -120,7 +120,7 @@ def plan(engine, profile: Profile) -> Plan:
 def _transport_plan(engine, caps, family, full, mine, model_faults, engine_faults) -> FamilyPlan:
     """The transport family: every transport fault at every phase it can hit, for the
     layers the engine's capabilities and stores allow (directed programs built from the
-    faults family's, conformance.transport_coverage)."""
+    faults family's, conformance.coverage.transport)."""
     layers = []
     if A.TRANSPORT_SQL in caps.transport and MEMORY in caps.stores:
         layers.append("sql")
@@ -136,7 +136,7 @@ def _transport_plan(engine, caps, family, full, mine, model_faults, engine_fault
 
 
 def _rest_plan(engine_faults) -> FamilyPlan:
-    """The rest family (conformance.rest_coverage): each commit fault kind and status at the
+    """The rest family (conformance.rest.coverage): each commit fault kind and status at the
     REST commit endpoint, for an engine whose swap is a REST commit."""
     total = frozenset(rest_coverage.classes())
     programs = rest_coverage.programs(engine_faults)

@@ -1,5 +1,5 @@
 """Coverage families for partitions, row-level deletes and refs (issue 12; the classic
-families of conformance.coverage run on one partition, without delete files or refs,
+families of conformance.coverage.base run on one partition, without delete files or refs,
 so their instances keep their size): each has its own small instance of the model.
 
   partitions  (operation, rival's operation, same / other partition, phase, outcome): a

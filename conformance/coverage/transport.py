@@ -1,7 +1,7 @@
-"""The transport family of the directed programs (conformance.transport's faults): each
+"""The transport family of the directed programs (conformance.suite.transport's faults): each
 transport fault at each phase it can hit, for the layers an engine can be faulted at, as
 a program derived from the faults family's shortest program to the model fault it is
-mirrored as (conformance.coverage, conformance.directed)."""
+mirrored as (conformance.coverage.base, conformance.coverage.directed)."""
 from __future__ import annotations
 
 from icefloe.conformance.coverage.base import Graph, Program

@@ -28,7 +28,7 @@ from icefloe.conformance.engines import pyiceberg_engine as P
 
 WRITER_HEADER = "X-Icefloe-Writer"
 # pyiceberg's own capabilities, on the REST store: its swap is a REST commit, held and faulted
-# at icefloe serve's commit endpoint (conformance.rest_driver), its files in the server's
+# at icefloe serve's commit endpoint (conformance.rest.driver), its files in the server's
 # local warehouse.
 CAPABILITIES = replace(P.CAPABILITIES, stores=frozenset({"rest"}), transport=frozenset({A.TRANSPORT_REST}))
 

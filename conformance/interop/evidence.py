@@ -1,4 +1,4 @@
-"""What an interop campaign (conformance.interop) leaves behind, made judgeable: icefloe's
+"""What an interop campaign (conformance.interop.run) leaves behind, made judgeable: icefloe's
 Unknowns resolved by its own client, the store read as `campaign_judge.Evidence`
 (campaign_evidence), and each black-box operation placed in the history.
 

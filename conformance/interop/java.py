@@ -1,11 +1,11 @@
-"""Iceberg-Java 1.10.2 writers of an interop campaign (conformance.interop): threads of the
+"""Iceberg-Java 1.10.2 writers of an interop campaign (conformance.interop.run): threads of the
 parent, each driving the process's shared Spark 3.5.9 worker (conformance.testing.java_env)
 through a Spark catalog of its own, of type rest on `icefloe serve`, whose requests carry
 the writer's number (X-Icefloe-Writer), so the server's faults take one writer. The
 worker runs requests from several threads concurrently (one JVM thread each).
 
 Operations on the campaign table (id bigint, cat string, v double, partitioned by cat,
-copy-on-write, serializable; created by conformance.interop), each tagged with the op id
+copy-on-write, serializable; created by conformance.interop.run), each tagged with the op id
 in its snapshot's summary (Iceberg's CommitMetadata commit properties):
   append     INSERT INTO ... VALUES (3 rows of one partition);
   overwrite  MERGE INTO t USING (3 new rows of partition p) ON t.id = s.id WHEN NOT MATCHED
@@ -13,7 +13,7 @@ in its snapshot's summary (Iceberg's CommitMetadata commit properties):
              replaced, validated as Iceberg validates a MERGE at serializable isolation;
   rewrite    CALL system.rewrite_data_files (rewrite-all), a NOOP when it rewrote nothing; the
              procedure cannot tag its snapshot (its commit runs on another thread than the
-             commit properties), so conformance.interop_evidence places it as the lineage's
+             commit properties), so conformance.interop.evidence places it as the lineage's
              untagged 'replace' snapshot (the worker's rewrite action, which can tag, fails
              on a fresh worker with a REST catalog: CatalogNotFoundException for
              default_cache_iceberg, its file groups read in a session without it);

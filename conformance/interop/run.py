@@ -2,7 +2,7 @@
 on ONE table through `icefloe serve`, really racing (processes and threads, not the
 lockstep), with commit faults at the server for every writer and, on an S3 warehouse,
 storage faults at the S3 proxy; judged afterwards by the history checker
-(conformance.campaign_judge over model.checks.history).
+(conformance.campaign.judge over model.checks.history).
 
     python -m icefloe.conformance.interop.run --icefloe 2 --pyiceberg 2 --java 2 --ops 10 --seed 1
     python -m icefloe.conformance.interop.run --storage s3 --icefloe 3 --pyiceberg 3 --ops 20
@@ -10,8 +10,8 @@ storage faults at the S3 proxy; judged afterwards by the history checker
 Storage: `local` (a local warehouse: every engine; Iceberg-Java's runtime jar has no S3
 FileIO here) or `s3` (moto behind the FaultProxy with the S3 campaign's standard plan:
 icefloe and pyiceberg, each signing with its own key; the server reaches moto directly).
-The server's commit faults: conformance.interop_faults (every kind, per writer, seeded;
-parked requests delivered or dropped, gates). The writers: conformance.interop_writers
+The server's commit faults: conformance.interop.faults (every kind, per writer, seeded;
+parked requests delivered or dropped, gates). The writers: conformance.interop.writers
 and conformance.interop_java. The table: id bigint, cat string, v double, identity(cat),
 copy-on-write, serializable, 30 commit retries with short waits (contention is the point).
 

@@ -1,4 +1,4 @@
-"""The writers of an interop campaign (conformance.interop): icefloe, pyiceberg and
+"""The writers of an interop campaign (conformance.interop.run): icefloe, pyiceberg and
 Iceberg-Java, each committing through `icefloe serve` to the same table with its own
 identity (the X-Icefloe-Writer header), recording each operation as an `OpRecord`.
 
@@ -17,7 +17,7 @@ identity (the X-Icefloe-Writer header), recording each operation as an `OpRecord
   maps them (engines/java_engine.py).
 
 A black-box engine does not say which snapshot it committed: its snapshots carry the op id
-(`OP_ID_PROPERTY` in their summaries) and conformance.interop finds them afterwards. Every
+(`OP_ID_PROPERTY` in their summaries) and conformance.interop.run finds them afterwards. Every
 row id is unique in the campaign: writer * 1_000_000 + op * 100 + j.
 """
 from __future__ import annotations

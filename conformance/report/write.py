@@ -17,8 +17,8 @@ from icefloe.model.checks import history as H
 
 def _engine_call(r: RunResult) -> str:
     if r.variant:
-        return f"adapter.load_variant({r.variant!r})"
-    return f"adapter.load_engine({r.engine!r})"
+        return f"registry.load_variant({r.variant!r})"
+    return f"registry.load_engine({r.engine!r})"
 
 
 def write_report(r: RunResult, directory: str | Path) -> Path:
@@ -30,7 +30,7 @@ def write_report(r: RunResult, directory: str | Path) -> Path:
     if r.failure is not None:
         (d / "program.py").write_text(
             f'"""Replay: {r.failure.violation}"""\n'
-            "from icefloe.conformance import adapter\n"
+            "from icefloe.conformance.engines import registry\n"
             "from icefloe.conformance.suite import runs\n"
             "from icefloe.model.iceberg import Bounds\n\n"
             "PROGRAM = [\n" + "\n".join(program_lines(r.failure.program)) + "\n]\n"

@@ -4,6 +4,7 @@ through an Iceberg REST catalog's commit endpoint with the server-side fault lay
 `icefloe conform --rest-uri`, which judges any REST catalog at the wire.
 
 May import: icefloe.model, icefloe.impl, conformance.adapter, conformance.violation,
-conformance.suite (the view of the model, the black-box gate), conformance.testing.
-Never imports: coverage (other than the family base it extends), report, campaign, interop, demo.
+conformance.suite (the view of the model, the black-box gate), conformance.testing, and
+conformance.coverage.base (the family base its REST family extends).
+Never imports: report, campaign, interop, demo.
 """

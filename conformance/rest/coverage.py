@@ -1,7 +1,7 @@
-"""The REST family of coverage by construction (conformance.coverage, conformance.directed):
+"""The REST family of coverage by construction (conformance.coverage.base, conformance.coverage.directed):
 every commit fault kind of `icefloe serve`'s fault layer (conformance.testing.rest_faults),
 each status the client can be answered with, met by an engine whose swap is a REST commit
-(conformance.rest_driver). A class is `(kind, detail, operation)`: detail is the status
+(conformance.rest.driver). A class is `(kind, detail, operation)`: detail is the status
 of fail_before / fail_after, "deliver" or "drop" for a delayed request, else None.
 
 What the server does with each fault does not depend on the operation; what the engine's

@@ -1,7 +1,7 @@
 """Black-box engines whose swap is a REST catalog commit, in lockstep (docs/conformance.md
 "Commits"; spec/PROTOCOL.md 9, 13): held at `icefloe serve`'s commit endpoint, their swap
 faults injected there (conformance.testing.rest_faults) and mirrored on the model, as
-conformance.transport mirrors a stepping engine's transport faults.
+conformance.suite.transport mirrors a stepping engine's transport faults.
 """
 from __future__ import annotations
 

@@ -11,7 +11,8 @@ machine (`machine`), what a run started once (`backends`), its counts (`stats`),
 whole run, directed programs then random search (`run`).
 
 May import: icefloe.model, icefloe.impl, conformance.adapter, conformance.violation,
-conformance.engines, conformance.testing (test infrastructure), and, for the directed
-phase and REST engines only, conformance.coverage and conformance.rest.
-Never imports: report, campaign, interop, demo.
+conformance.engines, conformance.testing (test infrastructure); `run` also the directed phase
+(conformance.coverage), REST engines' driver (conformance.rest) and the verdict as data
+(conformance.report.result).
+Never imports: campaign, interop, demo.
 """

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.suite.hooks import FaultSwitchboard
 from icefloe.conformance.suite.profiles import MEMORY, REST
 from icefloe.conformance.testing.rest_faults import Dropped, RestFaults
 
@@ -65,7 +66,7 @@ class Backends:
         n = next(self.counter)
         workdir = Path(self.tmp.name) / f"ex{n}"
         workdir.mkdir()
-        hooks = A.FaultHooks()
+        hooks = FaultSwitchboard()
         keys = {w: f"w{w}" for w in range(0, 8)}
         sqlite = f"sqlite:///{workdir / 'catalog.db'}"
         if store == MEMORY:

@@ -4,7 +4,7 @@ icefloe.model.iceberg, whose action labels are the program's words).
 A program is a list of labels. Model actions are the model's own labels (`("Begin", 1,
 "append")`, `("WriteData", 1)`, `("Swap", 2)`, `("AckLost", 1)`, `("Deliver", 1, 2, 1)`,
 `("Heal", 0)`, `("RemoveOrphans", 0)`, ...); readers add `("ReadCurrent", 0)`, `("ReadAt",
-0, (w, k))` and `("ReadIncremental", 0, (w, k))` (conformance.readers); a program may open
+0, (w, k))` and `("ReadIncremental", 0, (w, k))` (conformance.suite.readers); a program may open
 with `("Faults", 0, kinds)`, the fault kinds it injects (a swarm choice). `Lockstep.apply`
 first checks that the step is enabled for the model and allowed by the engine's
 capabilities (else InvalidProgram), then applies it to the model and the same step to the
@@ -12,10 +12,10 @@ engine, and compares what each observed; any disagreement raises a Violation nam
 property it breaks ("A0 ModelAgreement" when the engine simply did something else than
 the model). `converge` heals the faults and drives every writer to its end (liveness);
 `judge_history` runs the history checker over the engine's recorded history
-(conformance.histories).
+(conformance.suite.histories).
 
 Stepping engines are stepped phase by phase here; black-box engines are driven by
-conformance.blackbox (at the S3 proxy) or conformance.rest_driver (a REST commit, held and
+conformance.suite.blackbox (at the S3 proxy) or conformance.rest.driver (a REST commit, held and
 faulted at `icefloe serve`). Faults reach a stepping engine through the context's FaultHooks;
 a delayed swap waits in `FaultHooks.parked` under the model's name for the request,
 `(writer, operation, attempt)`, until a `Deliver` or `Drop` names it.
@@ -29,6 +29,7 @@ from icefloe.conformance.suite import histories
 from icefloe.conformance.suite.blackbox import BlackBoxDriver
 from icefloe.conformance.rest.driver import COMMIT_FAULT, RestDriver
 from icefloe.conformance.suite.divergence import check_retained, check_snapshot_ids, engine_failure
+from icefloe.conformance.suite.hooks import FaultSwitchboard
 from icefloe.conformance.suite.operations import OpRecord, bootstrap, op_spec
 from icefloe.conformance.suite.readers import READ_LABELS, Readers, row_id
 from icefloe.conformance.suite.stats import WRITE_ACTIONS, Stats, rule_of
@@ -55,7 +56,7 @@ class Lockstep:
         self.caps: A.Capabilities = engine.capabilities
         self.black_box = view_of(self.caps)           # False, True (S3 proxy) or REST
         self.stats = stats or Stats()
-        self.hooks: A.FaultHooks | None = ctx.faults
+        self.hooks: FaultSwitchboard | None = ctx.faults
         self.proxy = proxy
         self.program: list = []
         self.model = iceberg.initial_state(bounds)

@@ -1,4 +1,4 @@
-"""The random search: a Hypothesis state machine draws programs, conformance.lockstep runs
+"""The random search: a Hypothesis state machine draws programs, conformance.suite.lockstep runs
 them on the model and an engine (tests in the Hypothesis idiom, docs/conformance.md).
 
 `ConformanceMachine`'s rules are declared once, statically: one rule per family of steps
@@ -140,7 +140,7 @@ class ConformanceMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def transport(self, data):
         """A transport fault (S3 request or answer lost, SQL COMMIT failing), where the
-        engine's store or catalog can meet one (conformance.transport)."""
+        engine's store or catalog can meet one (conformance.suite.transport)."""
         self._apply(data.draw(st.sampled_from(self.lock.transport_labels()), label="transport fault"))
 
     @precondition(lambda self: bool(self._labels(MAINTENANCE)))

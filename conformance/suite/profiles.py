@@ -2,7 +2,7 @@
 
 A profile bounds a run: how many writers and operations, the fault budget, the attempts
 per commit (spec/PROTOCOL.md 6), and how many random programs Hypothesis draws on each
-store after the directed programs (conformance.directed) have covered every transition
+store after the directed programs (conformance.coverage.directed) have covered every transition
 class. `bounds_for` narrows the model to what the engine's capabilities allow.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from icefloe.model.state import APPEND, CLASSIC_KINDS, FAST_FORWARD, FAULT_KINDS
 
 MEMORY, S3, REST = "memory", "s3", "rest"
 # The swap faults `icefloe serve`'s commit fault layer injects for a REST engine (its
-# mirrors: conformance.blackbox); data and metadata files are the engine's own business.
+# mirrors: conformance.suite.blackbox); data and metadata files are the engine's own business.
 REST_FAULTS = (A.SWAP_FAIL, A.ACK_LOST, A.SWAP_DELAYED)
 
 
@@ -40,7 +40,7 @@ class Profile:
     # and no search step starts, and a run that found nothing is reported as cut short
     # (suite.run_suite), never as a pass. It binds only on a machine far slower than CI's.
     seconds_max: float | None = None
-    # The directed families a run keeps (empty: all; conformance.coverage names them).
+    # The directed families a run keeps (empty: all; conformance.coverage.base names them).
     families: tuple = ()
 
 

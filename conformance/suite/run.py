@@ -1,7 +1,7 @@
 """One conformance run against one engine (what `icefloe conform` and the pytest plugin
 both call): the directed programs that cover every transition class of the model
-(conformance.directed, no seed involved), then Hypothesis' random search on each store
-the engine supports (conformance.machine, seeded), then the verdict as a RunResult.
+(conformance.coverage.directed, no seed involved), then Hypothesis' random search on each store
+the engine supports (conformance.suite.machine, seeded), then the verdict as a RunResult.
 
 A failure stops the run; it is replayed once more to record the engine's history at the
 failure, so the report can show it and name what the history checker finds there too.

@@ -2,10 +2,10 @@
 engine), `shrink` (delta debugging to a minimal program that still breaks the same
 property), and the `Failure` a run reports.
 
-A program is a list of labels (conformance.lockstep) run at a model instance (`bounds`);
+A program is a list of labels (conformance.suite.lockstep) run at a model instance (`bounds`);
 `replay` ends it as every run does (`Lockstep.finish`: liveness, the history checker,
 every retained snapshot read). The directed programs are shrunk here; the random search
-shrinks with Hypothesis' own shrinker (conformance.machine).
+shrinks with Hypothesis' own shrinker (conformance.suite.machine).
 """
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from icefloe.conformance import adapter as A
 from icefloe.conformance.suite.backends import Backends
 from icefloe.conformance.suite.lockstep import Lockstep
 from icefloe.conformance.suite.profiles import MEMORY, REST, S3, classic_bounds

@@ -1,6 +1,6 @@
 """The model as the suite can drive it on one engine: which steps a program may take in a
 model state, given how finely the engine can be interleaved (pure functions over
-icefloe.model.iceberg; the lockstep runs them on an engine, conformance.coverage
+icefloe.model.iceberg; the lockstep runs them on an engine, conformance.coverage.base
 searches them for programs).
 
 A stepping engine takes every model action the bounds allow (the bounds already hold
@@ -12,7 +12,7 @@ writer-internal actions and the faults cannot be drawn apart.
 A black-box engine whose swap is a REST commit (`black_box` REST) is held at the server's
 commit endpoint instead: `Begin` runs its writer to SWAP, and there the program names
 what happens to the held request: `Swap` (it goes through), or a swap fault the server
-injects (`SwapFails`, `AckLost`, `SwapDelayed`; conformance.blackbox). After each, the
+injects (`SwapFails`, `AckLost`, `SwapDelayed`; conformance.suite.blackbox). After each, the
 writer runs by itself to its next commit request or its end; after an unknown outcome
 it ends the operation Unknown at once (`EndUnknown`), as the REST engines do.
 """

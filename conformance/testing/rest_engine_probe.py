@@ -21,6 +21,7 @@ import itertools
 from dataclasses import dataclass, field
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import registry
 from icefloe.conformance.testing import rest_faults as F
 
 PROBE_WRITER = 1
@@ -180,7 +181,7 @@ def matrix(engine_name: str, kinds=None) -> list:
     local warehouse) with the fault layer in front: [ProbeResult]."""
     import tempfile
     from icefloe.conformance.testing.rest_server import RestServer
-    engine = A.load_engine("pyiceberg-rest" if engine_name == "pyiceberg" else engine_name)
+    engine = registry.load_engine("pyiceberg-rest" if engine_name == "pyiceberg" else engine_name)
     out = []
     with tempfile.TemporaryDirectory(prefix="icefloe-probe-") as root:
         box = {}

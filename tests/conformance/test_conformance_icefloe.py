@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import registry
 from icefloe.conformance import conform
 from icefloe.conformance.engines import icefloe_engine as I
 from icefloe.conformance.suite.profiles import MEMORY, PROFILES, S3, bounds_for, classic_bounds
@@ -38,7 +39,7 @@ def test_engine_conforms(conformance_engine, pytestconfig):
 
 
 def _icefloe():
-    return A.load_engine("icefloe")
+    return registry.load_engine("icefloe")
 
 
 RACE = [("Begin", 1, "append"), ("Begin", 2, "append"),
@@ -90,14 +91,14 @@ def test_cli_usage_errors_exit_2(capsys):
 def test_list_variants_prints_the_registry(capsys):
     """Goal: --list-variants prints each flawed variant once. Method: compare with VARIANTS."""
     assert conform.main(["--list-variants"]) == 0
-    assert capsys.readouterr().out.split() == A.variant_names()
+    assert capsys.readouterr().out.split() == registry.variant_names()
 
 
 def test_variant_fails_with_a_replayable_counterexample(tmp_path, capsys):
     """Goal: a flawed variant exits 1 naming the property, and its report replays.
     Method: `icefloe conform --variant no-revalidate`; read verdict.json; replay its program;
     the output ends on one FAILED line naming the property."""
-    if "no-revalidate" not in A.variant_names():
+    if "no-revalidate" not in registry.variant_names():
         pytest.fail("the no-revalidate variant is missing from conformance/engines/flawed.py")
     assert conform.main(["--variant", "no-revalidate", "--report", str(tmp_path), "--no-progress"]) == 1
     last = capsys.readouterr().out.rstrip().splitlines()[-1]
@@ -111,7 +112,7 @@ def test_variant_fails_with_a_replayable_counterexample(tmp_path, capsys):
     program = [tuple(x if not isinstance(x, list) else tuple(x) for x in lab)
                for lab in verdict["counterexample"]["program"]]
     with pytest.raises(Violation) as found:
-        replay(A.load_variant("no-revalidate"), program, store=verdict["counterexample"]["store"])
+        replay(registry.load_variant("no-revalidate"), program, store=verdict["counterexample"]["store"])
     assert found.value.prop == verdict["counterexample"]["property"]
 
 

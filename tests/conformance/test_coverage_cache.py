@@ -1,11 +1,11 @@
-"""The directed phase's searched instances kept on disk (conformance.graph_cache), and the
+"""The directed phase's searched instances kept on disk (conformance.coverage.cache), and the
 vacuity guard of a random search (suite.vacuity over the search's own share of a run)."""
 from __future__ import annotations
 
 import os
 from dataclasses import replace
 
-from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import registry
 from icefloe.conformance.coverage import families as C
 from icefloe.conformance.coverage import cache as G
 from icefloe.conformance.suite import run as suite
@@ -16,7 +16,7 @@ ORPHANS = next(f for f in C.FAMILIES if f.name == "orphans")
 
 
 def _bounds():
-    return ORPHANS.bounds(model_bounds(A.load_engine("icefloe"), PROFILES["ci"]))
+    return ORPHANS.bounds(model_bounds(registry.load_engine("icefloe"), PROFILES["ci"]))
 
 
 def test_a_cached_instance_is_the_searched_one_and_a_bad_file_is_searched_again(tmp_path, monkeypatch):
@@ -99,7 +99,7 @@ def test_a_search_that_drew_too_little_is_vacuous_without_directed_programs():
     """Goal: a custom profile without directed programs keeps the vacuity guard. Method:
     two random programs of six steps cannot inject every fault kind and run every rule."""
     tiny = Profile("tiny", examples_memory=2, examples_s3=0, steps=6, directed=False)
-    result = suite.run_suite(A.load_engine("icefloe"), "icefloe", tiny, seed=0, stores=("memory",))
+    result = suite.run_suite(registry.load_engine("icefloe"), "icefloe", tiny, seed=0, stores=("memory",))
     assert result.failure is None
     assert any("fault injected" in why or "never ran" in why for why in result.vacuity), result.vacuity
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import registry
 from icefloe.conformance.suite.runs import replay
 from icefloe.conformance.violation import AGREEMENT, Violation
 from icefloe.impl.outcomes import Committed
@@ -34,7 +35,7 @@ def _stale_adopt(original):
 def test_a_handle_that_is_current_after_a_failed_commit_passes():
     """Goal: the handle read after a failed retry accepts the reference handle, which shows
     the rival's commit. Method: FAILED_AFTER_RETRY replayed on icefloe, judged to the end."""
-    lock = replay(A.load_engine("icefloe"), FAILED_AFTER_RETRY)
+    lock = replay(registry.load_engine("icefloe"), FAILED_AFTER_RETRY)
     assert A.READ_HANDLE in lock.caps.reads
     assert type(lock.ops[(1, 1)].outcome).__name__ != "Committed"
     assert lock.handle_floor[1] is not None
@@ -47,6 +48,6 @@ def test_a_handle_that_kept_stale_metadata_after_a_failed_commit_is_named(monkey
     Table.adopt without its refresh after a failure, FAILED_AFTER_RETRY replayed."""
     monkeypatch.setattr(Table, "adopt", _stale_adopt(Table.adopt))
     with pytest.raises(Violation, match="went back in time") as found:
-        replay(A.load_engine("icefloe"), FAILED_AFTER_RETRY)
+        replay(registry.load_engine("icefloe"), FAILED_AFTER_RETRY)
     assert found.value.prop == AGREEMENT
     assert found.value.program[-1] == ("WriteFails", 1)

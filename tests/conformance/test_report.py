@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from matplotlib import image
 
-from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import registry
 from icefloe.conformance.report import result as R
 from icefloe.conformance.report.write import write_report
 from icefloe.conformance.report import graph as G
@@ -46,7 +46,7 @@ def passing() -> R.RunResult:
     """The reference engine's history of RACE, plus one metadata version off the lineage
     (an attempt whose swap lost, as an engine that keeps its failed attempts records it:
     icefloe deletes its own), so the graph has both kinds of box."""
-    lock = replay(A.load_engine("icefloe"), RACE)
+    lock = replay(registry.load_engine("icefloe"), RACE)
     try:
         h = lock.last_history
         base = h.versions[2]
@@ -61,7 +61,7 @@ def passing() -> R.RunResult:
 
 @pytest.fixture(scope="module")
 def failing() -> R.RunResult:
-    engine = A.load_variant("no-revalidate")
+    engine = registry.load_variant("no-revalidate")
     with pytest.raises(Violation) as found:
         replay(engine, RACE)
     failure = Failure("memory", list(found.value.program), found.value, 0, bounds=bounds_for(engine, PROFILES["ci"]))

@@ -4,7 +4,7 @@ model decides, replayed on icefloe in lockstep, and the two mutants of those are
 Goal: the lockstep drives partitions, row deltas and refs on a real table, and what the
 model says of a schedule (commit, conflict, the rows after deletes are applied) is what
 icefloe does. Method: replay programs at the coverage families' own instances
-(conformance.coverage_rows); each replay ends as every run does (`Lockstep.finish`: every
+(conformance.coverage.rows); each replay ends as every run does (`Lockstep.finish`: every
 retained snapshot read, the history checker). The mutants run in a fresh process with the
 mutant planted through the gate's import hook (mutants/hook.py).
 """
@@ -20,6 +20,7 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from icefloe.conformance import adapter as A
+from icefloe.conformance.engines import registry
 from icefloe.conformance.suite.backends import Backends
 from icefloe.conformance.coverage.families import FAMILIES
 from icefloe.conformance.suite.profiles import MEMORY, PROFILES, bounds_for
@@ -35,7 +36,7 @@ WRITES = ("WriteData", "WriteManifests", "WriteManifestList", "WriteMetadata")
 def family_bounds(name: str, **changes):
     """The instance the coverage family `name` searches, for icefloe at the ci profile."""
     family = next(f for f in FAMILIES if f.name == name)
-    return replace(family.bounds(bounds_for(A.load_engine("icefloe"), PROFILES["ci"])), **changes)
+    return replace(family.bounds(bounds_for(registry.load_engine("icefloe"), PROFILES["ci"])), **changes)
 
 
 def writes(w: int, lock) -> list:
@@ -55,7 +56,7 @@ def run(bounds, *steps):
     store and finish the run; yields the lockstep (open until the block ends) and the
     program as run."""
     backends = Backends()
-    lock = new_lockstep(A.load_engine("icefloe"), backends, MEMORY, bounds, 0, Stats())
+    lock = new_lockstep(registry.load_engine("icefloe"), backends, MEMORY, bounds, 0, Stats())
     program = []
     try:
         for step in steps:
@@ -107,14 +108,14 @@ def _planted(mutant: str, bounds, program) -> str:
         "import json, sys\n"
         "from mutants import hook\n"
         f"hook.install({mutant!r})\n"
-        "from icefloe.conformance import adapter as A\n"
+        "from icefloe.conformance.engines import registry\n"
         "from icefloe.conformance.suite.runs import replay\n"
         "from icefloe.conformance.violation import Violation\n"
         "from icefloe.model import iceberg\n"
         "spec = json.loads(sys.stdin.read())\n"
         "bounds = iceberg.Bounds(**{k: tuple(v) if isinstance(v, list) else v for k, v in spec['bounds'].items()})\n"
         "try:\n"
-        "    replay(A.load_engine('icefloe'), [tuple(x) for x in spec['program']], bounds=bounds)\n"
+        "    replay(registry.load_engine('icefloe'), [tuple(x) for x in spec['program']], bounds=bounds)\n"
         "except Violation as v:\n"
         "    print(v.prop)\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
@@ -263,7 +264,7 @@ def test_the_seed_gates_shrunk_disagreements_replay_clean(ctx_seed, program):
     """Goal: the model/engine disagreements the seed gate found stay fixed. Method: replay each shrunk program on icefloe; any Violation fails the test."""
     from icefloe.conformance.suite.runs import replay
     from icefloe.model.iceberg import Bounds
-    replay(A.load_engine("icefloe"), program, bounds=Bounds(**_SEED_GATE_BOUNDS), store="memory", ctx_seed=ctx_seed)
+    replay(registry.load_engine("icefloe"), program, bounds=Bounds(**_SEED_GATE_BOUNDS), store="memory", ctx_seed=ctx_seed)
 
 
 def test_an_overwrite_of_an_empty_partition_is_read_incrementally_as_an_append():

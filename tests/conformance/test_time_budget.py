@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from icefloe.conformance import adapter as A, conform
+from icefloe.conformance import conform
+from icefloe.conformance.engines import registry
 from icefloe.conformance.suite.profiles import PROFILES, Profile
 from icefloe.conformance.suite.run import run_suite
 
@@ -12,7 +13,7 @@ from icefloe.conformance.suite.run import run_suite
 def test_a_budget_spent_before_the_directed_programs_is_a_cut_not_a_pass():
     """Goal: a run out of time before its directed programs says so and does not pass. Method:
     the ci profile with a budget of zero seconds, on the memory store."""
-    result = run_suite(A.load_engine("icefloe"), "icefloe", replace(PROFILES["ci"], seconds_max=0.0),
+    result = run_suite(registry.load_engine("icefloe"), "icefloe", replace(PROFILES["ci"], seconds_max=0.0),
                        stores=("memory",))
     assert result.failure is None and not result.passed
     assert result.vacuity[0].startswith("cut short") and "directed programs not run" in result.vacuity[0]
@@ -25,7 +26,7 @@ def test_a_budget_that_runs_out_in_the_random_search_stops_it_at_once():
     shrinking or judging a half-run example, and the run is a cut. Method: a profile without
     directed programs whose budget is already spent when the search starts."""
     tiny = Profile("tiny", examples_memory=5, examples_s3=0, steps=10, directed=False, seconds_max=0.0)
-    result = run_suite(A.load_engine("icefloe"), "icefloe", tiny, stores=("memory",))
+    result = run_suite(registry.load_engine("icefloe"), "icefloe", tiny, stores=("memory",))
     assert result.failure is None and not result.passed
     assert result.vacuity[0].startswith("cut short")
     assert result.stats.steps == 0 and result.stats.examples <= 1
@@ -56,7 +57,7 @@ def test_a_budget_that_runs_out_in_the_middle_of_any_example_is_a_cut_not_a_cras
     from icefloe.conformance.suite.runs import Sink
     from icefloe.conformance.suite.stats import Stats
 
-    engine = A.load_engine("icefloe")
+    engine = registry.load_engine("icefloe")
     profile = Profile("tiny", examples_memory=8, examples_s3=0, steps=5, directed=False)
     backends = Backends()
     try:

@@ -10,7 +10,8 @@ import json
 
 import pytest
 
-from icefloe.conformance import adapter as A, conform
+from icefloe.conformance import conform
+from icefloe.conformance.engines import registry
 from icefloe.conformance.coverage import directed
 from icefloe.conformance.suite.profiles import PROFILES, REST, Profile
 from icefloe.conformance.testing import java_env
@@ -34,7 +35,7 @@ def test_a_small_java_verdict_is_produced_and_passes(tmp_path, monkeypatch, caps
     commit is finding J2); read its verdict.json."""
     monkeypatch.setitem(PROFILES, "ci", Profile("ci", examples_memory=0, examples_s3=0, steps=8))
     monkeypatch.setattr(directed, "plan", rest_family_only(directed.plan))
-    engine = A.load_engine("java")
+    engine = registry.load_engine("java")
     assert engine.capabilities.stores == frozenset({REST})
     code = conform.main(["--engine", "java", "--profile", "ci", "--seed", "0", "--report", str(tmp_path / "r"),
                          "--no-progress"])

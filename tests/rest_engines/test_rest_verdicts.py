@@ -12,6 +12,7 @@ import logging
 import pytest
 
 from icefloe.conformance import adapter as A, conform
+from icefloe.conformance.engines import registry
 from icefloe.conformance.coverage import directed
 from icefloe.conformance.suite.backends import Backends
 from icefloe.conformance.suite.profiles import PROFILES, REST, Profile
@@ -33,16 +34,16 @@ def backends():
 def test_pyiceberg_default_is_the_rest_engine():
     """Goal: `--engine pyiceberg` is pyiceberg through REST (where its commit can be faulted).
     Method: load the shortcut, read its capabilities."""
-    engine = A.load_engine("pyiceberg")
+    engine = registry.load_engine("pyiceberg")
     assert engine.capabilities.stores == frozenset({REST}) and A.TRANSPORT_REST in engine.capabilities.transport
-    assert A.load_engine("pyiceberg-sql").capabilities.stores == frozenset({"s3"})
+    assert registry.load_engine("pyiceberg-sql").capabilities.stores == frozenset({"s3"})
 
 
 def test_pyiceberg_meets_every_commit_fault_kind_and_holds(backends):
     """Goal: each fault kind of the server's layer reaches pyiceberg's commit, is mirrored on
     the model and breaks no property. Method: the directed "rest" family's programs (one per
     kind and status), each run to its end (liveness, history checker, every snapshot read)."""
-    engine = A.load_engine("pyiceberg-rest")
+    engine = registry.load_engine("pyiceberg-rest")
     family = next(f for f in directed.plan(engine, PROFILES["ci"]).families if f.family.name == "rest")
     assert {c[0] for c in family.reachable} == KINDS and family.programs
     stats = Stats()
@@ -58,7 +59,7 @@ def test_duckdb_finding_f1_reproduces_through_the_lockstep(backends):
     """Goal: the known DuckDB 1.5.5 finding (F1: a 5xx after the commit applied is reported
     failed and the landed snapshot's files deleted) reproduces as the ci run shrank it.
     Method: replay its program; the lockstep must name P4 (and the unreadable chain)."""
-    engine = A.load_engine("duckdb")
+    engine = registry.load_engine("duckdb")
     with pytest.raises(Violation) as found:
         replay(engine, [("Begin", 1, "append"), ("AckLost", 1)], store=REST, backends=backends)
     assert found.value.prop.startswith("P4"), found.value
