@@ -58,7 +58,7 @@ CONFLICT_POLICY, MERGE_POLICY = "conflict", "merge"
 
 # Writer phases and outcomes (the v2 model's names).
 PLAN, DATA, METADATA, SWAP, RETRY, DONE = "plan", "data", "metadata", "swap", "retry", "done"
-PENDING, COMMITTED, CONFLICT, NOOP = "pending", "committed", "conflict", "noop"
+from icefloe.model.state import COMMITTED, CONFLICT, NOOP, PENDING  # noqa: E402 - one set of outcome names
 
 V3_VARIANTS = {
     "v3-correct": "format v3 commits as spec/PROTOCOL.md 19 states them",
@@ -153,7 +153,7 @@ class Writer(NamedTuple):
     mfirst: int                 # first-row-id baked into its manifest (NO_ID: none; a flaw)
 
 
-class Outcome(NamedTuple):
+class OpResult(NamedTuple):
     res: str
     spurious: bool              # a failed validation no overlapping commit justifies
 
@@ -166,11 +166,11 @@ class V3State(NamedTuple):
     writers: tuple
     # -- history (auxiliary) variables --
     hist: tuple
-    outcomes: tuple             # Outcome per writer
+    outcomes: tuple             # OpResult per writer
 
 
 BOOT: MetaId = (0, 1, 1)
-PENDING_OUTCOME = Outcome(PENDING, False)
+PENDING_OUTCOME = OpResult(PENDING, False)
 IDLE = Writer("", PLAN, 0, NO_META, NO_META, NO_FILE, 0, frozenset(), NO_ID)
 
 
@@ -379,7 +379,7 @@ def _set(s: V3State, w: int, wr: Writer, **changes) -> V3State:
 
 def _finish(s: V3State, w: int, res: str, spurious: bool = False) -> V3State:
     assert s.outcomes[w - 1].res == PENDING, w
-    out = s.outcomes[:w - 1] + (Outcome(res, spurious),) + s.outcomes[w:]
+    out = s.outcomes[:w - 1] + (OpResult(res, spurious),) + s.outcomes[w:]
     return _set(s, w, s.writers[w - 1]._replace(phase=DONE), outcomes=out)
 
 

@@ -110,7 +110,7 @@ def test_check_isolation_rejects_a_delete_whose_row_lives_on():
 def test_check_no_spurious_conflict_rejects_an_unjustified_conflict():
     """Goal: L3 (v3) fails on an outcome marked spurious. Method: mark one."""
     s = _base()
-    s = s._replace(outcomes=s.outcomes[:2] + (v3.Outcome("conflict", True),) + s.outcomes[3:])
+    s = s._replace(outcomes=s.outcomes[:2] + (v3.OpResult("conflict", True),) + s.outcomes[3:])
     assert "writer 3's rewrite" in C.check_no_spurious_conflict(B.bounds, s)
 
 
