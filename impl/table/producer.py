@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format.expression_parser import parse as parse_filter
+from icefloe.impl.format import name_mapping as NM
 from icefloe.impl.format.manifest import (
     DataFile, DataFileContent, ManifestContent, ManifestEntry, ManifestEntryStatus, ManifestFile,
     manifest_file_of,
@@ -37,7 +38,7 @@ from icefloe.impl.table.merge import MergePolicy, merge_manifests, merged_entrie
 from icefloe.impl.table.validation import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
 )
-from icefloe.impl.table.scan import plan_files, read_task
+from icefloe.impl.table.scan import ROW_ID, lineage_schema, plan_files, read_task
 
 from icefloe.impl.outcomes import SERIALIZABLE, SNAPSHOT, require  # noqa: E402,F401 - re-exported
 
@@ -46,6 +47,8 @@ def write_rows(c: PendingCommit, rows: pa.Table) -> list[DataFile]:
     """Write `rows` as one Parquet file per partition of the default spec."""
     meta = c.base
     spec, schema = meta.spec(), meta.schema()
+    if ROW_ID in rows.column_names:  # rows moved from other files keep their lineage (spec "Row Lineage")
+        schema = lineage_schema(schema)
     out = []
     for partition, part_rows in split_by_partition(rows, spec, schema, data_files_max(meta.properties)):
         location = data_file_location(meta.location, partition_path_of(spec, schema, partition), c.env.uuid())
@@ -65,6 +68,14 @@ def _write_manifest(c: PendingCommit, entries: list[ManifestEntry], spec_id: int
     c.write(location, data)
     return manifest_file_of(entries, schema, spec, manifest_path=location, manifest_length=len(data),
                             added_snapshot_id=added_snapshot_id, content=content)
+
+
+def lineage_schema_of(c: PendingCommit, schema):
+    """The schema rows are read in to be written again (copy-on-write survivors, compaction):
+    on v3 with the lineage columns, so that the rewritten files keep each row's _row_id and
+    _last_updated_sequence_number (spec "Row Lineage": a row moved to a new file keeps both
+    when it is not modified); before v3 the schema itself."""
+    return lineage_schema(schema) if c.base.format_version >= 3 else schema
 
 
 def delete_key(f: DataFile) -> tuple[str, int | None]:
@@ -297,7 +308,7 @@ class DeleteWhere(FileChange):
         rewrites = False
         rewritten: list[DataFile] = []
         for task in plan_files(c.tree, c.base, start, self.row_filter, schema):
-            rows = read_task(c.io, task, schema, deletes)
+            rows = read_task(c.io, task, lineage_schema_of(c, schema), deletes, NM.of(c.base.properties))
             matched = rows.filter(mask).num_rows
             if matched == 0 and rows.num_rows:
                 continue
@@ -375,7 +386,8 @@ class RewriteFiles(FileChange):
             has_deletes = any(t.has_deletes for t in tasks)
             if few and not has_deletes or spec_id != c.base.default_spec_id:
                 continue
-            rows = pa.concat_tables([read_task(c.io, t, schema, deletes) for t in tasks])
+            rows = pa.concat_tables([read_task(c.io, t, lineage_schema_of(c, schema), deletes, NM.of(c.base.properties))
+                                     for t in tasks])
             if few and rows.num_rows == sum(t.data_file.record_count for t in tasks):
                 continue  # the deletes that may apply remove none of its rows: nothing to do (5.4)
             for t in tasks:

@@ -189,8 +189,12 @@ def test_defaults_fill_old_files_on_read_and_new_writes_without_the_column():
     require_committed(table.append(rows([2])))
     got = {r["id"]: r["n"] for r in Table(stack.catalog, "db.t", stack.io).scan().to_pylist()}
     assert got == {1: 5, 2: 9}
+    require_committed(table._run(SE.set_write_default_change("n", 10)))
+    require_committed(table.append(rows([3])))
+    got = {r["id"]: r["n"] for r in Table(stack.catalog, "db.t", stack.io).scan().to_pylist()}
+    assert got == {1: 5, 2: 9, 3: 10}  # the initial default never changes; new writes take the new one
     require_committed(table._run(SE.add_column_change("must", "string", initial_default="x", required=True)))
-    assert Table(stack.catalog, "db.t", stack.io).scan().column("must").to_pylist() == ["x", "x"]
+    assert Table(stack.catalog, "db.t", stack.io).scan().column("must").to_pylist() == ["x", "x", "x"]
     v2 = _v3(stack, "b", version=2)
     with pytest.raises(Exception, match="default value, which needs format v3"):
         v2._run(SE.add_column_change("n", "int", initial_default=5))
@@ -239,3 +243,30 @@ def test_a_row_delta_dv_must_hold_the_old_one_and_replaces_it():
     table.refresh()
     (dv,) = _live_deletes(table)
     assert _positions(stack, dv) == [0, 1, 4] and ids_of(table.scan()) == [2, 3, 5]
+
+
+def test_rows_keep_their_ids_through_compaction_and_copy_on_write():
+    """Goal: compaction and a copy-on-write delete move rows to new files with their _row_id
+    and _last_updated_sequence_number materialised (spec "Row Lineage": unmodified rows
+    keep both); new rows get fresh ids. Method: two appends and a DV delete, compact,
+    delete copy-on-write, overwrite; compare the lineage columns before and after."""
+    stack = memory_stack()
+    table = _v3(stack)
+    require_committed(table.append(rows([1, 2, 3])))
+    require_committed(table.append(rows([4, 5])))
+    require_committed(table.delete("id = 2", mode="merge-on-read"))
+
+    def lineage():
+        out = table.scan(columns=["id", "_row_id", "_last_updated_sequence_number"]).to_pylist()
+        return {r["id"]: (r["_row_id"], r["_last_updated_sequence_number"]) for r in out}
+    before = lineage()
+    assert before == {1: (0, 1), 3: (2, 1), 4: (3, 2), 5: (4, 2)}
+    require_committed(table.rewrite_files())
+    assert len(table.plan_files()) == 1 and lineage() == before
+    require_committed(table.delete("id = 4"))  # copy-on-write: the survivors move again
+    assert lineage() == {k: v for k, v in before.items() if k != 4}
+    next_id = table.metadata.next_row_id
+    require_committed(table.append(rows([6])))
+    assert lineage()[6] == (next_id, table.current_snapshot().sequence_number)
+    ids = [v[0] for v in lineage().values()]
+    assert len(ids) == len(set(ids))
