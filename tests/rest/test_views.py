@@ -181,3 +181,25 @@ def test_pyiceberg_view_calls(rest_catalog):
     again = rest_catalog.register_view("db.v2", location)
     assert again.metadata.view_uuid == loaded.metadata.view_uuid
     assert rest_catalog.list_views("db") == [("db", "v2")]
+
+
+def test_a_store_without_views_refuses_them_and_does_not_advertise_them():
+    """Goal: on a catalog that keeps no views (the PointerStore over the in-memory catalog)
+    every view route is 406 UnsupportedOperationException and /v1/config lists no view
+    endpoint, while tables work. Method: the server over a MemoryCatalog, raw HTTP."""
+    from icefloe.conformance.testing.rest_server import RestServer
+    from icefloe.impl.catalog.memory import MemoryCatalog
+    from icefloe.impl.io.router import StoreRouter
+    from icefloe.impl.serve.service import CatalogService
+    from icefloe.impl.serve.store import store_for
+    catalog = MemoryCatalog()
+    service = CatalogService(catalog, store_for(catalog), StoreRouter(), "memory://wh")
+    with RestServer("", "", service=service) as s:
+        endpoints = requests.get(s.url + "/v1/config").json()["endpoints"]
+        assert endpoints and not any("/views" in e or "register-view" in e for e in endpoints)
+        assert post(s, "/v1/namespaces", {"namespace": ["db"]}).status_code == 200
+        assert post(s, "/v1/namespaces/db/tables", {"name": "t", "schema": SCHEMA}).status_code == 200
+        answers = [make_view(s), requests.get(s.url + "/v1/namespaces/db/views"),
+                   requests.get(s.url + "/v1/namespaces/db/views/v"), requests.delete(s.url + "/v1/namespaces/db/views/v")]
+        for answer in answers:
+            assert answer.status_code == 406 and answer.json()["error"]["type"] == "UnsupportedOperationException"

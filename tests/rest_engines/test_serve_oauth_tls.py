@@ -272,3 +272,60 @@ def test_iceberg_java_over_oauth2_and_https(https_server, tmp_path):
     assert result["reader_insert"] == ["ForbiddenException"], result
     assert "view_error" not in result, result["view_error"]
     assert result["view_rows"] == 2 and result["views"] == ["jv"] and result["views_after_drop"] == [], result
+
+
+def test_every_route_asks_for_its_grant_before_reading(tmp_path):
+    """Goal: each route refuses a principal without the grant it needs with the same 403,
+    whether or not what it names exists, and changes nothing: reads need read, every
+    mutation (tables, views, namespaces, rename on either side, register, transaction)
+    needs write. Method: in-process server; bob (read on db) and carol (grants on other)
+    against alice's table and view."""
+    auth = Authenticator(principals=load_principals(str(principals_file(tmp_path))))
+    schema = {"type": "struct", "fields": [{"id": 1, "name": "id", "type": "long", "required": False}]}
+    version = {"version-id": 1, "timestamp-ms": 1, "schema-id": 0, "summary": {}, "default-namespace": ["db"],
+               "representations": [{"type": "sql", "sql": "SELECT 1", "dialect": "spark"}]}
+    with RestServer(f"sqlite:///{tmp_path}/c.db", str(tmp_path / "wh"), auth=auth) as s:
+        def as_(who):
+            token = requests.post(s.url + "/v1/oauth/tokens", data={
+                "grant_type": "client_credentials", "client_id": who, "client_secret": SECRETS[who]}).json()
+            return {"Authorization": f"Bearer {token['access_token']}"}
+        alice, bob, carol = as_("alice"), as_("bob"), as_("carol")
+        call = lambda h, m, p, b=None: requests.request(m, s.url + p, json=b, headers=h)  # noqa: E731
+        assert call(alice, "POST", "/v1/namespaces", {"namespace": ["db"]}).status_code == 200
+        assert call(carol, "POST", "/v1/namespaces", {"namespace": ["other"]}).status_code == 200
+        assert call(alice, "POST", "/v1/namespaces/db/tables", {"name": "t", "schema": schema}).status_code == 200
+        assert call(alice, "POST", "/v1/namespaces/db/views", {"name": "v", "schema": schema,
+                                                               "view-version": version}).status_code == 200
+        before = call(alice, "GET", "/v1/namespaces/db/tables/t").json()
+        rename = lambda a, b: {"source": {"namespace": [a], "name": "t"}, "destination": {"namespace": [b],  # noqa
+                                                                                         "name": "t2"}}
+        writes = [("POST", "/v1/namespaces/db/tables", {"name": "u", "schema": schema}),
+                  ("POST", "/v1/namespaces/db/tables/t", {"requirements": [], "updates": [
+                      {"action": "set-properties", "updates": {"k": "v"}}]}),
+                  ("DELETE", "/v1/namespaces/db/tables/t", None), ("DELETE", "/v1/namespaces/db/tables/nope", None),
+                  ("POST", "/v1/namespaces/db/register", {"name": "r", "metadata-location": "file:///x"}),
+                  ("POST", "/v1/tables/rename", rename("db", "other")),
+                  ("POST", "/v1/tables/rename", rename("other", "db")),
+                  ("POST", "/v1/transactions/commit", {"table-changes": [
+                      {"identifier": {"namespace": ["db"], "name": "t"}, "requirements": [], "updates": []}]}),
+                  ("POST", "/v1/namespaces/db/properties", {"updates": {"a": "b"}}),
+                  ("DELETE", "/v1/namespaces/db", None),
+                  ("POST", "/v1/namespaces/db/views", {"name": "w", "schema": schema, "view-version": version}),
+                  ("DELETE", "/v1/namespaces/db/views/v", None),
+                  ("POST", "/v1/views/rename", {"source": {"namespace": ["db"], "name": "v"},
+                                                "destination": {"namespace": ["db"], "name": "v2"}})]
+        reads = [("GET", "/v1/namespaces/db", None), ("GET", "/v1/namespaces/db/tables", None),
+                 ("GET", "/v1/namespaces/db/tables/t", None), ("GET", "/v1/namespaces/db/tables/nope", None),
+                 ("GET", "/v1/namespaces/db/views", None), ("GET", "/v1/namespaces/db/views/v", None),
+                 ("GET", "/v1/namespaces?parent=db", None)]
+        for who, routes in ((bob, writes), (carol, writes + reads)):
+            bodies = set()
+            for method, path, body in routes:
+                answer = call(who, method, path, body)
+                assert answer.status_code == 403, (method, path, answer.text)
+                bodies.add(answer.text.replace("other", "db").replace("no read grant", "no write grant"))
+            assert len(bodies) == 1, bodies            # one answer, naming nothing of what exists
+        for method, path, body in reads:
+            assert call(bob, method, path, body).status_code == (404 if "nope" in path else 200), path
+        assert call(alice, "GET", "/v1/namespaces/db/tables/t").json() == before
+        assert call(alice, "HEAD", "/v1/namespaces/db/views/v").status_code == 204
