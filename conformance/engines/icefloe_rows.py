@@ -83,8 +83,9 @@ class ModelRowDelta(P.RowDelta):
             if self.target is None:
                 return False            # the row is not live: nothing to do (5.4)
             self.referenced = frozenset({self.target[0].file_path})
+        self.added_deletes = []
+        super().plan(c)                 # checks the files it is given: none yet
         self.added_deletes = [None]     # planned: written in the data phase
-        super().plan(c)
         return True
 
     def write_data(self, c):
