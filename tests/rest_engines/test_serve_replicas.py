@@ -1,4 +1,5 @@
-"""Three `icefloe serve` replicas on one PostgreSQL catalog, one killed with SIGKILL while
+"""Three `icefloe serve` replicas on one PostgreSQL catalog: `icefloe conform --rest-uri`
+through a round-robin balancer over them passes, and with one killed with SIGKILL while
 commits are in flight (issue 31 item 5; spec/PROTOCOL.md 3 "The catalog's swap", 9 "Commit
 outcomes"): goal, every outcome is resolved (acknowledged or not), nothing acknowledged is
 lost, nothing lands twice, main stays one linear chain, and the survivors keep serving.
@@ -11,6 +12,7 @@ from the catalog's record (the key is written in the commit's own transaction). 
 comes once a third of the commits are acknowledged (an event, not a time)."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -186,3 +188,40 @@ def test_replicas_on_one_postgresql_catalog_survive_a_sigkill(replicas):
     assert requests.get(table_path(urls[1]), timeout=REQUEST_TIMEOUT_S).json()["metadata"] == metadata
     print(f"replicas: {len(acknowledged)} acknowledged, {len(conflicts)} conflicts, {len(resent)} resent "
           "after no answer")
+
+
+class RoundRobin:
+    """A load balancer for the test: an ASGI app sending each request to the next replica
+    (conformance.testing.rest_faults.Upstream forwards it as is)."""
+
+    def __init__(self, urls: list[str]):
+        from icefloe.conformance.testing.rest_faults import Upstream
+        self.upstreams, self.n, self.lock = [Upstream(u) for u in urls], 0, threading.Lock()
+        self.sent = [0] * len(urls)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return
+        with self.lock:
+            i = self.n % len(self.upstreams)
+            self.n += 1
+            self.sent[i] += 1
+        await self.upstreams[i](scope, receive, send)
+
+
+def test_conform_rest_uri_passes_through_a_balancer_over_the_replicas(replicas, tmp_path, capsys):
+    """Goal: `icefloe conform --rest-uri` judges the three replicas behind one round-robin
+    balancer as one catalog and passes (atomic requirements, idempotency replay across
+    replicas, answers that agree with the table under faults). Method: the console entry
+    point against the balancer (an ASGI app under uvicorn on 127.0.0.1)."""
+    from icefloe.conformance.cli import main as icefloe_main
+    from icefloe.conformance.testing.rest_server import AsgiServer
+    _, urls = replicas
+    balancer = RoundRobin(urls)
+    report = tmp_path / "verdict.json"
+    with AsgiServer(balancer) as front:
+        code = icefloe_main(["conform", "--rest-uri", front.url, "--report", str(report)])
+    out = capsys.readouterr().out
+    assert code == 0, out[-3000:]
+    assert json.loads(report.read_text())["passed"] is True
+    assert min(balancer.sent) > 10, balancer.sent          # every replica took its share
