@@ -75,3 +75,59 @@ def test_transaction_lands_whole_or_not_at_all(server):
     assert client.transaction([change("a", "2", ua), change("b", "2", ub)], key=key).status == 204
     assert head(client, name="a")[1]["properties"]["k"] == "2" == head(client, name="b")[1]["properties"]["k"]
     assert len(head(client, name="a")[1]["metadata-log"]) == 1
+
+
+def _snapshot_change(client, name: str, snapshot_id: int) -> dict:
+    """A transaction's change adding snapshot `snapshot_id` on table `name`'s main."""
+    parent, metadata = head(client, name=name)
+    seq = metadata["last-sequence-number"] + 1
+    snapshot = {"snapshot-id": snapshot_id, "sequence-number": seq, "timestamp-ms": 1_700_000_000_000 + seq,
+                "manifest-list": f"{metadata['location']}/metadata/snap-{snapshot_id}-1-probe.avro",
+                "summary": {"operation": "append"}, "schema-id": 0}
+    if parent is not None:
+        snapshot["parent-snapshot-id"] = parent
+    return {"identifier": {"namespace": ["db"], "name": name},
+            "requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": parent}],
+            "updates": [{"action": "add-snapshot", "snapshot": snapshot},
+                        {"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",
+                         "snapshot-id": snapshot_id}]}
+
+
+@pytest.mark.parametrize("when, landed", [("after", True), ("before", False)])
+def test_transaction_under_a_commit_fault_is_all_or_nothing(commit_fault, when, landed):
+    """Goal: a two-table transaction whose COMMIT fails before or after reaching the
+    database is 500 CommitStateUnknownException, moves both tables or neither, and its keyed
+    retry lands it exactly once (204). Method: the faulty SQLite connection on the
+    transaction's COMMIT, both tables' main ancestry read after each step."""
+    client, armed = commit_fault
+    make_table(client, name="u")
+    changes = [_snapshot_change(client, "t", 20), _snapshot_change(client, "u", 30)]
+    key = new_key()
+    armed.append(when)
+    first = client.transaction(changes, key=key)
+    assert first.status == 500 and first.type == "CommitStateUnknownException", first
+    assert (main_ancestry(client), main_ancestry(client, name="u")) == (([20, 1], [30]) if landed else ([1], []))
+    assert client.transaction(changes, key=key).status == 204
+    assert (main_ancestry(client), main_ancestry(client, name="u")) == ([20, 1], [30])
+
+
+@pytest.mark.parametrize("kind, status", [("fail_after", 502), ("lost", 0), ("duplicate", 0), ("fail_before", 503)])
+def test_transaction_under_the_rest_fault_layer_is_all_or_nothing(catalog_uri, warehouse, kind, status):
+    """Goal: the suite's REST commit faults on a two-table transaction: each table moved
+    exactly as the other (both or neither), and the keyed retry leaves both moved once.
+    Method: `icefloe serve` wrapped by RestFaults (conformance/testing/rest_faults.py)."""
+    from icefloe.conformance.testing import rest_faults as F
+    from icefloe.conformance.testing.rest_server import faulty_rest_server
+    with faulty_rest_server(catalog_uri, warehouse) as s:
+        client = RestClient(s.url, writer=1)
+        make_table(client)
+        make_table(client, name="u")
+        s.faults.add_rule(F.Rule(F.Fault(kind, status or 500), F.Match(writer=1)))
+        changes = [_snapshot_change(client, "t", 2), _snapshot_change(client, "u", 3)]
+        key = new_key()
+        client.transaction(changes, key=key)
+        t, u = main_ancestry(client), main_ancestry(client, name="u")
+        assert (t, u) in (([2], [3]), ([], [])), (t, u)
+        assert client.transaction(changes, key=key).status == 204
+        assert (main_ancestry(client), main_ancestry(client, name="u")) == ([2], [3])
+        s.faults.close()
