@@ -48,6 +48,7 @@ COMMAND_GROUPS = [
     "icefloe.impl.cli.schema",        # schema add-column|rename-column|drop-column|widen
     "icefloe.impl.cli.layout",        # partition add|remove|rename, sort-order set|unset
     "icefloe.impl.cli.admin",         # rename, properties set|unset, register
+    "icefloe.impl.cli.add_files",     # add-files
     "icefloe.impl.cli.refs",          # branch tag rollback set-current cherry-pick
     "icefloe.impl.cli.maintenance",   # compact expire remove-orphans
 ]

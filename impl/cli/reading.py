@@ -118,13 +118,16 @@ def appended_batches(store, metadata, appends, row_filter, columns, schema, batc
     from icefloe.impl.format.parquet import iter_data_file
     from icefloe.impl.format.types import schema_to_arrow
     from icefloe.impl.table.files import TreeReader
+    from icefloe.impl.format import name_mapping as NM
     tree = TreeReader(store)
+    mapping = NM.of(metadata.properties)
     arrow_filter = None if row_filter is None else E.to_arrow(E.bind(row_filter, schema))
     arrow_schema = schema_to_arrow(schema)
     for snap in appends:
         for entry in tree.changes(snap).added_data:
             path = entry.data_file.file_path
-            for rows in iter_data_file(store.get(path), schema, path, data_file=entry.data_file, batch_rows=batch_rows):
+            for rows in iter_data_file(store.get(path), schema, path, data_file=entry.data_file, batch_rows=batch_rows,
+                                       name_mapping=mapping):
                 if arrow_filter is not None:
                     rows = rows.filter(arrow_filter)
                 rows = rows.cast(arrow_schema)

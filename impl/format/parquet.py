@@ -325,8 +325,10 @@ def _child(by_id: dict, f: T.NestedField, length: int, location: str) -> pa.Arra
 
 
 def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>", *,
-                   row_filter: pc.Expression | None = None, data_file: DataFile | None = None) -> pa.Table:
-    """The rows of a Parquet file as a table of `schema`: columns matched by field id,
+                   row_filter: pc.Expression | None = None, data_file: DataFile | None = None,
+                   name_mapping: dict[str, int] | None = None) -> pa.Table:
+    """The rows of a Parquet file as a table of `schema`: columns matched by field id (in
+    a file without field ids, by `name_mapping`, the table's name mapping: name_mapping.py),
     absent optional columns read as null, types promoted; then `row_filter` applied. With
     `data_file` (its manifest entry), the file's row count is checked against the entry's
     record_count (integrity.py): CorruptMetadata on a mismatch. Both are checked on the
@@ -336,7 +338,8 @@ def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>",
     try:
         parquet_file = _open_checked(data, location, data_file)
         file_table = parquet_file.read()
-        out = _project_table(file_table.schema, file_table.columns, file_table.num_rows, schema, location)
+        out = _project_table(file_table.schema, file_table.columns, file_table.num_rows, schema, location,
+                             name_mapping)
     except (DataFileError, integrity.CorruptMetadata):
         raise
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as e:
@@ -356,17 +359,38 @@ def _open_checked(data: bytes, location: str, data_file: DataFile | None) -> pq.
     return parquet_file
 
 
-def _project_table(file_schema: pa.Schema, columns, num_rows: int, schema: T.Schema, location: str) -> pa.Table:
+def _project_table(file_schema: pa.Schema, columns, num_rows: int, schema: T.Schema, location: str,
+                   name_mapping: dict[str, int] | None = None) -> pa.Table:
     if len(columns) and all(_field_id(f) is None for f in file_schema):
-        raise DataFileError("the file has no field ids (name mapping is not supported)", location)
-    # Columns by position: a corrupt file's names need not even be valid UTF-8.
-    by_id = {_field_id(f): col for f, col in zip(file_schema, columns)}
+        if name_mapping is None:
+            raise DataFileError("the file has no field ids and the table no name mapping "
+                                "(schema.name-mapping.default)", location)
+        by_id = _mapped(file_schema, columns, name_mapping, location)
+    else:
+        # Columns by position: a corrupt file's names need not even be valid UTF-8.
+        by_id = {_field_id(f): col for f, col in zip(file_schema, columns)}
     projected = [_child(by_id, f, num_rows, location) for f in schema.fields]
     return pa.Table.from_arrays(projected, schema=T.schema_to_arrow(schema))
 
 
+def _mapped(file_schema: pa.Schema, columns, name_mapping: dict[str, int], location: str) -> dict:
+    """field id -> column of a file without field ids, by the table's name mapping
+    (name_mapping.py); top-level columns only: a nested one needs ids of its own."""
+    by_id = {}
+    for f, col in zip(file_schema, columns):
+        fid = name_mapping.get(f.name)
+        if fid is None:
+            continue                       # a column the table never had: not read
+        if pa.types.is_nested(f.type):
+            raise DataFileError(f"column {f.name!r} is nested and the file has no field ids: its children "
+                                "cannot be resolved by name", location)
+        by_id[fid] = col
+    return by_id
+
+
 def iter_data_file(data: bytes, schema: T.Schema, location: str = "<data file>", *,
-                   data_file: DataFile | None = None, batch_rows: int = 65_536) -> Iterator[pa.Table]:
+                   data_file: DataFile | None = None, batch_rows: int = 65_536,
+                   name_mapping: dict[str, int] | None = None) -> Iterator[pa.Table]:
     """The rows of a Parquet file as `read_data_file` gives them, `batch_rows` at a time
     (decoded batch by batch, so memory holds the file's bytes and one batch, not all its
     rows): the streaming read of `icefloe scan`."""
@@ -374,7 +398,7 @@ def iter_data_file(data: bytes, schema: T.Schema, location: str = "<data file>",
         parquet_file = _open_checked(data, location, data_file)
         batches = parquet_file.iter_batches(batch_size=batch_rows, use_threads=False)
         for batch in batches:
-            yield _project_table(batch.schema, batch.columns, batch.num_rows, schema, location)
+            yield _project_table(batch.schema, batch.columns, batch.num_rows, schema, location, name_mapping)
     except (DataFileError, integrity.CorruptMetadata):
         raise
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as e:

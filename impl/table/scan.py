@@ -18,6 +18,7 @@ import pyarrow as pa
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format.expression_parser import parse as parse_filter
+from icefloe.impl.format import name_mapping as NM
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile, DataFileContent, ManifestContent
 from icefloe.impl.format.manifest_reader import Projection
@@ -191,11 +192,13 @@ def _with_lineage(rows: pa.Table, task: FileScanTask) -> pa.Table:
 
 
 def read_task(io: ObjectStore, task: FileScanTask, schema: T.Schema,
-              deletes: DeleteReader | None = None) -> pa.Table:
+              deletes: DeleteReader | None = None, name_mapping: dict | None = None) -> pa.Table:
     """The live rows of one data file (deletes applied, no filter). A `schema` holding the
     lineage columns (`lineage_schema`) gets them filled before deletes drop rows, since
-    `_row_id` counts positions in the file."""
-    rows = read_data_file(io.get(task.data_file.file_path), schema, task.data_file.file_path, data_file=task.data_file)
+    `_row_id` counts positions in the file. `name_mapping` (name_mapping.of(properties))
+    resolves a file written without field ids."""
+    rows = read_data_file(io.get(task.data_file.file_path), schema, task.data_file.file_path, data_file=task.data_file,
+                          name_mapping=name_mapping)
     if schema.field_by_id(ROW_ID_FIELD_ID) is not None:
         rows = _with_lineage(rows, task)
     deletes = deletes or DeleteReader(io)
@@ -204,7 +207,7 @@ def read_task(io: ObjectStore, task: FileScanTask, schema: T.Schema,
 
 
 def read_tasks(io: ObjectStore, tasks: list[FileScanTask], schema: T.Schema, row_filter=None,
-               columns: list[str] | None = None) -> pa.Table:
+               columns: list[str] | None = None, name_mapping: dict | None = None) -> pa.Table:
     expr = _as_expression(row_filter)
     arrow_filter = None if isinstance(expr, E.AlwaysTrue) else E.to_arrow(E.bind(expr, schema))
     if columns is not None and any(c in LINEAGE_COLUMNS for c in columns):
@@ -212,7 +215,7 @@ def read_tasks(io: ObjectStore, tasks: list[FileScanTask], schema: T.Schema, row
     deletes = DeleteReader(io)
     parts = []
     for task in tasks:
-        rows = read_task(io, task, schema, deletes)
+        rows = read_task(io, task, schema, deletes, name_mapping)
         if arrow_filter is not None:
             rows = rows.filter(arrow_filter)
         parts.append(rows)
@@ -229,7 +232,8 @@ def scan(io: ObjectStore, metadata: TableMetadata, snapshot: Snapshot | None, ro
     column added since the last snapshot shows, as null)."""
     tree = tree or TreeReader(io)
     schema = schema or snapshot_schema(metadata, snapshot)
-    return read_tasks(io, plan_files(tree, metadata, snapshot, row_filter, schema), schema, row_filter, columns)
+    return read_tasks(io, plan_files(tree, metadata, snapshot, row_filter, schema), schema, row_filter, columns,
+                      NM.of(metadata.properties))
 
 
 BATCH_ROWS_DEFAULT = 65_536
@@ -253,12 +257,14 @@ def scan_batches(io: ObjectStore, metadata: TableMetadata, snapshot: Snapshot | 
         schema = lineage_schema(schema)
     arrow_schema = T.schema_to_arrow(schema)
     deletes = DeleteReader(io)
+    mapping = NM.of(metadata.properties)
     for task in tasks:
         path = task.data_file.file_path
         if task.has_deletes or lineage:  # positions count from the file's start
-            parts = [read_task(io, task, schema, deletes)]
+            parts = [read_task(io, task, schema, deletes, mapping)]
         else:
-            parts = iter_data_file(io.get(path), schema, path, data_file=task.data_file, batch_rows=batch_rows)
+            parts = iter_data_file(io.get(path), schema, path, data_file=task.data_file, batch_rows=batch_rows,
+                                   name_mapping=mapping)
         for rows in parts:
             if arrow_filter is not None:
                 rows = rows.filter(arrow_filter)
@@ -298,4 +304,4 @@ def incremental_append_scan(io: ObjectStore, metadata: TableMetadata, from_snaps
             continue
         for e in tree.changes(snap).added_data:
             tasks.append(FileScanTask(e.data_file, 0, e.sequence_number))
-    return read_tasks(io, tasks, schema)
+    return read_tasks(io, tasks, schema, name_mapping=NM.of(metadata.properties))
