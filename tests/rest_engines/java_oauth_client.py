@@ -46,6 +46,9 @@ except Exception as e:  # noqa: BLE001 - the refusal's classes are the result
 try:
     spark.sql("CREATE VIEW w.db.jv AS SELECT id FROM w.db.jt WHERE id > 1")
     out["view_rows"] = spark.sql("SELECT count(*) FROM w.db.jv").collect()[0][0]
+    spark.sql("CREATE OR REPLACE VIEW w.db.jv AS SELECT id FROM w.db.jt WHERE id > 2")
+    out["replaced_view_rows"] = spark.sql("SELECT count(*) FROM w.db.jv").collect()[0][0]
+    out["reader_view_rows"] = spark.sql("SELECT count(*) FROM r.db.jv").collect()[0][0]
     out["views"] = [r[1] for r in spark.sql("SHOW VIEWS IN w.db").collect()]
     spark.sql("DROP VIEW w.db.jv")
     out["views_after_drop"] = [r[1] for r in spark.sql("SHOW VIEWS IN w.db").collect()]

@@ -118,8 +118,8 @@ def catalog_for(server, who: str):
 
 
 def test_pyiceberg_over_oauth2_and_https_with_grants(https_server):
-    """Goal: alice (write on db) creates, appends and reads; bob (read on db) reads and is
-    refused a commit and a drop with 403; carol (grants elsewhere) gets 403 for db.t, the
+    """Goal: alice (write on db) creates, appends and reads a table and creates and drops a
+    view; bob (read on db) reads both and is refused a commit and drops with 403; carol (grants elsewhere) gets 403 for db.t, the
     same answer as for a table that does not exist, and does not see db listed. Method:
     pyiceberg's RestCatalog with credential=id:secret against https."""
     from pyiceberg.exceptions import ForbiddenError
@@ -146,6 +146,18 @@ def test_pyiceberg_over_oauth2_and_https_with_grants(https_server):
     assert [tuple(n) for n in carol.list_namespaces()] == [("other",)]
     assert [tuple(n) for n in alice.list_namespaces()] == [("db",)]
     assert alice.load_table("db.t").scan().to_arrow().num_rows == 3
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import LongType, NestedField
+    from pyiceberg.view.metadata import SQLViewRepresentation, ViewVersion
+    version = ViewVersion(schema_id=0, default_namespace=("db",), representations=[
+        SQLViewRepresentation(type="sql", sql="SELECT id FROM db.t", dialect="spark")])
+    alice.create_view("db.v", schema=Schema(NestedField(1, "id", LongType())), view_version=version)
+    assert bob.load_view("db.v").metadata.current_version_id == 1
+    with pytest.raises(ForbiddenError):
+        bob.drop_view("db.v")
+    with pytest.raises(ForbiddenError):
+        carol.load_view("db.v")
+    alice.drop_view("db.v")
 
 
 def test_plain_http_is_refused_by_the_https_server_and_unverified_certificates_by_clients(https_server):
@@ -272,6 +284,7 @@ def test_iceberg_java_over_oauth2_and_https(https_server, tmp_path):
     assert result["reader_insert"] == ["ForbiddenException"], result
     assert "view_error" not in result, result["view_error"]
     assert result["view_rows"] == 2 and result["views"] == ["jv"] and result["views_after_drop"] == [], result
+    assert result["replaced_view_rows"] == result["reader_view_rows"] == 1, result
 
 
 def test_every_route_asks_for_its_grant_before_reading(tmp_path):
