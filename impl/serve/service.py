@@ -28,10 +28,10 @@ from icefloe.impl.io.base import NotFound, StoreError
 from icefloe.impl.io.locations import scheme_of
 from icefloe.impl.outcomes import InvalidArgument, SwapRejected, SwapUnknown, Swapped
 from icefloe.impl.serve import errors as E
+from icefloe.impl.serve.confine import LocationPolicy, check_levels, check_namespace_length
 from icefloe.impl.serve.records import TableChange
 from icefloe.impl.serve.store import Store
 from icefloe.impl.table.commit import read_metadata
-from icefloe.impl.serve.confine import LocationPolicy, check_levels, check_namespace_length
 from icefloe.impl.table.confinement import TableLocationOverlap, catalog_tables, check_no_overlap, table_root_of
 from icefloe.impl.table.drop import PurgeRefused, drop_table, remove_empty_directories
 from icefloe.impl.table.env import Env, metadata_file_location
