@@ -13,6 +13,8 @@ TLA+: no action; planning only reads committed snapshots.
 """
 from __future__ import annotations
 
+import math
+
 import re
 import struct
 import uuid
@@ -306,6 +308,9 @@ def _arrow_literal(p: BoundPredicate, value: Any) -> pa.Scalar:
     return pa.scalar(value, T.type_to_arrow(t))
 
 
+IN_CHAIN_MAX = 16  # longer in / not in lists are evaluated as one is_in (to_arrow)
+
+
 def to_arrow(expr: Expression) -> pc.Expression:
     """The bound expression as an Arrow filter with exactly the semantics above."""
     if isinstance(expr, AlwaysTrue):
@@ -335,6 +340,13 @@ def to_arrow(expr: Expression) -> pc.Expression:
     if op == NOT_STARTS_WITH:
         return ~pc.starts_with(ref, pattern=expr.literals[0])
     if op in (IN, NOT_IN):
+        if len(lits) > IN_CHAIN_MAX and not any(isinstance(v, float) and math.isnan(v) for v in expr.literals):
+            # One is_in over the set: a chain of 10,000 ORs made a tree whose evaluation
+            # overflowed Arrow's C++ stack (a segfault). is_in is false for a null, so
+            # null rows are made unknown explicitly, as = and != make them.
+            value_set = pa.array([v.as_py() for v in lits], lits[0].type)
+            hit = pc.is_in(ref, value_set=value_set)
+            return pc.if_else(ref.is_valid(), hit if op == IN else ~hit, pa.scalar(None, pa.bool_()))
         # Chains of = / != keep the null-is-unknown semantics that is_in lacks.
         parts = [ref == v if op == IN else ref != v for v in lits]
         out = parts[0]
