@@ -71,9 +71,11 @@ class Serve:
         self.port = free_port()
         self.url = f"{scheme}://127.0.0.1:{self.port}"
         exe = os.path.join(os.path.dirname(sys.executable), "icefloe")
-        self.proc = subprocess.Popen([exe, "--catalog", f"sqlite:///{tmp_path}/cat.db", "--warehouse",
-                                      str(tmp_path / "wh"), "serve", "--port", str(self.port), *args],
-                                     stderr=subprocess.PIPE, env={**os.environ, **(env or {})})
+        self.log = tmp_path / f"serve-{self.port}.log"    # a file, not a pipe nobody drains
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen([exe, "--catalog", f"sqlite:///{tmp_path}/cat.db", "--warehouse",
+                                          str(tmp_path / "wh"), "serve", "--port", str(self.port), *args],
+                                         stderr=log, env={**os.environ, **(env or {})})
         deadline = time.monotonic() + START_WAIT_S
         while True:
             try:
@@ -82,7 +84,7 @@ class Serve:
             except requests.ConnectionError:
                 if self.proc.poll() is not None or time.monotonic() > deadline:
                     self.stop()
-                    raise RuntimeError(self.proc.stderr.read().decode())
+                    raise RuntimeError(self.log.read_text())
                 time.sleep(0.2)
 
     def stop(self) -> None:
