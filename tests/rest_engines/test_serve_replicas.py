@@ -136,8 +136,10 @@ def test_replicas_on_one_postgresql_catalog_survive_a_sigkill(replicas):
             url = balancer.pick()
             try:
                 if body is None:                      # a fresh attempt: read the head, new key
-                    metadata = requests.get(table_path(url), timeout=REQUEST_TIMEOUT_S).json()["metadata"]
-                    body, key = commit_body(metadata, snapshot_id), str(uuid.uuid4())
+                    loaded = requests.get(table_path(url), timeout=REQUEST_TIMEOUT_S)
+                    if loaded.status_code != 200:
+                        continue                      # a replica going down mid-read: read again
+                    body, key = commit_body(loaded.json()["metadata"], snapshot_id), str(uuid.uuid4())
                 answer = requests.post(table_path(url), json=body, headers={"Idempotency-Key": key},
                                        timeout=REQUEST_TIMEOUT_S)
             except requests.RequestException:
