@@ -229,8 +229,9 @@ def test_tokens_expire(tmp_path):
 
 def test_static_token_from_a_file_or_the_environment_never_only_the_command_line(tmp_path):
     """Goal: a static token is read from --token-file or ICEFLOE_SERVE_TOKEN; two sources at
-    once are refused; the server started with the variable refuses requests without it.
-    Method: make_authenticator on parsed arguments; the command in a subprocess."""
+    once are refused; the server started with the variable refuses requests without it (and
+    takes --allowed-location and --max-request-bytes from its command line). Method:
+    make_authenticator on parsed arguments; the command in a subprocess."""
     def args(**kw):
         base = dict(token=None, token_file=None, principals=None, signing_key_file=None, token_lifetime_s=3600)
         return argparse.Namespace(**{**base, **kw})
@@ -239,11 +240,21 @@ def test_static_token_from_a_file_or_the_environment_never_only_the_command_line
     assert make_authenticator(args(), {"ICEFLOE_SERVE_TOKEN": "from-env"}).static_token == "from-env"
     with pytest.raises(ValueError):
         make_authenticator(args(token_file=str(tmp_path / "token")), {"ICEFLOE_SERVE_TOKEN": "x"})
-    server = Serve(tmp_path, env={"ICEFLOE_SERVE_TOKEN": "s3cr3t"})
+    server = Serve(tmp_path, "--allowed-location", str(tmp_path / "extra"), "--max-request-bytes", "4000",
+                   env={"ICEFLOE_SERVE_TOKEN": "s3cr3t"})
     try:
         assert requests.get(server.url + "/v1/config").status_code == 401
-        assert requests.get(server.url + "/v1/config", headers={"Authorization": "bearer s3cr3t"}).status_code == 200
+        auth = {"Authorization": "bearer s3cr3t"}
+        assert requests.get(server.url + "/v1/config", headers=auth).status_code == 200
         assert "s3cr3t" not in " ".join(server.proc.args)
+        requests.post(server.url + "/v1/namespaces", json={"namespace": ["db"]}, headers=auth)
+        create = lambda where: requests.post(server.url + "/v1/namespaces/db/tables", headers=auth, json={  # noqa
+            "name": "t", "schema": {"type": "struct", "fields": []}, "location": where})
+        assert create(f"file://{tmp_path}/elsewhere/t").status_code == 403
+        assert create(f"file://{tmp_path}/extra/t").status_code == 200          # --allowed-location
+        big = requests.post(server.url + "/v1/namespaces/db/tables/t", headers=auth, json={
+            "requirements": [], "updates": [{"action": "set-properties", "updates": {"k": "x" * 5000}}]})
+        assert big.status_code == 413                                           # --max-request-bytes
     finally:
         server.stop()
 
