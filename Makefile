@@ -76,6 +76,30 @@ $(foreach peer,$(PEER_NAMES),$(eval $(call PEER_VENV,$(peer))))
 .PHONY: peer-venvs
 peer-venvs: $(addprefix peer-venv-,$(PEER_NAMES))
 
+# The version matrix of docs/verdicts.md: each cell's ci verdict, one command each, every peer
+# version in its own venv (above), from / (ClickHouse writes local files only under its current
+# directory); reports in reports/matrix/NAME (verdict.json, report.html). Slow: pyiceberg 3-8
+# min a version, Sail 8 min, Java 28 min here; not in make test. The last line per cell
+# is its verdict as verdict.json says it.
+MATRIX_DIR := $(CURDIR)/reports/matrix
+MATRIX_CELLS := pyiceberg-0.10=pyiceberg pyiceberg-0.11=pyiceberg pyiceberg-0.12=pyiceberg duckdb-1.4.4=duckdb \
+	duckdb-1.5.5=duckdb sail-0.7.2=icefloe.conformance.engines.sail_engine:engine \
+	chdb-4.4.0=icefloe.conformance.engines.chdb_engine:engine
+.PHONY: verdict-matrix
+verdict-matrix: peer-venvs java-venv
+	@mkdir -p $(MATRIX_DIR)
+	@for cell in $(MATRIX_CELLS) java=java java-mor=java-mor; do \
+		name=$${cell%%=*}; engine=$${cell#*=}; \
+		bin=$(CURDIR)/$(PEERS_DIR)/$$name/bin; [ -d $$bin ] || bin=$(CURDIR)/$(BIN); \
+		rm -rf $(MATRIX_DIR)/$$name; echo "== $$name: icefloe conform --engine $$engine --profile ci --seed 0 --time-budget 0 (log: $(MATRIX_DIR)/$$name.log)"; \
+		(cd / && nice -n 10 $$bin/icefloe conform --engine $$engine --profile ci --seed 0 --time-budget 0 \
+			--report $(MATRIX_DIR)/$$name > $(MATRIX_DIR)/$$name.log 2>&1); \
+		$(BIN)/python -c "import json, sys; v = json.load(open(sys.argv[1])); c = v['counts']; \
+			print(sys.argv[2] + ':', v['verdict'], ', '.join(v['violated']) or '-', \
+			'%s examples, %s steps, %s commits, %.0f s' % (c['examples'], c['steps'], c['commits'], v['elapsed_s']))" \
+			$(MATRIX_DIR)/$$name/verdict.json $$name 2>/dev/null || tail -n 2 $(MATRIX_DIR)/$$name.log; \
+	done
+
 # System packages the tests need, installed only when missing (CI runs as root on a
 # Debian machine): Java 17 for TLC, Debian's PostgreSQL server for the SQL catalog, Debian's
 # headless-capable Chromium for the test that renders the conformance report (report.html).
