@@ -31,6 +31,7 @@ from icefloe.impl.format.transforms import (
     PARTITION_FIELD_ID_START, PartitionSpec, SortOrder, UNSORTED, partition_spec_from_json,
     partition_spec_to_json, sort_order_from_json, sort_order_to_json,
 )
+from icefloe.impl.format.defaults import check_schema_defaults
 from icefloe.impl.outcomes import InvalidArgument
 from icefloe.impl.format.types import (
     FormatError, Schema, json_get, schema_from_json, schema_to_json,
@@ -392,6 +393,7 @@ def check_schema_for_version(schema: Schema, format_version: int) -> None:
     """UnsupportedFormatVersion naming a type or default `format_version` cannot hold (v3
     types and default values are v3 only: spec "Primitive Types", "Default values")."""
     from icefloe.impl.format.types import walk_fields
+    check_schema_defaults(schema)
     if format_version >= 3:
         return
     for f, path in walk_fields(schema):
@@ -573,10 +575,10 @@ def _parse(doc: Any) -> TableMetadata:
     required = ... if v2 else None
 
     if v2 or "schemas" in doc:
-        schemas = _items(doc, "schemas", schema_from_json)
+        schemas = _items(doc, "schemas", _schema_from_json)
         current_schema_id = _long(doc, "current-schema-id", "", required)
     else:
-        schemas = (schema_from_json(json_get(doc, "schema", dict, ""), "schema"),)
+        schemas = (_schema_from_json(json_get(doc, "schema", dict, ""), "schema"),)
         current_schema_id = None
     if current_schema_id is None:
         if not schemas:
@@ -629,6 +631,12 @@ def _parse(doc: Any) -> TableMetadata:
         next_row_id=_long(doc, "next-row-id", "") if version >= 3 else None,
         extras=FrozenMap({k: json.dumps(v, sort_keys=True) for k, v in doc.items()
                           if k not in _KNOWN_KEYS and not (k in _WRITTEN_EMPTY and v == [])}))
+
+
+def _schema_from_json(d: Any, path: str) -> Schema:
+    schema = schema_from_json(d, path)
+    check_schema_defaults(schema, path)  # a default that does not fit its type is bad input
+    return schema
 
 
 def _reject_constant(name: str):

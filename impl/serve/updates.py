@@ -76,7 +76,9 @@ def _touch(m: TableMetadata, c: _Commit, **changes) -> TableMetadata:
 
 def _add_schema(schema: Schema) -> Apply:
     def apply(m, c):
+        from icefloe.impl.format.defaults import check_schema_defaults
         from icefloe.impl.format.metadata import check_schema_for_version
+        check_schema_defaults(schema)  # a default that does not fit its type: 400 naming it
         if not c.creating:  # a create's version is set by its upgrade-format-version, in any order
             check_schema_for_version(schema, m.format_version)  # v3 types and defaults: 400 naming them
         same = next((s for s in m.schemas if s.schema_id >= 0 and s.fields == schema.fields

@@ -39,6 +39,7 @@ from icefloe.impl.table.validation import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
 )
 from icefloe.impl.table.scan import ROW_ID, lineage_schema, plan_files, read_task
+from icefloe.impl.table.superseding import delete_key, supersede
 
 from icefloe.impl.outcomes import SERIALIZABLE, SNAPSHOT, require  # noqa: E402,F401 - re-exported
 
@@ -76,11 +77,6 @@ def lineage_schema_of(c: PendingCommit, schema):
     _last_updated_sequence_number (spec "Row Lineage": a row moved to a new file keeps both
     when it is not modified); before v3 the schema itself."""
     return lineage_schema(schema) if c.base.format_version >= 3 else schema
-
-
-def delete_key(f: DataFile) -> tuple[str, int | None]:
-    """A delete file's identity: DVs share their Puffin file, told apart by offset."""
-    return f.file_path, f.content_offset
 
 
 def _summary(c: PendingCommit, operation: str, added: list[DataFile], removed: list[DataFile],
@@ -436,7 +432,6 @@ class RowDelta(FileChange):
                 raise UnsupportedFormatVersion(f"{f.file_path}: deletion vectors need format v3; this table is v{version}")
         dvs = [f for f in self.added_deletes if f.is_deletion_vector]
         if dvs:  # at most one live DV per data file: each supersedes what came before
-            from icefloe.impl.table.row_deletes import supersede
             removed, referenced = supersede(c, dvs)
             self.removed_deletes |= removed
             self.referenced = self.referenced | referenced

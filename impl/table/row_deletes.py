@@ -22,7 +22,6 @@ row-index filter at read time (deletes.py), never a join.
 from __future__ import annotations
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format.expression_parser import parse as parse_filter
@@ -33,8 +32,9 @@ from icefloe.impl.format.puffin import PuffinWriter
 from icefloe.impl.io.locations import comparable_location
 from icefloe.impl.outcomes import SERIALIZABLE
 from icefloe.impl.table import producer as P
-from icefloe.impl.table.deletes import DeleteReader, DELETE_FILE_PATH_ID
+from icefloe.impl.table.deletes import DeleteReader
 from icefloe.impl.table.scan import plan_files
+from icefloe.impl.table.superseding import delete_key, names_only
 
 DV_FORMAT_VERSION_MIN = 3
 
@@ -42,17 +42,6 @@ DV_FORMAT_VERSION_MIN = 3
 def dv_location(table_location: str, name_uuid: str) -> str:
     """Where a commit's Puffin file of DVs goes: beside the data, named as Java names them."""
     return f"{table_location.rstrip('/')}/data/{name_uuid}-deletes.puffin"
-
-
-def names_only(delete: DataFile, path: str) -> bool:
-    """Whether a position delete file names `path` alone (its referenced_data_file, or
-    file_path bounds that are equal and name it): then a DV for `path` replaces it."""
-    if delete.referenced_data_file is not None:
-        return comparable_location(delete.referenced_data_file) == comparable_location(path)
-    lo = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
-    hi = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
-    return lo is not None and lo == hi and comparable_location(lo.decode("utf-8", "replace")) == \
-        comparable_location(path)
 
 
 class DeleteRows(P.FileChange):
@@ -87,14 +76,14 @@ class DeleteRows(P.FileChange):
             before: set[int] = set()
             if task.deletion_vector is not None:
                 before.update(int(p) for p in deletes.dv_positions(task.deletion_vector))
-                self.removed_deletes.add(P.delete_key(task.deletion_vector))
+                self.removed_deletes.add(delete_key(task.deletion_vector))
             else:
                 key = comparable_location(path)
                 for d in task.position_deletes:
                     before.update(p for k, ps in deletes.positions(d).items()
                                   if comparable_location(k) == key for p in ps)
                     if names_only(d, path):
-                        self.removed_deletes.add(P.delete_key(d))
+                        self.removed_deletes.add(delete_key(d))
             self.dvs.append((task.data_file, task.spec_id, sorted(before.union(hit))))
             touched.append(task.data_file)
         if not self.dvs:
@@ -121,45 +110,3 @@ class DeleteRows(P.FileChange):
             self.added_deletes.append(dv)
             self.added_delete_specs[id(dv)] = spec_id
 
-
-def supersede(c, dvs: list[DataFile]) -> tuple[set[tuple[str, int | None]], frozenset[str]]:
-    """For DVs an engine wrote (a row delta's): what each supersedes at the starting
-    snapshot, and the data files they reference. Each DV must reference a live data file,
-    one DV per file, and hold every position of that file's live DV and of the position
-    delete files that name it alone (those are then removed in the same snapshot: spec
-    "Deletion Vectors"); otherwise InvalidArgument naming the file. Keeping the old DV
-    beside the new one is the two-live-DVs table of apache/iceberg-go #1868."""
-    from icefloe.impl.outcomes import InvalidArgument
-    by_path: dict[str, DataFile] = {}
-    for dv in dvs:
-        if not dv.referenced_data_file or dv.content_offset is None or dv.content_size_in_bytes is None:
-            raise InvalidArgument(f"{dv.file_path}: a deletion vector needs referenced_data_file, "
-                                  "content_offset and content_size_in_bytes")
-        key = comparable_location(dv.referenced_data_file)
-        if key in by_path:
-            raise InvalidArgument(f"two deletion vectors for {dv.referenced_data_file} in one commit")
-        by_path[key] = dv
-    tasks = {comparable_location(t.data_file.file_path): t
-             for t in plan_files(c.tree, c.base, c.starting_snapshot)}
-    deletes = DeleteReader(c.io)
-    removed: set[tuple[str, int | None]] = set()
-    for key, dv in by_path.items():
-        task = tasks.get(key)
-        if task is None:
-            raise InvalidArgument(f"{dv.referenced_data_file}: the deletion vector's data file is not live")
-        new = set(int(p) for p in deletes.dv_positions(dv))
-        old: set[int] = set()
-        superseded = []
-        if task.deletion_vector is not None:
-            old.update(int(p) for p in deletes.dv_positions(task.deletion_vector))
-            superseded.append(task.deletion_vector)
-        else:
-            for d in task.position_deletes:
-                old.update(p for k, ps in deletes.positions(d).items() if comparable_location(k) == key for p in ps)
-                if names_only(d, task.data_file.file_path):
-                    superseded.append(d)
-        if not old <= new:
-            raise InvalidArgument(f"the deletion vector for {dv.referenced_data_file} drops "
-                                  f"{len(old - new)} position(s) already deleted; a new DV must hold them all")
-        removed.update(P.delete_key(d) for d in superseded)
-    return removed, frozenset(dv.referenced_data_file for dv in dvs)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from typing import Callable
 
 from icefloe.impl.format import types as T
+from icefloe.impl.format.defaults import check_default
 from icefloe.impl.format.metadata import check_schema_for_version
 from icefloe.impl.format.metadata import MAIN_BRANCH, TableMetadata
 from icefloe.impl.outcomes import InvalidArgument
@@ -101,7 +102,7 @@ def add_column(schema: T.Schema, last_column_id: int, path: str, column_type: T.
     for which, value in (("initial-default", initial_default), ("write-default", write_default)):
         if value is not None:
             try:
-                T.check_default(column_type, value, which)
+                check_default(column_type, value, which)
             except T.FormatError as e:
                 raise SchemaEvolutionError(f"column {path!r}: {e}") from None
     if required and initial_default is None:
@@ -290,7 +291,7 @@ def set_write_default(schema: T.Schema, path: str, write_default) -> T.Schema:
         f = _find(fields, name, path)
         if write_default is not None:
             try:
-                T.check_default(f.type, write_default, "write-default")
+                check_default(f.type, write_default, "write-default")
             except T.FormatError as e:
                 raise SchemaEvolutionError(f"column {path!r}: {e}") from None
         return tuple(replace(x, write_default=write_default) if x is f else x for x in fields)

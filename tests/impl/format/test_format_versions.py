@@ -95,9 +95,11 @@ def test_v3_types_and_defaults_need_v3_and_the_rest_are_refused_by_name():
             T.type_from_json(name)
     with pytest.raises(T.FormatError, match="optional"):
         T.NestedField(9, "u", T.UNKNOWN, True)
-    with pytest.raises(T.FormatError, match="not a int value"):
-        T.schema_from_json({"type": "struct", "fields": [
-            {"id": 1, "name": "a", "required": False, "type": "int", "initial-default": "x"}]})
+    bad = json.loads(to_json(meta))
+    bad["schemas"][0]["fields"][2]["initial-default"] = "x"
+    with pytest.raises(MetadataError, match="not a int value") as info:
+        from_json(json.dumps(bad), "m.json")
+    assert info.value.field == "schemas[0].d.initial-default"
 
 
 def test_v1_partition_fields_are_numbered_from_1000():
