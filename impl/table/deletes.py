@@ -146,19 +146,21 @@ class DeleteReader:
             position_deletes = []  # the DV replaced them (spec "Deletion Vectors")
         if not position_deletes and not equality_deletes:
             return rows
-        keep = [True] * rows.num_rows
+        n = rows.num_rows
+        keep = np.ones(n, dtype=bool)  # a row-index mask: positions set, never a join
         path = canonical_location(data.file_path)
         for d in position_deletes:
-            for pos in self.positions(d).get(path, ()):
-                if 0 <= pos < rows.num_rows:
-                    keep[pos] = False
+            positions = self.positions(d).get(path)
+            if positions:
+                idx = np.fromiter(positions, dtype=np.int64, count=len(positions))
+                keep[idx[(idx >= 0) & (idx < n)]] = False
         for d in equality_deletes:
             ids, keys = self.equality_keys(d, schema)
             columns = [rows.column(schema.find_field(i).name).to_pylist() for i in ids]
             for i, values in enumerate(zip(*columns)):
                 if values in keys:
                     keep[i] = False
-        return rows.filter(pa.array(keep, pa.bool_())) if not all(keep) else rows
+        return rows.filter(pa.array(keep)) if not keep.all() else rows
 
 
 def not_true(mask: pc.Expression) -> pc.Expression:
