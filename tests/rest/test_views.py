@@ -203,3 +203,25 @@ def test_a_store_without_views_refuses_them_and_does_not_advertise_them():
                    requests.get(s.url + "/v1/namespaces/db/views/v"), requests.delete(s.url + "/v1/namespaces/db/views/v")]
         for answer in answers:
             assert answer.status_code == 406 and answer.json()["error"]["type"] == "UnsupportedOperationException"
+
+
+def test_view_mutations_with_an_idempotency_key_apply_once(server, warehouse):
+    """Goal: a create and a replace of a view resent with the same Idempotency-Key are
+    answered as the first (same metadata location) and applied once. Method: raw HTTP,
+    each request sent twice with its key (another replace landing in between the replace's
+    two sends); the metadata files and the current version read."""
+    post(server, "/v1/namespaces", {"namespace": ["db"]})
+    body = {"name": "v", "schema": SCHEMA, "view-version": version("SELECT 1 AS id")}
+    keyed = lambda path, b, key: requests.post(server.url + path, json=b, headers={"Idempotency-Key": key})  # noqa
+    first, again = (keyed("/v1/namespaces/db/views", body, "create-v-1") for _ in range(2))
+    assert first.status_code == again.status_code == 200
+    assert first.json()["metadata-location"] == again.json()["metadata-location"]
+    m = first.json()["metadata"]
+    one = keyed("/v1/namespaces/db/views/v", replace_body(m, "SELECT 2 AS id"), "replace-v-1")
+    assert one.status_code == 200
+    assert post(server, "/v1/namespaces/db/views/v", replace_body(m, "SELECT 3 AS id")).status_code == 200
+    two = keyed("/v1/namespaces/db/views/v", replace_body(m, "SELECT 2 AS id"), "replace-v-1")
+    assert two.status_code == 200 and two.json()["metadata-location"] == one.json()["metadata-location"]
+    assert len(os.listdir(os.path.join(warehouse, "db", "v", "metadata"))) == 3
+    current = requests.get(server.url + "/v1/namespaces/db/views/v").json()["metadata"]
+    assert current["current-version-id"] == 3              # the resend was answered, not applied again
