@@ -9,9 +9,12 @@ an engine's own assertion that fires is reported as a Violation naming it.
 from __future__ import annotations
 
 from icefloe.model import checks
+from icefloe.model.checks import v3 as v3_checks
 
 AGREEMENT = "A0 ModelAgreement"
-PROPERTIES = (AGREEMENT, *checks.SAFETY_CHECKS, *checks.TERMINAL_CHECKS)
+# The format v3 properties (P11-P14) judged by the suite's v3 phase (conformance.v3).
+V3_PROPERTIES = tuple(p for p in v3_checks.SAFETY_CHECKS if p not in checks.SAFETY_CHECKS)
+PROPERTIES = (AGREEMENT, *checks.SAFETY_CHECKS, *V3_PROPERTIES, *checks.TERMINAL_CHECKS)
 
 
 class Violation(Exception):
@@ -36,6 +39,28 @@ class Violation(Exception):
         if self.step_index is None:
             self.step_index, self.label = step_index, label
         return self
+
+
+class AdapterError(Exception):
+    """An exception the engine's adapter did not expect: a black-box commit's `run()` raised
+    instead of returning an Outcome, or `create_table` raised. It says the adapter is wrong
+    or incomplete for this engine (a method the engine's version lacks, an error it does
+    not map), not that the engine broke a property: its own verdict, "adapter error", with
+    the traceback in the report (issue 32). `where` names the call; `program` and `store`,
+    once known, the program during which it happened."""
+
+    def __init__(self, where: str, error: BaseException):
+        import traceback
+        super().__init__(f"{where}: {type(error).__name__}: {error}")
+        self.where, self.error = where, error
+        self.traceback = "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        self.program: list | None = None
+        self.store: str | None = None
+
+    def to_json(self) -> dict:
+        return {"where": self.where, "exception": type(self.error).__name__, "message": str(self.error),
+                "traceback": self.traceback, "store": self.store,
+                "program": None if self.program is None else [list(lab) for lab in self.program]}
 
 
 class InvalidProgram(Exception):

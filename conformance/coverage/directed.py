@@ -22,7 +22,7 @@ from icefloe.conformance.suite.profiles import MEMORY, REST_FAULTS, S3, Profile,
 from icefloe.conformance.suite.runs import Failure, replay, shrink
 from icefloe.conformance.suite.stats import Stats
 from icefloe.conformance.suite.view import view_of
-from icefloe.conformance.violation import Violation
+from icefloe.conformance.violation import AdapterError, Violation
 
 
 @dataclass
@@ -165,6 +165,10 @@ def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, s
                           stats=stats, observers=watch, ctx_seed=0, catalog=program.catalog, lenient=True)
             if lock.left is not None and program in family.targets:
                 family.left[family.targets[program]] = lock.left
+        except AdapterError as e:               # its own verdict, with the program it happened in
+            e.program = e.program if e.program is not None else list(program.labels)
+            e.store = e.store or where
+            raise
         except Violation as v:
             sink.failures_seen += 1
             failure = Failure(where, list(v.program or program.labels), v, 0, 0, program.bounds, "directed",

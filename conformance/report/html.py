@@ -64,7 +64,7 @@ def _coverage(r: R.RunResult) -> str:
 
 def render(r: R.RunResult) -> str:
     status = "pass" if r.passed else "fail"
-    title = f"icefloe conform: {'PASS' if r.passed else 'FAIL'}"
+    title = f"icefloe conform: {'PASS' if r.passed else 'ADAPTER ERROR' if r.adapter_error is not None else 'FAIL'}"
     parts = [f'<div class="banner {status}" id="verdict">{escape(title)}: {escape(M.verdict_sentence(r))}</div>',
              "<main>", _table(("run", ""), [(k, str(v).strip("`")) for k, v in M.identity_rows(r)])]
     rows = M.property_rows(r)
@@ -74,6 +74,10 @@ def render(r: R.RunResult) -> str:
     if r.coverage:
         parts += ['<h2 id="coverage">Coverage</h2>', '<p class="caption">Transition classes of the model exercised '
                   "on the engine, per family.</p>", _coverage(r)]
+    if r.adapter_error is not None:
+        lines = R.adapter_error_lines(r.adapter_error)
+        parts += ['<h2 id="adapter-error">Adapter error</h2>', f"<p>{escape(lines[1])}</p>",
+                  f"<pre>{escape(chr(10).join(lines[2:]))}</pre>"]
     if r.failure is not None:
         f, v = r.failure, r.failure.violation
         program = "\n".join(["PROGRAM = [", *R.program_lines(f.program), "]"])

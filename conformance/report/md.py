@@ -26,6 +26,8 @@ def md_table(header, rows) -> list:
 def verdict_sentence(r: R.RunResult) -> str:
     if r.passed:
         return f"every property holds for {r.engine_name} ({r.profile} profile)"
+    if r.adapter_error is not None:
+        return f"adapter error in {r.engine_name}'s adapter, not a property violation: {r.adapter_error}"
     if r.failure is not None:
         return (f"{', '.join(r.violated)} violated by {r.engine_name}"
                 + (f" (variant {r.variant})" if r.variant else ""))
@@ -56,7 +58,7 @@ def history_title(r: R.RunResult) -> str:
 
 
 def markdown(r: R.RunResult) -> str:
-    status = "PASS" if r.passed else "FAIL"
+    status = "PASS" if r.passed else "ADAPTER ERROR" if r.adapter_error is not None else "FAIL"
     out = [f"# icefloe conform: {status}", "", f"**Verdict:** {verdict_sentence(r)}.", ""]
     out += md_table(("run", ""), identity_rows(r)) + [""]
     out += ["## Properties", "", "Each property of spec/PROPERTIES.md, with what it means and the run's verdict.", ""]
@@ -66,6 +68,9 @@ def markdown(r: R.RunResult) -> str:
         out += ["## Coverage", "", "Transition classes of the model exercised on the engine, per family "
                 "(directed programs reach every class the engine's capabilities allow).", ""]
         out += md_table(("family", "covered", "classes", "unreachable here", "why"), coverage_rows(r)) + [""]
+    if r.adapter_error is not None:
+        lines = R.adapter_error_lines(r.adapter_error)
+        out += [lines[0], "", lines[1], "", "```text", *lines[2:], "```", ""]
     if r.failure is not None:
         f, v = r.failure, r.failure.violation
         out += ["## Counterexample", "", f"{v}", "",

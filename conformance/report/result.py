@@ -22,6 +22,7 @@ from icefloe.conformance.violation import PROPERTIES
 from icefloe.model.checks import history as H
 
 HOLDS, VIOLATED, UNKNOWN = "holds", "violated", "unknown"
+ADAPTER_ERROR = "adapter error"         # verdict.json's verdict when the adapter raised (violation.AdapterError)
 
 # One line per property of spec/PROPERTIES.md (the report's legend; the spec has the detail).
 MEANINGS = {
@@ -69,6 +70,7 @@ class RunResult:
     commit: str = ""
     coverage: dict = field(default_factory=dict)   # family -> {"covered": n, "total": m, ...}
     history_example: str = ""         # which run the history and the version graph show
+    adapter_error: object = None      # violation.AdapterError: the adapter broke its contract
 
     @property
     def violated(self) -> list:
@@ -81,7 +83,7 @@ class RunResult:
         for prop in PROPERTIES:
             if prop in self.violated:
                 out[prop] = VIOLATED
-            elif self.failure is not None or prop in self.unchecked:
+            elif self.failure is not None or self.adapter_error is not None or prop in self.unchecked:
                 out[prop] = UNKNOWN       # the run stopped at the failure / not observable here
             else:
                 out[prop] = HOLDS
@@ -89,7 +91,13 @@ class RunResult:
 
     @property
     def passed(self) -> bool:
-        return self.failure is None and not self.vacuity
+        return self.failure is None and self.adapter_error is None and not self.vacuity
+
+    @property
+    def verdict_word(self) -> str:
+        """verdict.json's verdict: pass, fail (a violation or a run that proved too little),
+        or adapter error (the adapter raised where its contract says it returns)."""
+        return "pass" if self.passed else ADAPTER_ERROR if self.adapter_error is not None else "fail"
 
     def rerun_command(self) -> str:
         parts = ["icefloe conform", f"--engine {self.engine}"]
@@ -103,7 +111,7 @@ class RunResult:
         return {
             "engine": self.engine_name, "engine_spec": self.engine, "variant": self.variant,
             "profile": self.profile, "seed": self.seed, "commit": self.commit,
-            "verdict": "pass" if self.passed else "fail",
+            "verdict": self.verdict_word,
             "properties": self.verdicts(), "violated": self.violated,
             "interleaving": self.interleaving, "vacuity": self.vacuity,
             "counts": self.stats.to_json(), "expected_rules": list(self.expected_rules),
@@ -116,6 +124,7 @@ class RunResult:
                 "model_observed": repr(f.violation.model), "engine_observed": repr(f.violation.engine)},
             "history_verdict": None if self.history_verdict is None else self.history_verdict.to_json(),
             "history_example": self.history_example or None,
+            "adapter_error": None if self.adapter_error is None else self.adapter_error.to_json(),
         }
 
     def overall_line(self) -> str:
@@ -125,6 +134,10 @@ class RunResult:
         if self.passed:
             held = sum(v == HOLDS for v in self.verdicts().values())
             return f"OK: {self.engine_name}: {held} of {len(PROPERTIES)} properties hold ({ran})"
+        if self.adapter_error is not None:
+            return (f"FAILED: {self.engine_name}: ADAPTER ERROR (not a property violation: the adapter raised "
+                    f"{type(self.adapter_error.error).__name__} in {self.adapter_error.where}) ({ran}); "
+                    f"rerun: {self.rerun_command()}")
         if self.failure is not None:
             return (f"FAILED: {self.engine_name}{f' (variant {self.variant})' if self.variant else ''} violates "
                     f"{', '.join(self.violated)} ({ran}); rerun: {self.rerun_command()}")
@@ -192,8 +205,11 @@ def _evidence(r: RunResult, prop: str, verdict: str) -> str:
         v = r.failure.violation
         return v.message if v.prop == prop else "named by the history checker"
     if verdict == UNKNOWN:
-        return "not observable with this engine's capabilities" if prop in r.unchecked else \
-            "not judged: the run stopped at the first violation"
+        if prop in r.unchecked:
+            return "not observable with this engine's capabilities"
+        if r.adapter_error is not None:
+            return "not judged: the run stopped at an adapter error"
+        return "not judged: the run stopped at the first violation"
     return f"{r.stats.steps} steps, {r.stats.examples} examples"
 
 
@@ -236,6 +252,15 @@ def checker_text(r: RunResult) -> str:
     return H.render(v)
 
 
+def adapter_error_lines(e) -> list:
+    """An adapter error as the report shows it: where, the program it happened in, the traceback."""
+    out = [f"## Adapter error", f"{e.where} raised {type(e.error).__name__}: {e.error}"]
+    if e.program is not None:
+        out += [f"in this program ({len(e.program)} steps, {e.store} store):", "PROGRAM = ["]
+        out += program_lines(e.program) + ["]"]
+    return out + ["traceback:", *e.traceback.rstrip().splitlines()]
+
+
 def coverage_lines(r: RunResult) -> list:
     """Transition classes exercised, per family: `family: covered/total (unreachable n)`."""
     return [f"coverage {family}: {c.get('covered', 0)}/{c.get('total', 0)} classes"
@@ -250,6 +275,9 @@ def report_text(r: RunResult) -> str:
     out = []
     if r.passed:
         out.append(f"VERDICT: every property holds for {r.engine_name} ({r.profile} profile)")
+    elif r.adapter_error is not None:
+        out.append(f"VERDICT: ADAPTER ERROR in {r.engine_name}'s adapter (not a property violation): "
+                   f"{r.adapter_error}")
     elif r.failure is not None:
         v = r.failure.violation
         out.append(f"VERDICT: {', '.join(r.violated)} VIOLATED by {r.engine_name}"
@@ -259,6 +287,8 @@ def report_text(r: RunResult) -> str:
         out.append(f"VERDICT: no violation, but the run was vacuous: {'; '.join(r.vacuity)}")
     out.append(f"seed {r.seed}, commit {r.commit}; rerun: {r.rerun_command()}")
     out.append("")
+    if r.adapter_error is not None:
+        out += adapter_error_lines(r.adapter_error) + [""]
     if r.failure is not None:
         f, v = r.failure, r.failure.violation
         out.append(f"## Shrunk program ({len(f.program)} steps, {f.store} store)")

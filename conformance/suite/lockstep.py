@@ -34,7 +34,7 @@ from icefloe.conformance.suite.operations import OpRecord, bootstrap, op_spec
 from icefloe.conformance.suite.readers import READ_LABELS, Readers, row_id
 from icefloe.conformance.suite.stats import WRITE_ACTIONS, Stats, rule_of
 from icefloe.conformance.suite.transport import TRANSPORT_LABELS, Transport
-from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
+from icefloe.conformance.violation import AGREEMENT, AdapterError, InvalidProgram, Violation
 from icefloe.conformance.suite.view import FAULT_OF_ACTION, REST, converge_choice, solo, view_of, visible
 from icefloe.model import checks, iceberg
 from icefloe.model.state import (APPEND, COMMITTED, CONFLICT, CRASHED, DONE, LIST, MANIFESTS, NOOP, PLAN, SWAP_DELAYED,
@@ -150,7 +150,7 @@ class Lockstep:
         """Call into the engine; what it raises is its observation here (its own assertion too)."""
         try:
             return fn(*args)
-        except (Violation, InvalidProgram):
+        except (Violation, InvalidProgram, AdapterError):
             raise
         except Exception as e:  # noqa: BLE001 - the engine's failure is a finding
             raise engine_failure(self, w, e) from e

@@ -25,7 +25,7 @@ from icefloe.conformance.suite.profiles import Profile, bounds_for
 from icefloe.conformance.suite.readers import DRAWN_READS
 from icefloe.conformance.suite.runs import Failure, new_lockstep
 from icefloe.conformance.suite.stats import rule_of
-from icefloe.conformance.violation import AGREEMENT, Violation
+from icefloe.conformance.violation import AGREEMENT, AdapterError, Violation
 
 # The step families the rules draw from (rule_of names).
 BEGIN = ("Begin",)
@@ -96,6 +96,11 @@ class ConformanceMachine(RuleBasedStateMachine):
             raise
 
     def _record(self, e) -> None:
+        if isinstance(e, AdapterError):          # not a property's violation: its own verdict
+            e.program = e.program if e.program is not None else list(self.lock.program)
+            e.store = e.store or self.store
+            self.sink.extra.setdefault("adapter_error", e)
+            return
         v = e if isinstance(e, Violation) else Violation(AGREEMENT, f"{type(e).__name__}: {e}")
         v.at(len(self.lock.program) - 1, self.lock.program[-1] if self.lock.program else None)
         self.sink.failures_seen += 1
@@ -197,6 +202,8 @@ def search(engine, profile: Profile, seed: int, backends, store: str, examples: 
     try:
         run_state_machine_as_test(cls, settings=hypothesis_settings(examples, profile.steps))
     except BaseException as e:  # noqa: BLE001 - the failure is in the sink
+        if "adapter_error" in sink.extra:
+            raise sink.extra["adapter_error"] from None
         if sink.failure is not None:
             return sink.failure          # (if the budget ran out while shrinking: the smallest found yet)
         if not _budget_spent(e):

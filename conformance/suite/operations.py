@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from icefloe.conformance import adapter as A
 from icefloe.conformance.suite.readers import row_id
-from icefloe.conformance.violation import AGREEMENT, Violation
+from icefloe.conformance.violation import AGREEMENT, AdapterError, Violation
 from icefloe.model import iceberg
 from icefloe.model.state import (
     APPEND, DELETE, DELETE_FILE_KINDS, EXPIRE, FAST_FORWARD, MAIN, OVERWRITE, REWRITE, ROLLBACK, ROW_DELETE,
@@ -92,10 +92,20 @@ def bootstrap(lock, engine, ctx: A.TableContext):
     bounds = lock.bounds
     needs_part = bounds.partitions > 1 or bool(set(bounds.kinds) & set(DELETE_FILE_KINDS))
     ctx = replace(ctx, partitions=2 if needs_part else 1, refs=bounds.refs)
-    table = engine.create_table(ctx)
+    try:
+        table = engine.create_table(ctx)
+    except A.EngineSpecError:
+        raise
+    except Exception as e:  # noqa: BLE001 - the adapter's contract is a table handle
+        raise AdapterError("create_table", e) from e
     for k in (1, 2):
         part = iceberg.mget(lock.model.parts, (0, k))
-        out = run_whole(table, 0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),), partition=part))
+        try:
+            out = run_whole(table, 0, A.OpSpec(A.APPEND, f"0.{k}", rows=(row_id((0, k)),), partition=part))
+        except (Violation, AdapterError):
+            raise
+        except Exception as e:  # noqa: BLE001 - the adapter's contract is an Outcome
+            raise AdapterError(f"the bootstrap append 0.{k}", e) from e
         if not isinstance(out, A.Committed) or out.snapshot_id is None:
             raise Violation(AGREEMENT, f"the bootstrap append 0.{k} did not commit: {out}")
         lock.snapshot_id[(0, k)] = out.snapshot_id

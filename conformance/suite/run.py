@@ -19,7 +19,7 @@ from icefloe.conformance.suite.histories import ANOMALY_PROPERTY
 from icefloe.conformance.suite.profiles import MEMORY, REST, S3, Profile, bounds_for, expected_rules
 from icefloe.conformance.suite.runs import Failure, Sink, new_lockstep, shrink
 from icefloe.conformance.suite.stats import Stats
-from icefloe.conformance.violation import AGREEMENT, InvalidProgram, Violation
+from icefloe.conformance.violation import AGREEMENT, AdapterError, InvalidProgram, Violation
 from icefloe.model.checks import history as H
 
 
@@ -146,7 +146,11 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
     if profile.seconds_max is not None:
         sink.deadline = started + profile.seconds_max
     try:
-        failure = run(engine, profile, seed, backends, stats, sink, stores)
+        adapter_error = None
+        try:
+            failure = run(engine, profile, seed, backends, stats, sink, stores)
+        except AdapterError as e:            # its own verdict: no property is judged
+            failure, adapter_error = None, e
         history = verdict = None
         example = ""
         if failure is not None:
@@ -161,10 +165,10 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
     the_plan = sink.extra.get("plan")
     coverage = the_plan.coverage(sink.coverage) if the_plan is not None else {}
     vacuous = []
-    if failure is None and sink.cut:
+    if failure is None and adapter_error is None and sink.cut:
         vacuous.append(f"cut short: the profile's time budget of {profile.seconds_max:.0f} s ran out with "
                        f"{sink.cut} not run (icefloe conform --time-budget)")
-    if failure is None:
+    if failure is None and adapter_error is None:
         if the_plan is not None:
             vacuous += [f"class {c} of {f} not exercised" for f, c in the_plan.missed(sink.coverage)][:10]
         if the_plan is None or profile.search_guard:
@@ -176,4 +180,4 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
         interleaving=engine.capabilities.interleaving, expected_rules=expected_rules(engine, profile),
         failure=failure, vacuity=vacuous, history=history, history_verdict=verdict,
         elapsed_s=time.monotonic() - started, unchecked=unchecked(engine), commit=R.git_commit(),
-        coverage=coverage, history_example=example)
+        coverage=coverage, history_example=example, adapter_error=adapter_error)
