@@ -37,13 +37,15 @@ import uuid
 from urllib.parse import quote, urlsplit
 
 from icefloe.impl.catalog.base import (
-    CatalogUnavailable, NamespaceAlreadyExists, NoSuchNamespace, NoSuchTable, TableAlreadyExists, TableIdentifier,
+    CatalogUnavailable, NamespaceAlreadyExists, NamespaceNotEmpty, NoSuchNamespace, NoSuchTable, TableAlreadyExists,
+    TableIdentifier,
 )
 from icefloe.impl.catalog.rest_changes import commit_request
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import InvalidArgument, SwapRejected, SwapResult, Swapped, SwapUnknown, require
 
 NAMESPACE_SEPARATOR = "\x1f"
+LIST_REQUESTS_MAX = 10_000   # namespace listing: requests (levels and pages) before giving up
 TIMEOUT_S_DEFAULT = 30.0
 REPLAYS_MAX_DEFAULT = 2
 KEY_NAMESPACE = uuid.UUID("6f1c5a9e-3b7d-4c1e-9a52-1ce0f10e5a11")   # keys: uuid5(this, attempt location)
@@ -174,6 +176,39 @@ class RestCatalog:
             raise NamespaceAlreadyExists(".".join(namespace))
         if status != 200:
             raise CatalogUnavailable(f"create namespace {'.'.join(namespace)}: {self._message(status, body)}")
+
+    def list_namespaces(self) -> list[tuple[str, ...]]:
+        """Every namespace, nested ones too (GET /v1/namespaces?parent=..., level by level,
+        following next-page-token), as the SQL catalog lists them."""
+        out: list[tuple[str, ...]] = []
+        todo: list[tuple[str, ...] | None] = [None]
+        for _ in range(LIST_REQUESTS_MAX):
+            if not todo:
+                return sorted(out)
+            parent, token = todo.pop(), None
+            while True:
+                query = "&".join(x for x in ((f"parent={self._ns(parent)}" if parent else ""),
+                                             (f"pageToken={quote(token, safe='')}" if token else "")) if x)
+                status, body = self._call("GET", "/namespaces" + (f"?{query}" if query else ""))
+                if status != 200 or not isinstance(body, dict):
+                    raise CatalogUnavailable(f"list namespaces: {self._message(status, body)}")
+                for ns in body.get("namespaces", []):
+                    out.append(tuple(ns))
+                    todo.append(tuple(ns))
+                token = body.get("next-page-token")
+                if not token:
+                    break
+        raise CatalogUnavailable(f"list namespaces: more than {LIST_REQUESTS_MAX} requests")
+
+    def drop_namespace(self, namespace: tuple[str, ...]) -> None:
+        status, body = self._call("DELETE", f"/namespaces/{self._ns(namespace)}")
+        if status in (200, 204):
+            return
+        if status == 404:
+            raise NoSuchNamespace(".".join(namespace))
+        if status == 409:
+            raise NamespaceNotEmpty(f"namespace {'.'.join(namespace)} holds tables: drop them first")
+        raise CatalogUnavailable(f"drop namespace {'.'.join(namespace)}: {self._message(status, body)}")
 
     def list_tables(self, namespace: tuple[str, ...]) -> list[TableIdentifier]:
         status, body = self._call("GET", f"/namespaces/{self._ns(namespace)}/tables")

@@ -128,3 +128,19 @@ def test_rename_keeps_files_history_and_refuses_taken_names(cli, where):
     cli.write("x.parquet", id=pa.array([1], pa.int64()), cat=["a"])
     cli.ok(*where, "create", "db.x", "--schema-from", "x.parquet")
     assert "TableAlreadyExists" in cli.fails(*where, "rename", "db.x", "other.u")
+
+
+def test_namespaces_and_list_on_every_catalog(cli, where):
+    """Goal: list and namespace create|list|drop behave alike on every catalog, the REST
+    one included (nested namespaces listed level by level). Method: tables db.t and
+    db.sub.u, an empty namespace x; list and namespace list; drop x; dropping db, which
+    holds tables, is refused (exit 2)."""
+    cli.write("r.parquet", id=pa.array([1], pa.int64()))
+    cli.ok(*where, "create", "db.t", "--schema-from", "r.parquet")
+    cli.ok(*where, "create", "db.sub.u", "--schema-from", "r.parquet")
+    cli.ok(*where, "namespace", "create", "x")
+    assert cli.ok(*where, "list").splitlines() == ["db.t", "db.sub.u", "x.  (empty namespace)"]
+    assert cli.ok(*where, "namespace", "list").splitlines() == ["db", "db.sub", "x"]
+    cli.ok(*where, "namespace", "drop", "x")
+    assert "NamespaceNotEmpty" in cli.fails(*where, "namespace", "drop", "db")
+    assert cli.ok(*where, "namespace", "list").splitlines() == ["db", "db.sub"]
