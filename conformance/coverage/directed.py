@@ -17,12 +17,13 @@ from icefloe.conformance import adapter as A
 from icefloe.conformance.coverage import families as C
 from icefloe.conformance.coverage import cache as graph_cache
 from icefloe.conformance.rest import coverage as rest_coverage
+from icefloe.conformance.rest import wire
 from icefloe.conformance.coverage import transport as TC
-from icefloe.conformance.suite.profiles import MEMORY, REST_FAULTS, S3, Profile, bounds_for, model_bounds
+from icefloe.conformance.suite.profiles import MEMORY, REST, REST_FAULTS, S3, Profile, bounds_for, model_bounds
 from icefloe.conformance.suite.runs import Failure, replay, shrink
 from icefloe.conformance.suite.stats import Stats
 from icefloe.conformance.suite.view import view_of
-from icefloe.conformance.violation import AdapterError, Violation
+from icefloe.conformance.violation import AGREEMENT, AdapterError, Violation
 
 
 @dataclass
@@ -112,9 +113,47 @@ def plan(engine, profile: Profile) -> Plan:
             families.append(_transport_plan(engine, caps, family, full, mine, model, engine_view))
             if caps.rest:
                 families.append(_rest_plan(engine_view))
+    if judges_server(engine):
+        families.append(_wire_plan())
     if profile.families:
         families = [f for f in families if f.family.name in profile.families]
     return Plan(families)
+
+
+def judges_server(engine) -> bool:
+    """Whether a run judges `icefloe serve` at the wire (conformance.rest.wire): for icefloe
+    itself (the reference whose server it is: its variants too) and for every engine whose
+    commits go through that server (a REST engine relies on its answers)."""
+    return engine.capabilities.rest or engine.name.startswith("icefloe")
+
+
+def _wire_plan() -> FamilyPlan:
+    """The rest-wire family: the strict client's checks, every class reachable (no program
+    of the model: the checks run against the server before the directed programs)."""
+    total = wire.classes()
+    return FamilyPlan(C.Family(wire.FAMILY_NAME, wire.FAMILY_DESCRIPTION), total, total, [])
+
+
+def run_wire(the_plan: Plan, backends, stats: Stats, sink) -> Failure | None:
+    """The rest-wire family's checks against the run's `icefloe serve`; a problem fails the
+    run at once (P5 where a refused commit changed the table, else A0: the server's answer
+    is not the REST spec's). Its program is the checks' names (no model program replays it)."""
+    if not any(f.family.name == wire.FAMILY_NAME for f in the_plan.families):
+        return None
+    covered, problems = wire.judge(backends.rest().url)
+    stats.examples += 1
+    stats.backends[REST] += 1
+    if sink.coverage is not None:
+        sink.coverage.covered[wire.FAMILY_NAME].update(covered)
+    if not problems:
+        return None
+    changed = any("changed" in p for p in problems)
+    v = Violation("P5 ValidationSound" if changed else AGREEMENT,
+                  "icefloe serve at the wire (conformance.rest.wire): " + "; ".join(problems))
+    v.at(0, ("Wire", problems[0].split(":")[0]))
+    v.program = [("Wire", p.split(":")[0]) for p in problems]
+    sink.failures_seen += 1
+    return Failure(REST, list(v.program), v, 0, 0, None, "wire")
 
 
 def _transport_plan(engine, caps, family, full, mine, model_faults, engine_faults) -> FamilyPlan:
@@ -149,6 +188,9 @@ def _rest_plan(engine_faults) -> FamilyPlan:
 def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, sink) -> Failure | None:
     """Every directed program on the engine, in order; the first failure, shrunk."""
     tracker = sink.coverage
+    failure = run_wire(the_plan, backends, stats, sink)
+    if failure is not None:
+        return failure
     pairs = [(f, p) for f in the_plan.families for p in f.programs]
     ordered = sorted(pairs, key=lambda fp: fp[1].store is not None and fp[1].store != store)
     for i, (family, program) in enumerate(ordered):

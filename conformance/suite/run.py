@@ -153,7 +153,9 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
             failure, adapter_error = None, e
         history = verdict = None
         example = ""
-        if failure is not None:
+        if failure is not None and failure.found_by == "wire":   # the server at the wire: no model program
+            example = "the REST server's answers at the wire (conformance.rest.wire)"
+        elif failure is not None:
             history, verdict = replay_history(engine, failure, backends)
             name_anomalies(failure, verdict)
             example = f"the shrunk counterexample ({len(failure.program)} steps, {failure.store} store)"
