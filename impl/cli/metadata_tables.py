@@ -140,6 +140,25 @@ def partitions_rows(metadata, tree, args) -> list[dict]:
     return rows
 
 
+_FILE_COLUMNS = ("content", "file_path", "file_format", "spec_id", "partition", "record_count", "file_size_in_bytes",
+                 "column_sizes", "value_counts", "null_value_counts", "nan_value_counts", "lower_bounds",
+                 "upper_bounds", "sort_order_id")
+COLUMNS = {
+    "snapshots": ("committed_at", "snapshot_id", "parent_id", "sequence_number", "operation", "manifest_list",
+                  "schema_id", "summary"),
+    "history": ("made_current_at", "snapshot_id", "parent_id", "is_current_ancestor"),
+    "refs": ("name", "type", "snapshot_id", "max_reference_age_in_ms", "min_snapshots_to_keep",
+             "max_snapshot_age_in_ms"),
+    "manifests": ("content", "path", "length", "partition_spec_id", "added_snapshot_id", "sequence_number",
+                  "min_sequence_number", "added_files_count", "existing_files_count", "deleted_files_count",
+                  "added_rows_count", "existing_rows_count", "deleted_rows_count"),
+    "entries": ("status", "snapshot_id", "sequence_number", "file_sequence_number", "manifest_path", *_FILE_COLUMNS),
+    "files": _FILE_COLUMNS,
+    "partitions": ("partition", "spec_id", "record_count", "file_count", "position_delete_record_count",
+                   "position_delete_file_count", "equality_delete_record_count", "equality_delete_file_count",
+                   "last_updated_at", "last_updated_snapshot_id"),
+}
+
 ROWS = {"snapshots": snapshots_rows, "history": history_rows, "refs": refs_rows, "manifests": manifests_rows,
         "entries": entries_rows, "files": files_rows, "partitions": partitions_rows}
 
@@ -150,9 +169,10 @@ def metadata_table(store, metadata, kind: str, args):
 
     from icefloe.impl.table.files import TreeReader
     rows = ROWS[kind](metadata, TreeReader(store), args)
-    table = pa.Table.from_pylist(rows) if rows else None
-    if table is None:
-        return None, pa.schema([])
+    if not rows:            # no rows: still the columns, so csv has its header
+        schema = pa.schema([(name, pa.null()) for name in COLUMNS[kind]])
+        return None, schema
+    table = pa.Table.from_pylist(rows)
     return table, table.schema
 
 
