@@ -64,6 +64,7 @@ first steps:
   icefloe append db.events events.parquet
   icefloe scan db.events --filter "id > 10" --limit 20
   icefloe history db.events
+  icefloe inspect db.events files                    # metadata tables: snapshots, files, partitions, ...
 `icefloe COMMAND --help` describes a command, with examples (the filter grammar: scan
 --help; the partition grammar: create --help)."""
 
@@ -96,7 +97,7 @@ def build_parser(elsewhere: dict[str, str] | None = None) -> argparse.ArgumentPa
     """The parser of every command: the table commands (COMMAND_GROUPS) and those other
     packages register (ELSEWHERE). `elsewhere` (name -> one-line description)
     lists more commands by name only (a caller that runs them itself)."""
-    ap = _Parser(prog="icefloe", description="Iceberg v2 tables with a verified commit protocol",
+    ap = _Parser(prog="icefloe", description="Iceberg tables (format v1 to v3) with a verified commit protocol",
                                  epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--catalog", default="sqlite:///./icefloe.db",
                     help="catalog URI: sqlite:///F, postgresql://..., s3://bucket/prefix, or http(s)://HOST:PORT "
