@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from icefloe.impl.format import expressions as E
+from icefloe.impl.format import expressions as E, name_mapping as NM
 from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.manifest import DataFile, DataFileContent
 from icefloe.impl.format.metadata import MAIN_BRANCH, UnsupportedFormatVersion
@@ -66,7 +66,8 @@ class DeleteRows(P.FileChange):
         touched: list[DataFile] = []
         for task in plan_files(c.tree, c.base, start, self.row_filter, schema):
             path = task.data_file.file_path
-            rows = read_data_file(c.io.get(path), schema, path, data_file=task.data_file)
+            rows = read_data_file(c.io.get(path), schema, path, data_file=task.data_file,
+                                  name_mapping=NM.of(c.base.properties))
             live = deletes.apply(rows.append_column("__pos", pa.array(range(rows.num_rows), pa.int64())),
                                  task.data_file, task.position_deletes, task.equality_deletes, schema,
                                  task.deletion_vector)
