@@ -151,7 +151,9 @@ def _set_default_sort_order(order_id: int) -> Apply:
 # -- snapshots and refs ---------------------------------------------------------------------------
 
 def _add_snapshot(raw: dict) -> Apply:
-    _format("add-snapshot", lambda: _snapshot_from_json(raw, "snapshot", 3))  # malformed: 400 at once
+    # Malformed: 400 at once (read as v1, the most lenient: Java's v1 snapshots have no
+    # sequence-number); read again as the table's version when applied.
+    _format("add-snapshot", lambda: _snapshot_from_json(raw, "snapshot", 1))
 
     def apply(m, c):
         # Read as the table's version: v1 has no sequence numbers, v3 row lineage fields.
