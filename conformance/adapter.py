@@ -51,6 +51,21 @@ they allow:
                of writer w carrying the header `X-Icefloe-Writer: w` or `ctx.access_key(w)`;
                the suite holds each commit request at the server and faults it there:
                conformance.blackbox). A "rest" engine runs on the "rest" store.
+  format_versions  the table format versions it creates and commits to (default {2});
+               with 3 the suite's v3 phase (conformance.v3: families `dvs`, `lineage`)
+               drives a v3 table, `TableContext.format_version` 3, through
+               `v3_operations` and judges it at `dv_policy`; without 3 those families are
+               listed as out of reach, never failed;
+  v3_operations  on a v3 table, a subset of V3_OPERATIONS: append, rewrite (compaction
+               of one data file), row_delete (a deletion vector), row_update (a DV and the
+               row written again with its _row_id), cow_delete (copy-on-write: the row's
+               data file rewritten without it);
+  dv_policy    how it settles two concurrent DVs for one data file (spec/PROTOCOL.md
+               19.4): "conflict" (Iceberg-Java 1.10: the later one fails validation) or
+               "merge" (apache/iceberg #17754: a pure delete merges a pure delete's DV,
+               never an overwrite's); required with row_delete or row_update on v3;
+  row_lineage  whether `read_v3` gives each row's _row_id (v3 "Row Lineage"); without
+               it the lineage family is out of reach.
 
 The table. Every run uses one unpartitioned table `TableContext.identifier` with one
 required string column `id` (`COLUMN`); each row is a distinct string such as "1.2".
@@ -115,6 +130,17 @@ writer before stepping it; the adapter's wrappers take it at the matching reques
     SWAP_DELAYED (do not apply it now: register `hooks.park(w, deliver)` with a
     callable that applies the same compare-and-swap later, and report unknown).
 A crash needs no hook: the suite stops stepping the commit and never resumes it.
+
+Format v3 (an engine with 3 in `format_versions`). `create_table(ctx)` with
+`ctx.format_version` 3 creates the same one-column table as v3 (merge-on-read deletes as
+deletion vectors, row lineage on). The suite's v3 phase begins `OpSpec`s of the kinds in
+`v3_operations`, each naming its row by its COLUMN value (`row`; None: a no-op), a rewrite
+its data file by the rows it was written with (`where`, deletes not applied) and a row live
+in it (`row`, None when none is). `read_v3(snapshot_id=None)` returns a `V3Read` of main's
+head (or of that snapshot): next-row-id, every live data file with its first-row-id, its
+rows by position and their _row_ids (deletes not applied), every live DV (all of them:
+two for one data file is what P11 forbids, so list what the manifests hold), and the rows
+the engine's own scan returns with their _row_ids (None, with the error, if it refuses).
 """
 from __future__ import annotations
 
@@ -159,6 +185,13 @@ PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, RESOLVE, DONE = (
     "plan", "data", "manifests", "list", "metadata", "swap", "retry", "resolve", "done")
 PHASES = (PLAN, DATA, MANIFESTS, LIST, METADATA, SWAP, RETRY, RESOLVE, DONE)
 
+# Format v3 (spec/PROTOCOL.md 19; model: icefloe.model.v3, whose kind names these are).
+COW_DELETE = "cow_delete"
+V3_OPERATIONS = (APPEND, REWRITE, ROW_DELETE, ROW_UPDATE, COW_DELETE)
+DV_CONFLICT, DV_MERGE = "conflict", "merge"
+DV_POLICIES = (DV_CONFLICT, DV_MERGE)
+FORMAT_VERSIONS = (1, 2, 3)
+
 COLUMN = "id"
 PART_COLUMN = "part"      # the partition column (identity-partitioned) of an engine with partitions
 MAIN_REF, BRANCH, TAG_REF = "main", "b", "t"   # main, the model's branch (created with the table at
@@ -193,6 +226,15 @@ class Capabilities:
     transport: frozenset = frozenset()
     partitions: int = 1       # 2: its table can be identity-partitioned by PART_COLUMN
     refs: bool = False        # it can commit to a branch, tag, fast-forward main
+    format_versions: frozenset = frozenset({2})   # table versions it creates and commits to
+    v3_operations: frozenset = frozenset()        # on a v3 table: a subset of V3_OPERATIONS
+    dv_policy: str | None = None                  # v3: DV_CONFLICT or DV_MERGE
+    row_lineage: bool = False                     # v3: read_v3 gives each row's _row_id
+
+    @property
+    def v3(self) -> bool:
+        """Whether the suite's v3 phase can drive this engine."""
+        return 3 in self.format_versions and bool(self.v3_operations)
 
     def __post_init__(self):
         bad = set(self.operations) - set(OPERATIONS)
@@ -216,6 +258,18 @@ class Capabilities:
             raise EngineSpecError(f"partitions must be 1 or 2, not {self.partitions!r}")
         if not self.refs and {TAG, FAST_FORWARD} & set(self.operations):
             raise EngineSpecError("operations tag and fast_forward need refs")
+        if not self.format_versions or not set(self.format_versions) <= set(FORMAT_VERSIONS):
+            raise EngineSpecError(f"format_versions must be a non-empty subset of {FORMAT_VERSIONS}: "
+                                  f"{sorted(self.format_versions)}")
+        if self.v3_operations and (3 not in self.format_versions or APPEND not in self.v3_operations
+                                   or not set(self.v3_operations) <= set(V3_OPERATIONS)):
+            raise EngineSpecError(f"v3_operations need format version 3, must include append and be among "
+                                  f"{V3_OPERATIONS}: {sorted(self.v3_operations)}")
+        if self.dv_policy not in (None, *DV_POLICIES):
+            raise EngineSpecError(f"dv_policy must be one of {DV_POLICIES}, not {self.dv_policy!r}")
+        if {ROW_DELETE, ROW_UPDATE} & set(self.v3_operations) and self.dv_policy is None:
+            raise EngineSpecError("an engine that writes deletion vectors (v3 row_delete, row_update) declares its "
+                                  f"dv_policy, one of {DV_POLICIES}")
         if (TRANSPORT_REST in self.transport) != ("rest" in self.stores):
             raise EngineSpecError("a black-box engine whose swap is a REST commit (transport 'rest') runs on the "
                                   "'rest' store, and only such an engine does")
@@ -265,6 +319,7 @@ class TableContext:
     workdir: str | None = None
     partitions: int = 1       # the run's model: > 1, or row-level kinds, need PART_COLUMN
     refs: bool = False        # the run's model has branch BRANCH (created by create_branch)
+    format_version: int = 2   # the table's format version (3: the suite's v3 phase)
 
     def access_key(self, writer: int) -> str:
         return self.access_keys.get(writer, self.access_keys.get(0, "testing"))
@@ -290,7 +345,7 @@ class OpSpec:
     row: str | None = None                # row_delete / row_update: the row (its id); None: no-op
 
     def __post_init__(self):
-        assert self.kind in COMMIT_OPERATIONS, self.kind
+        assert self.kind in COMMIT_OPERATIONS or self.kind == COW_DELETE, self.kind
         assert self.kind != ROLLBACK or self.target_snapshot_id is not None, "rollback needs a target"
 
     @property
@@ -327,6 +382,32 @@ class ReadResult:
     snapshot_id: int | None
     rows: tuple                      # sorted values of COLUMN
     files: frozenset | None = None   # data file locations read, if the engine can tell
+
+
+@dataclass(frozen=True)
+class V3DataFile:
+    """A live data file of a v3 table as `read_v3` sees it."""
+    path: str
+    first_row_id: int | None
+    rows: tuple                      # COLUMN values by position, deletes not applied
+    row_ids: tuple                   # each position's _row_id (materialised, or first_row_id + position)
+
+
+@dataclass(frozen=True)
+class V3DeletionVector:
+    data_file: str                   # referenced_data_file
+    positions: frozenset             # deleted positions, 0-based
+
+
+@dataclass(frozen=True)
+class V3Read:
+    """A v3 table's state at one snapshot (the v3 phase compares it with the model's)."""
+    snapshot_id: int | None
+    next_row_id: int
+    files: tuple                     # V3DataFile per live data file
+    dvs: tuple                       # V3DeletionVector per live DV (every one the manifests hold)
+    rows: tuple | None               # sorted (COLUMN value, _row_id) the engine's scan returns
+    scan_error: str | None = None    # why the scan refused, when rows is None
 
 
 # SnapshotRecord, VersionRecord, TableHistory: the history checker's input types
@@ -395,6 +476,8 @@ class TableHandle(Protocol):
     def close(self) -> None: ...
     # Only for an engine with refs (Capabilities.refs): the branch `name` at `snapshot_id`.
     def create_branch(self, name: str, snapshot_id: int) -> None: ...
+    # Only on a v3 table (Capabilities.format_versions holds 3): its state at main's head or a snapshot.
+    def read_v3(self, snapshot_id: int | None = None) -> V3Read: ...
 
 
 class Engine(Protocol):

@@ -41,7 +41,8 @@ PARTITIONED_ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False),
 CAPABILITIES = A.Capabilities(
     operations=frozenset(A.OPERATIONS), mode=A.STEPPING, faults=frozenset(A.FAULT_KINDS),
     swap_over_s3=True, reads=frozenset(A.READS), isolation=A.SERIALIZABLE, transport=frozenset(A.TRANSPORTS),
-    partitions=2, refs=True)
+    partitions=2, refs=True, format_versions=frozenset({2, 3}), v3_operations=frozenset(A.V3_OPERATIONS),
+    dv_policy=A.DV_CONFLICT, row_lineage=True)
 
 
 def rows_table(rows, partition: int | None = None) -> pa.Table:
@@ -146,7 +147,14 @@ class IcefloeTable:
         # tables hold merged manifests with EXISTING entries for scans, validations, expiry
         # and orphan removal to get right (every model file is otherwise one manifest's only).
         props = {MIN_COUNT_TO_MERGE: "2"}
-        if self.partitioned:
+        self.format_version = ctx.format_version
+        if self.format_version == 3:
+            # The v3 phase's table (conformance.v3): one manifest per commit, as the model has
+            # one per data file, so next-row-id grows by the rows added alone (a merged
+            # manifest's EXISTING rows would be assigned ids again: spec "First Row ID Assignment").
+            create_table(base_catalog, ctx.identifier, SCHEMA, location=location, io=base_store, env=self.env,
+                         format_version=3)
+        elif self.partitioned:
             from icefloe.impl.format.transforms import parse_partition_spec
             create_table(base_catalog, ctx.identifier, PARTITIONED, parse_partition_spec(A.PART_COLUMN, PARTITIONED),
                          location=location, properties=props, io=base_store, env=self.env)
@@ -185,6 +193,9 @@ class IcefloeTable:
     # -- writers ---------------------------------------------------------------------------
 
     def operation(self, op: A.OpSpec):
+        if self.format_version == 3:
+            from icefloe.conformance.engines import icefloe_v3
+            return icefloe_v3.operation(self.table, op)
         part = op.partition if self.partitioned else None
         if op.kind == A.APPEND:
             return P.FastAppend(rows_table(op.rows, part), op.ref)
@@ -316,6 +327,10 @@ class IcefloeTable:
         head = self.table.metadata.current_snapshot_id
         rows = self.table.incremental_append_scan(since_snapshot_id)
         return A.ReadResult(head, tuple(sorted(rows.column(A.COLUMN).to_pylist())), None)
+
+    def read_v3(self, snapshot_id: int | None = None) -> A.V3Read:
+        from icefloe.conformance.engines import icefloe_v3
+        return icefloe_v3.read_v3(self.table, self.tree, snapshot_id)
 
     # -- history and maintenance --------------------------------------------------------------
 

@@ -48,6 +48,13 @@ MEANINGS = {
     "L2 OperationsTerminate": "every operation ended, and once faults healed none ended unknown or crashed",
     "L3 NoSpuriousConflict": "an operation on a partition ends in conflict only over a concurrent commit that "
                              "touched its partition (disjoint partitions both commit)",
+    "P11 OneLiveDV": "format v3: at most one live deletion vector per data file",
+    "P12 DeletedRowsStayDeleted": "format v3: a DV that replaces another holds all its positions; no deleted row "
+                                  "comes back",
+    "P13 RowIdsUnique": "format v3: a _row_id names one row over the table's whole history, and a row keeps its "
+                        "id (retries, compaction, copy-on-write, updates)",
+    "P14 NextRowIdExact": "format v3: next-row-id grows by exactly the rows a commit adds, each added file's "
+                          "first-row-id range inside it",
 }
 
 

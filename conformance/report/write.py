@@ -27,7 +27,17 @@ def write_report(r: RunResult, directory: str | Path) -> Path:
     (d / "verdict.json").write_text(json.dumps(r.to_json(), indent=2, default=str) + "\n")
     (d / "report.md").write_text(report_md.markdown(r))
     (d / "report.html").write_text(report_html.render(r))
-    if r.failure is not None:
+    if r.failure is not None and r.failure.found_by == "v3":      # the v3 phase's program (conformance.v3)
+        (d / "program.py").write_text(
+            f'"""Replay: {r.failure.violation}"""\n'
+            "from icefloe.conformance.engines import registry\n"
+            "from icefloe.conformance.v3 import phase\n"
+            "from icefloe.model.v3 import V3Bounds\n\n"
+            "PROGRAM = [\n" + "\n".join(program_lines(r.failure.program)) + "\n]\n"
+            f"BOUNDS = {r.failure.bounds!r}\n\n"
+            "if __name__ == \"__main__\":\n"
+            f"    phase.replay({_engine_call(r)}, PROGRAM, BOUNDS)\n")
+    elif r.failure is not None:
         (d / "program.py").write_text(
             f'"""Replay: {r.failure.violation}"""\n'
             "from icefloe.conformance.engines import registry\n"

@@ -1,6 +1,7 @@
 """One conformance run against one engine (what `icefloe conform` and the pytest plugin
 both call): the directed programs that cover every transition class of the model
-(conformance.coverage.directed, no seed involved), then Hypothesis' random search on each store
+(conformance.coverage.directed, no seed involved), the v3 phase (conformance.v3.phase:
+families dvs and lineage on a format v3 table, no seed), then Hypothesis' random search on each store
 the engine supports (conformance.suite.machine, seeded), then the verdict as a RunResult.
 
 A failure stops the run; it is replayed once more to record the engine's history at the
@@ -19,6 +20,7 @@ from icefloe.conformance.suite.histories import ANOMALY_PROPERTY
 from icefloe.conformance.suite.profiles import MEMORY, REST, S3, Profile, bounds_for, expected_rules
 from icefloe.conformance.suite.runs import Failure, Sink, new_lockstep, shrink
 from icefloe.conformance.suite.stats import Stats
+from icefloe.conformance.v3 import phase as v3_phase
 from icefloe.conformance.violation import AGREEMENT, AdapterError, InvalidProgram, Violation
 from icefloe.model.checks import history as H
 
@@ -55,6 +57,11 @@ def run(engine, profile: Profile, seed: int, backends: Backends, stats: Stats, s
             failure = directed.run(engine, the_plan, store, seed, backends, stats, sink)
             if failure is not None:
                 return failure
+        if (stores is None or v3_phase.store_for(engine) in stores) and \
+                (not profile.families or set(profile.families) & set(v3_phase.FAMILY_NAMES)):
+            failure = _run_v3(engine, profile, backends, stats, sink)
+            if failure is not None:
+                return failure
     sink.extra["search_from"] = stats.copy()
     for store, examples in search_plan(engine, profile, stores):
         if sink.cut or sink.out_of_time():
@@ -67,6 +74,16 @@ def run(engine, profile: Profile, seed: int, backends: Backends, stats: Stats, s
             # (reads first), bounded as for a directed failure.
             return shrink(engine, failure, backends)
     return None
+
+
+def _run_v3(engine, profile: Profile, backends: Backends, stats: Stats, sink: Sink) -> Failure | None:
+    """The v3 phase (conformance.v3.phase): families dvs and lineage on the engine's v3 table."""
+    plans = sink.extra.get("v3_plan") or v3_phase.plan(engine)
+    if profile.families:
+        plans = [p for p in plans if p.family.name in profile.families]
+    sink.extra["v3_plan"] = plans
+    covered = sink.extra.setdefault("v3_covered", v3_phase.new_covered())
+    return v3_phase.run(engine, plans, backends, stats, sink, covered)
 
 
 def replay_history(engine, failure: Failure, backends):
@@ -131,7 +148,7 @@ def unchecked(engine) -> tuple:
         out.append("P10 IncrementalComplete")
     if not ({A.EXPIRE, A.ORPHANS} & set(caps.operations)):
         out.append("P9 CleanupSafe")
-    return tuple(out)
+    return tuple(out) + v3_phase.unchecked(engine)
 
 
 def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str | None = None,
@@ -155,6 +172,8 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
         example = ""
         if failure is not None and failure.found_by == "wire":   # the server at the wire: no model program
             example = "the REST server's answers at the wire (conformance.rest.wire)"
+        elif failure is not None and failure.found_by == v3_phase.FOUND_BY:
+            example = f"the v3 program that failed ({len(failure.program)} steps, {failure.store} store)"
         elif failure is not None:
             history, verdict = replay_history(engine, failure, backends)
             name_anomalies(failure, verdict)
@@ -166,6 +185,9 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
         backends.close()
     the_plan = sink.extra.get("plan")
     coverage = the_plan.coverage(sink.coverage) if the_plan is not None else {}
+    v3_plans = sink.extra.get("v3_plan")
+    if v3_plans is not None:
+        coverage.update(v3_phase.coverage(v3_plans, sink.extra["v3_covered"]))
     vacuous = []
     if failure is None and adapter_error is None and sink.cut:
         vacuous.append(f"cut short: the profile's time budget of {profile.seconds_max:.0f} s ran out with "
@@ -173,6 +195,9 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
     if failure is None and adapter_error is None:
         if the_plan is not None:
             vacuous += [f"class {c} of {f} not exercised" for f, c in the_plan.missed(sink.coverage)][:10]
+        if v3_plans is not None:
+            vacuous += [f"class {c} of {f} not exercised" for f, c in
+                        v3_phase.missed(v3_plans, sink.extra["v3_covered"])][:10]
         if the_plan is None or profile.search_guard:
             searched = stats.since(sink.extra["search_from"]) if "search_from" in sink.extra else stats
             vacuous += [f"random search: {why}" if the_plan is not None else why
