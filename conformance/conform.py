@@ -2,6 +2,8 @@
 
     icefloe conform [--engine module:factory|pyiceberg] [--variant NAME] [--list-variants]
                     [--profile ci|deep] [--seed N] [--report DIR] [--time-budget SECONDS]
+                    [--shard K/N]
+    icefloe conform merge [--report DIR] SHARD_REPORT_DIR...
 
 Default: icefloe's own engine, on the in-memory store for most examples and on moto S3
 (started here, on 127.0.0.1) with SQLite or the S3 catalog for the rest. Prints a line
@@ -10,7 +12,14 @@ with the counts), writes the report directory (report.html, report.md, verdict.j
 the version graph; for a failure the replayable program.py) and ends on one line:
 `OK: ...` or `FAILED: ...`. Exit 0: every property holds and the run was not vacuous;
 1: a property is violated (named) or the run proved too little (it was vacuous, or the
-profile's time budget cut it short: ci 1500 s, deep 4 h); 2: usage or setup error.
+profile's time budget cut it short: ci 1500 s, deep 4 h), or the adapter raised where its
+contract says it returns (verdict "adapter error", its traceback in the report); 2: usage or
+setup error.
+
+`--shard K/N` runs every N-th directed program from the K-th (the random search in shard N
+only) and writes the classes it covered into verdict.json; a shard's exit code judges its own
+programs. `icefloe conform merge` joins the N shards' report directories into one verdict:
+the same coverage and the same exit code as the run unsharded (report/merge.py).
 """
 from __future__ import annotations
 
@@ -45,10 +54,20 @@ def parse(argv) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--report", default=REPORT_DIR_DEFAULT, help=f"report directory (default {REPORT_DIR_DEFAULT})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--shard", type=shard_arg, metavar="K/N",
+                   help="run the K-th of N shares of the directed programs (the random search in the last); "
+                        "join the shards' reports with `icefloe conform merge`")
     p.add_argument("--time-budget", type=float, metavar="SECONDS",
                    help="wall-clock budget of the run (default: the profile's; 0: none); a run it cuts "
                         "short is reported so (exit 1), never as a pass")
     return p.parse_args(argv)
+
+
+def shard_arg(text: str) -> tuple:
+    k, sep, n = text.partition("/")
+    if not sep or not k.isdigit() or not n.isdigit() or not 1 <= int(k) <= int(n):
+        raise argparse.ArgumentTypeError(f"--shard wants K/N with 1 <= K <= N, not {text!r}")
+    return int(k), int(n)
 
 
 class Progress:
@@ -96,19 +115,26 @@ class Progress:
         self._clear()
 
 
-def phases(engine, profile, the_plan) -> list:
+def phases(engine, profile, the_plan, shard=None) -> list:
     """[(phase name, examples)] in the order the suite runs them (suite.run)."""
     from icefloe.conformance.suite import run as suite
+    k, n = shard or (1, 1)
     out = []
     if the_plan is not None:
-        out.append(("directed programs (every transition class of the model)", len(the_plan.programs)))
-    out += [(f"random search on the {store} store", n) for store, n in suite.search_plan(engine, profile)]
+        out.append(("directed programs (every transition class of the model)"
+                    + (f", shard {k}/{n}" if shard else ""), len(the_plan.programs[k - 1::n])))
+    if k == n:
+        out += [(f"random search on the {store} store", x) for store, x in suite.search_plan(engine, profile)]
     return out
 
 
 def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["merge"]:
+        from icefloe.conformance.report import merge
+        return merge.main(argv[1:])
     try:
-        args = parse(list(sys.argv[1:] if argv is None else argv))
+        args = parse(argv)
     except UsageError as e:
         print(f"icefloe conform: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -144,10 +170,10 @@ def run(engine, args) -> int:
         from icefloe.conformance.coverage import directed
         print("planning: a shortest program to every transition class of the model", flush=True)
         the_plan = directed.plan(engine, profile)
-    progress = Progress(phases(engine, profile, the_plan), not args.no_progress and sys.stderr.isatty())
+    progress = Progress(phases(engine, profile, the_plan, args.shard), not args.no_progress and sys.stderr.isatty())
     try:
         result = suite.run_suite(engine, args.engine if not args.variant else "icefloe", profile, args.seed,
-                                 args.variant, on_example=progress, plan=the_plan)
+                                 args.variant, on_example=progress, plan=the_plan, shard=args.shard)
     except A.EngineSpecError as e:
         progress.end()
         print(f"icefloe conform: setup error: {e}", file=sys.stderr)
@@ -160,6 +186,9 @@ def run(engine, args) -> int:
     print(f"report: {where}/ (report.html, report.md, verdict.json{', program.py' if failure else ''}"
           f"{', versions.dot, versions.png' if result.history is not None else ''})")
     print(result.overall_line())
+    if args.shard is not None:
+        print(f"shard {args.shard[0]}/{args.shard[1]}: its coverage is judged with the other shards' by "
+              f"`icefloe conform merge`")
     return EXIT_OK if result.passed else EXIT_VIOLATION
 
 

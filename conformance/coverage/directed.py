@@ -68,6 +68,16 @@ class Plan:
             out[f.family.name] = entry
         return out
 
+    def classes(self, tracker: C.Tracker) -> dict:
+        """Per family, the classes (as repr strings) the engine can reach, those this run
+        covered and those its engine left: what `icefloe conform merge` joins across shards."""
+        out = {}
+        for f in self.families:
+            covered = tracker.covered[f.family.name] & f.total
+            out[f.family.name] = {"reachable": sorted(map(repr, f.reachable)), "covered": sorted(map(repr, covered)),
+                                  "left": sorted(map(repr, f.left))}
+        return out
+
     def missed(self, tracker: C.Tracker) -> list:
         """Reachable classes the run did not exercise (none, by construction, unless the
         directed phase was cut short)."""
@@ -193,6 +203,10 @@ def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, s
         return failure
     pairs = [(f, p) for f in the_plan.families for p in f.programs]
     ordered = sorted(pairs, key=lambda fp: fp[1].store is not None and fp[1].store != store)
+    shard = sink.extra.get("shard")
+    if shard is not None:                   # --shard K/N: every N-th program from the K-th
+        k, n = shard
+        ordered = [fp for i, fp in enumerate(ordered) if i % n == k - 1]
     for i, (family, program) in enumerate(ordered):
         if sink.out_of_time():
             sink.cut = f"{len(ordered) - i} of {len(ordered)} directed programs"

@@ -78,6 +78,8 @@ class RunResult:
     coverage: dict = field(default_factory=dict)   # family -> {"covered": n, "total": m, ...}
     history_example: str = ""         # which run the history and the version graph show
     adapter_error: object = None      # violation.AdapterError: the adapter broke its contract
+    shard: tuple | None = None        # (K, N): --shard K/N ran every N-th directed program from the K-th
+    coverage_classes: dict = field(default_factory=dict)   # a shard's classes, for `icefloe conform merge`
 
     @property
     def violated(self) -> list:
@@ -111,6 +113,8 @@ class RunResult:
         if self.variant:
             parts.append(f"--variant {self.variant}")
         parts += [f"--profile {self.profile}", f"--seed {self.seed}"]
+        if self.shard is not None:
+            parts.append(f"--shard {self.shard[0]}/{self.shard[1]}")
         return " ".join(parts)
 
     def to_json(self) -> dict:
@@ -132,6 +136,8 @@ class RunResult:
             "history_verdict": None if self.history_verdict is None else self.history_verdict.to_json(),
             "history_example": self.history_example or None,
             "adapter_error": None if self.adapter_error is None else self.adapter_error.to_json(),
+            **({"shard": f"{self.shard[0]}/{self.shard[1]}", "coverage_classes": self.coverage_classes}
+               if self.shard is not None else {}),
         }
 
     def overall_line(self) -> str:

@@ -63,6 +63,9 @@ def run(engine, profile: Profile, seed: int, backends: Backends, stats: Stats, s
             if failure is not None:
                 return failure
     sink.extra["search_from"] = stats.copy()
+    shard = sink.extra.get("shard")
+    if shard is not None and shard[0] != shard[1]:
+        return None                          # the random search runs in the last shard only
     for store, examples in search_plan(engine, profile, stores):
         if sink.cut or sink.out_of_time():
             sink.cut = sink.cut or f"the random search on the {store} store"
@@ -152,13 +155,15 @@ def unchecked(engine) -> tuple:
 
 
 def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str | None = None,
-              on_example=None, stores=None, plan=None):
+              on_example=None, stores=None, plan=None, shard=None):
     """A whole run, as a report.RunResult (`plan`: the directed plan, if made already)."""
     from icefloe.conformance.report import result as R
     stats, backends = Stats(), Backends()
     sink = Sink(on_example=on_example, coverage=C.Tracker(C.FAMILIES))
     if plan is not None:
         sink.extra["plan"] = plan
+    if shard is not None:                    # (K, N): this run's share of the directed programs
+        sink.extra["shard"] = shard
     started = time.monotonic()
     if profile.seconds_max is not None:
         sink.deadline = started + profile.seconds_max
@@ -193,7 +198,7 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
         vacuous.append(f"cut short: the profile's time budget of {profile.seconds_max:.0f} s ran out with "
                        f"{sink.cut} not run (icefloe conform --time-budget)")
     if failure is None and adapter_error is None:
-        if the_plan is not None:
+        if the_plan is not None and shard is None:   # a shard's coverage is judged by the merge
             vacuous += [f"class {c} of {f} not exercised" for f, c in the_plan.missed(sink.coverage)][:10]
         if v3_plans is not None:
             vacuous += [f"class {c} of {f} not exercised" for f, c in
@@ -207,4 +212,5 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
         interleaving=engine.capabilities.interleaving, expected_rules=expected_rules(engine, profile),
         failure=failure, vacuity=vacuous, history=history, history_verdict=verdict,
         elapsed_s=time.monotonic() - started, unchecked=unchecked(engine), commit=R.git_commit(),
-        coverage=coverage, history_example=example, adapter_error=adapter_error)
+        coverage=coverage, history_example=example, adapter_error=adapter_error, shard=shard,
+        coverage_classes=the_plan.classes(sink.coverage) if shard is not None and the_plan is not None else {})
