@@ -124,17 +124,23 @@ def split_by_partition(table: pa.Table, spec: PartitionSpec, schema: T.Schema,
         return [((), table)]
     keys = _partition_keys(table, spec, schema)
     names = [f"k{i}" for i in range(len(keys))]
-    grouping = pa.table([_groupable(k) for k in keys] + [pa.array(range(table.num_rows), pa.int64())],
+    import numpy as np
+    grouping = pa.table([_groupable(k) for k in keys] + [pa.array(np.arange(table.num_rows, dtype=np.int64))],
                         names=[*names, "row"])
     groups = grouping.group_by(names, use_threads=False).aggregate([("row", "list")])
     if groups.num_rows > files_max:
         raise TooManyFiles(groups.num_rows, files_max)
-    rows = groups.column("row_list").to_pylist()
-    firsts = pa.array([r[0] for r in rows], pa.int64())
+    # Each group's row indices as a zero-copy slice of the flattened lists (no Python list
+    # of every row index: 2 M rows cost 0.7 s that way).
+    lists = groups.column("row_list").combine_chunks()
+    flat = lists.flatten()
+    offsets = lists.offsets.to_numpy()
+    firsts = flat.take(pa.array(offsets[:-1], pa.int64()))
     values = [_as_internal(k.take(firsts)) for k in keys]
     out = []
-    for g, indices in enumerate(rows):
-        out.append((tuple(v[g] for v in values), table.take(pa.array(indices, pa.int64()))))
+    for g in range(groups.num_rows):
+        indices = flat.slice(int(offsets[g]), int(offsets[g + 1] - offsets[g]))
+        out.append((tuple(v[g] for v in values), table.take(indices)))
     total = sum(t.num_rows for _, t in out)
     assert total == table.num_rows, (total, table.num_rows)
     return out

@@ -226,8 +226,35 @@ class BucketTransform(Transform):
             array = _epoch_int(array)[0]
         elif getattr(t, "extension_name", None) == "arrow.uuid":
             array = array.storage
-        # A Python loop is fast enough for bucketing one write's worth of rows.
+        if pa.types.is_integer(array.type):  # int, long, date, time, timestamps: hashed as longs
+            return self._bucket_longs(pc.cast(array, pa.int64()))
+        # Strings, binary, decimals, UUIDs: a Python loop over the values.
         return pa.array([self.apply(v, source_type) for v in array.to_pylist()], pa.int32())
+
+    def _bucket_longs(self, array: pa.Array) -> pa.Array:
+        """Vectorised `(murmur3_32(8-byte LE long) & MAX_INT) % N` with numpy's wrapping uint32
+        arithmetic: the same steps as murmur3_32 on two 4-byte blocks (2 M rows: 30 s in the
+        Python loop). tests/impl/format check it against murmur3_32 and pyiceberg."""
+        import numpy as np
+        values = array.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
+        with np.errstate(over="ignore"):
+            h = np.zeros(len(values), dtype=np.uint32)
+            for block in ((values & np.uint64(_M32)).astype(np.uint32), (values >> np.uint64(32)).astype(np.uint32)):
+                k = block * np.uint32(0xCC9E2D51)
+                k = (k << np.uint32(15)) | (k >> np.uint32(17))
+                k = k * np.uint32(0x1B873593)
+                h = h ^ k
+                h = (h << np.uint32(13)) | (h >> np.uint32(19))
+                h = h * np.uint32(5) + np.uint32(0xE6546B64)
+            h = h ^ np.uint32(8)
+            h = h ^ (h >> np.uint32(16))
+            h = h * np.uint32(0x85EBCA6B)
+            h = h ^ (h >> np.uint32(13))
+            h = h * np.uint32(0xC2B2AE35)
+            h = h ^ (h >> np.uint32(16))
+        buckets = ((h & np.uint32(0x7FFFFFFF)) % np.uint32(self.num_buckets)).astype(np.int32)
+        mask = array.is_null().to_numpy(zero_copy_only=False) if array.null_count else None
+        return pa.array(buckets, pa.int32(), mask=mask)
 
 
 @dataclass(frozen=True)
