@@ -226,6 +226,11 @@ class Capabilities:
     transport: frozenset = frozenset()
     partitions: int = 1       # 2: its table can be identity-partitioned by PART_COLUMN
     refs: bool = False        # it can commit to a branch, tag, fast-forward main
+    # The attempts its own commit loop makes at most (None: as many as the suite asks through
+    # TableContext.commit_attempts_max). 1: it does not retry a rejected commit (pyiceberg
+    # before 0.12): the model's writer then ends Conflict at the first rejection too, and the
+    # classes that need a second attempt are out of reach, with that reason, not missed.
+    commit_attempts_max: int | None = None
     format_versions: frozenset = frozenset({2})   # table versions it creates and commits to
     v3_operations: frozenset = frozenset()        # on a v3 table: a subset of V3_OPERATIONS
     dv_policy: str | None = None                  # v3: DV_CONFLICT or DV_MERGE
@@ -270,6 +275,9 @@ class Capabilities:
         if {ROW_DELETE, ROW_UPDATE} & set(self.v3_operations) and self.dv_policy is None:
             raise EngineSpecError("an engine that writes deletion vectors (v3 row_delete, row_update) declares its "
                                   f"dv_policy, one of {DV_POLICIES}")
+        if self.commit_attempts_max is not None and (not isinstance(self.commit_attempts_max, int)
+                                                     or self.commit_attempts_max < 1):
+            raise EngineSpecError(f"commit_attempts_max must be None or an int >= 1, not {self.commit_attempts_max!r}")
         if (TRANSPORT_REST in self.transport) != ("rest" in self.stores):
             raise EngineSpecError("a black-box engine whose swap is a REST commit (transport 'rest') runs on the "
                                   "'rest' store, and only such an engine does")

@@ -94,6 +94,8 @@ def _why(cls, caps: A.Capabilities) -> str:
         return "one partition (capability partitions=1)"
     if not caps.refs and any(w.endswith("@" + A.BRANCH) for w in words):
         return "no commits to a branch (capability refs=False)"
+    if caps.commit_attempts_max == 1 and "next attempt" in words:
+        return "the engine does not retry a rejected commit (capability commit_attempts_max=1)"
     injectable = caps.faults | (set(REST_FAULTS) if caps.rest else set())
     for fault in A.FAULT_KINDS:
         if fault in words and fault not in injectable:

@@ -80,9 +80,19 @@ def pyiceberg_version() -> str:
     return version("pyiceberg")
 
 
-# What the installed pyiceberg can do: 0.12's operations less those its API lacks.
+def retries_commits() -> bool:
+    """Whether the installed pyiceberg retries a rejected commit itself: its table properties
+    `commit.retry.*` (TableProperties.COMMIT_NUM_RETRIES) came in 0.12; 0.10 and 0.11 end a
+    409 as CommitFailedException at once."""
+    from pyiceberg.table import TableProperties
+    return hasattr(TableProperties, "COMMIT_NUM_RETRIES")
+
+
+# What the installed pyiceberg can do: 0.12's operations less those its API lacks, and one
+# attempt per commit where it has no retry loop.
 MISSING_OPERATIONS = missing_operations()
-CAPABILITIES = replace(CAPABILITIES_0_12, operations=CAPABILITIES_0_12.operations - set(MISSING_OPERATIONS))
+CAPABILITIES = replace(CAPABILITIES_0_12, operations=CAPABILITIES_0_12.operations - set(MISSING_OPERATIONS),
+                       commit_attempts_max=None if retries_commits() else 1)
 ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False)])
 # Longer than the proxy holds a gated request (GATE_HOLD_S_MAX, 60 s): with the AWS SDK's
 # default of 3 s, pyarrow gives up on a held metadata PUT and sends it again, and the

@@ -78,8 +78,8 @@ def bounds_for(engine, profile: Profile) -> iceberg.Bounds:
         faults = REST_FAULTS if caps.rest else ()
     return iceberg.Bounds(writers=profile.writers, ops=profile.ops, kinds=kinds, faults=faults,
                           fault_budget=profile.fault_budget if faults else 0,
-                          attempts_max=profile.attempts_max, isolation=caps.isolation,
-                          orphan_runs=1 if A.ORPHANS in caps.operations else 0,
+                          attempts_max=min(profile.attempts_max, caps.commit_attempts_max or profile.attempts_max),
+                          isolation=caps.isolation, orphan_runs=1 if A.ORPHANS in caps.operations else 0,
                           partitions=caps.partitions, refs=caps.refs)
 
 

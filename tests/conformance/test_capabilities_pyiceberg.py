@@ -54,3 +54,41 @@ def test_an_undeclared_operation_is_refused_with_the_reason(without_rollback, tm
     handle = object.__new__(engine_module.PyicebergTable)     # begin() needs no catalog to refuse
     with pytest.raises(engine_module.UnsupportedOperation, match="rollback_to_snapshot"):
         handle.begin(1, A.OpSpec(kind=A.ROLLBACK, op_id="1.1", target_snapshot_id=1))
+
+
+@pytest.fixture
+def without_commit_retry(monkeypatch):
+    from pyiceberg.table import TableProperties
+    monkeypatch.delattr(TableProperties, "COMMIT_NUM_RETRIES")
+    yield
+    monkeypatch.undo()
+    _reloaded()
+
+
+def test_no_commit_retry_is_one_attempt_and_its_classes_are_out_of_reach(without_commit_retry):
+    """Goal: a pyiceberg without commit.retry.* (0.10, 0.11) declares one attempt per commit, so
+    the model's writer ends Conflict at the first rejection too and the classes that need a
+    second attempt are out of reach with that reason. Method: reload without
+    TableProperties.COMMIT_NUM_RETRIES; read the engine's bounds and the reason the suite gives."""
+    from icefloe.conformance.coverage.directed import _why
+    from icefloe.conformance.suite.profiles import PROFILES, bounds_for
+    _, rest_module = _reloaded()
+    engine = rest_module.engine()
+    assert engine.capabilities.commit_attempts_max == 1
+    assert bounds_for(engine, PROFILES["ci"]).attempts_max == 1
+    assert "does not retry" in _why(("append", ("append",), "next attempt"), engine.capabilities)
+
+
+def test_installed_pyiceberg_retries_as_the_suite_asks():
+    """Goal: pyiceberg 0.12 retries (commit.retry.*), so its bounds keep the profile's attempts.
+    Method: read its capabilities and bounds."""
+    from icefloe.conformance.engines import pyiceberg_rest
+    from icefloe.conformance.suite.profiles import PROFILES, bounds_for
+    assert P.CAPABILITIES.commit_attempts_max is None
+    assert bounds_for(pyiceberg_rest.engine(), PROFILES["ci"]).attempts_max == PROFILES["ci"].attempts_max
+
+
+def test_commit_attempts_max_is_checked():
+    """Goal: a capability of 0 attempts is refused with a typed error naming it. Method: build one."""
+    with pytest.raises(A.EngineSpecError, match="commit_attempts_max"):
+        A.Capabilities(operations=frozenset({A.APPEND}), mode=A.BLACK_BOX, commit_attempts_max=0)
