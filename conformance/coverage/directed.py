@@ -18,6 +18,7 @@ from icefloe.conformance.coverage import families as C
 from icefloe.conformance.coverage import cache as graph_cache
 from icefloe.conformance.rest import coverage as rest_coverage
 from icefloe.conformance.rest import wire
+from icefloe.conformance.coverage import races, reflife
 from icefloe.conformance.coverage import transport as TC
 from icefloe.conformance.suite.profiles import MEMORY, REST, REST_FAULTS, S3, Profile, bounds_for, model_bounds
 from icefloe.conformance.suite.runs import Failure, replay, shrink
@@ -125,11 +126,80 @@ def plan(engine, profile: Profile) -> Plan:
             families.append(_transport_plan(engine, caps, family, full, mine, model, engine_view))
             if caps.rest:
                 families.append(_rest_plan(engine_view))
+    rivals = next(f for f in C.FAMILIES if f.name == "rivals")
+    families.append(_races_plan(caps, graph_cache.explore(rivals, rivals.bounds(mine), black_box), mine))
     if judges_server(engine):
         families.append(_wire_plan())
+    if drives_icefloe_api(engine):
+        families.append(_reflife_plan())
     if profile.families:
         families = [f for f in families if f.family.name in profile.families]
     return Plan(families)
+
+
+def _races_plan(caps, rivals_view, mine) -> FamilyPlan:
+    """The races family (conformance.coverage.races): races directed on S3 with the S3
+    catalog and with SQLite, and on PostgreSQL where the machine has it, for a stepping
+    engine (a black-box commit cannot be held at its swap)."""
+    total = races.total_classes()
+    wheres, why = [], {}
+    stepping = caps.mode == A.STEPPING
+    for where, (store, catalog) in races.WHERE.items():
+        if not stepping:
+            why[where] = "a black-box commit cannot be interleaved phase by phase"
+        elif store not in caps.stores:
+            why[where] = f"store {store} not supported"
+        elif catalog == "postgres" and A.TRANSPORT_SQL not in caps.transport:
+            why[where] = "the engine declares no SQL catalog (transport sql)"
+        elif catalog == "postgres" and races.postgres_available() is not None:
+            why[where] = races.postgres_available()
+        else:
+            wheres.append(where)
+    programs = races.programs(rivals_view, mine, tuple(wheres), A.TRANSPORT_S3 in caps.transport) if stepping else {}
+    reachable = frozenset(programs) & total
+    why_not = {c: why.get(c[0]) or ("the S3 requests of this engine cannot be held" if c[1] == races.HELD2 else
+                                    _why(c, caps)) for c in total - reachable}
+    return FamilyPlan(races.FAMILY, total, reachable, [programs[c] for c in sorted(reachable, key=repr)], why_not,
+                      {p: c for c, p in programs.items()})
+
+
+def drives_icefloe_api(engine) -> bool:
+    """Whether a run drives icefloe's own table API (the ref-lifecycle family: ref creation
+    and retention per ref, which the model and the adapter protocol do not have): for
+    icefloe itself, the stepping reference, and its variants."""
+    return engine.capabilities.mode == A.STEPPING and engine.name.startswith("icefloe")
+
+
+def _reflife_plan() -> FamilyPlan:
+    """The ref-lifecycle family (conformance.coverage.reflife): its programs run at every
+    place this machine has (PostgreSQL only where a server can be started)."""
+    total = reflife.classes()
+    why = races.postgres_available()
+    wheres = tuple(w for w in reflife.WHERES if w != reflife.POSTGRES or why is None)
+    reachable = reflife.classes(wheres)
+    return FamilyPlan(C.Family(reflife.FAMILY_NAME, reflife.FAMILY_DESCRIPTION), total, reachable, [],
+                      {c: why for c in total - reachable})
+
+
+def run_reflife(the_plan: Plan, backends, stats: Stats, sink) -> Failure | None:
+    """The ref-lifecycle family's programs against icefloe's API; a problem fails the run
+    (P5 where a ref's creation raced, P9 where expiry dropped what a ref's retention keeps)."""
+    plan_of = next((f for f in the_plan.families if f.family.name == reflife.FAMILY_NAME), None)
+    if plan_of is None:
+        return None
+    wheres = tuple(sorted({c[0] for c in plan_of.reachable}, key=reflife.WHERES.index))
+    covered, problems = reflife.judge(backends, wheres)
+    stats.examples += 1
+    if sink.coverage is not None:
+        sink.coverage.covered[reflife.FAMILY_NAME].update(covered)
+    if not problems:
+        return None
+    prop = "P9 CleanupSafe" if all(", retention," in p for p in problems) else "P5 ValidationSound"
+    v = Violation(prop, "icefloe's table API (conformance.coverage.reflife): " + "; ".join(problems))
+    v.at(0, ("RefLifecycle", problems[0].split(":")[0]))
+    v.program = [("RefLifecycle", p.split(":")[0]) for p in problems]
+    sink.failures_seen += 1
+    return Failure(MEMORY, list(v.program), v, 0, 0, None, "api")
 
 
 def judges_server(engine) -> bool:
@@ -200,11 +270,13 @@ def _rest_plan(engine_faults) -> FamilyPlan:
 def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, sink) -> Failure | None:
     """Every directed program on the engine, in order; the first failure, shrunk."""
     tracker = sink.coverage
-    failure = run_wire(the_plan, backends, stats, sink)
+    failure = run_wire(the_plan, backends, stats, sink) or run_reflife(the_plan, backends, stats, sink)
     if failure is not None:
         return failure
     pairs = [(f, p) for f in the_plan.families for p in f.programs]
-    ordered = sorted(pairs, key=lambda fp: fp[1].store is not None and fp[1].store != store)
+    # the races first (a handful of programs, each on the store it names), then the rest
+    ordered = sorted(pairs, key=lambda fp: (fp[0].family.name != races.FAMILY.name,
+                                            fp[1].store is not None and fp[1].store != store))
     shard = sink.extra.get("shard")
     if shard is not None:                   # --shard K/N: every N-th program from the K-th
         k, n = shard
@@ -214,6 +286,9 @@ def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, s
             sink.cut = f"{len(ordered) - i} of {len(ordered)} directed programs"
             return None
         watch = [tracker.watch(program.bounds)] if tracker is not None else []
+        race = races.Observer() if family.family.name == races.FAMILY.name else None
+        if race is not None:
+            watch.append(race)
         where = program.store or store
         stats.examples += 1
         stats.backends[where] += 1
@@ -223,6 +298,8 @@ def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, s
                           stats=stats, observers=watch, ctx_seed=0, catalog=program.catalog, lenient=True)
             if lock.left is not None and program in family.targets:
                 family.left[family.targets[program]] = lock.left
+            if race is not None and tracker is not None and race.covered(program.cls):
+                tracker.covered[races.FAMILY.name].add(program.cls)
         except AdapterError as e:               # its own verdict, with the program it happened in
             e.program = e.program if e.program is not None else list(program.labels)
             e.store = e.store or where

@@ -27,6 +27,7 @@ class Backends:
         self.moto = None
         self.proxy = None
         self.rest_server = None
+        self.postgres = None
         self.counter = itertools.count(1)
 
     def s3(self):
@@ -59,6 +60,14 @@ class Backends:
             self.rest_server.start()
         return self.rest_server
 
+    def postgres_dsn(self) -> str:
+        """A PostgreSQL server of the run's own (conformance.testing.postgres_server), for
+        the races family's SQL catalog on a real server; started on first use."""
+        if self.postgres is None:
+            from icefloe.conformance.testing.postgres_server import PostgresServer
+            self.postgres = PostgresServer.temporary()
+        return self.postgres.dsn
+
     def context(self, engine, store: str, seed: int, attempts_max: int, catalog: str | None = None) -> A.TableContext:
         """A fresh table's context. On S3 every engine talks to the FaultProxy (transport
         faults, gates); its pointer is in SQLite or, for stepping engines, in the S3 catalog:
@@ -69,6 +78,10 @@ class Backends:
         hooks = FaultSwitchboard()
         keys = {w: f"w{w}" for w in range(0, 8)}
         sqlite = f"sqlite:///{workdir / 'catalog.db'}"
+        if store == MEMORY and catalog == "postgres":      # one server, a table name per program
+            return A.TableContext(warehouse="memory://warehouse", catalog_uri=self.postgres_dsn(), faults=hooks,
+                                  identifier=f"db.t{n}", commit_attempts_max=attempts_max, seed=seed + n,
+                                  workdir=str(workdir), access_keys=keys)
         if store == MEMORY:
             return A.TableContext(warehouse="memory://warehouse", catalog_uri=sqlite, faults=hooks,
                                   commit_attempts_max=attempts_max, seed=seed + n, workdir=str(workdir),
@@ -100,6 +113,9 @@ class Backends:
         if self.moto is not None:
             self.moto.stop()
             self.moto = None
+        if self.postgres is not None:
+            self.postgres.remove()
+            self.postgres = None
         self.tmp.cleanup()
 
 

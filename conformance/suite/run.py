@@ -25,6 +25,11 @@ from icefloe.conformance.violation import AGREEMENT, AdapterError, InvalidProgra
 from icefloe.model.checks import history as H
 
 
+# Failures found by the checks that run no model program (their `found_by`): nothing to replay.
+NO_MODEL_PROGRAM = {"wire": "the REST server's answers at the wire (conformance.rest.wire)",
+                    "api": "icefloe's table API on each store (conformance.coverage.reflife)"}
+
+
 def search_plan(engine, profile: Profile, stores=None) -> list:
     """[(store, examples)] of the random search."""
     caps = engine.capabilities
@@ -175,8 +180,8 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
             failure, adapter_error = None, e
         history = verdict = None
         example = ""
-        if failure is not None and failure.found_by == "wire":   # the server at the wire: no model program
-            example = "the REST server's answers at the wire (conformance.rest.wire)"
+        if failure is not None and failure.found_by in NO_MODEL_PROGRAM:   # checks, not a program to replay
+            example = NO_MODEL_PROGRAM[failure.found_by]
         elif failure is not None and failure.found_by == v3_phase.FOUND_BY:
             example = f"the v3 program that failed ({len(failure.program)} steps, {failure.store} store)"
         elif failure is not None:
@@ -209,7 +214,8 @@ def run_suite(engine, spec: str, profile: Profile, seed: int = 0, variant: str |
                         for why in vacuity(searched, engine, profile)]
     return R.RunResult(
         engine=spec, engine_name=engine.name, variant=variant, profile=profile.name, seed=seed, stats=stats,
-        interleaving=engine.capabilities.interleaving, expected_rules=expected_rules(engine, profile),
+        interleaving=engine.capabilities.interleaving, capabilities=engine.capabilities.to_json(),
+        expected_rules=expected_rules(engine, profile),
         failure=failure, vacuity=vacuous, history=history, history_verdict=verdict,
         elapsed_s=time.monotonic() - started, unchecked=unchecked(engine), commit=R.git_commit(),
         coverage=coverage, history_example=example, adapter_error=adapter_error, shard=shard,
