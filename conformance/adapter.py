@@ -287,6 +287,14 @@ class Capabilities:
         """Whether the engine's swap is a REST catalog commit the suite can hold and fault."""
         return TRANSPORT_REST in self.transport
 
+    def to_json(self) -> dict:
+        """What the engine declared (verdict.json's `capabilities`; what this leaves out of reach
+        is in its `coverage`, per family, with the reasons)."""
+        return {"operations": sorted(self.operations), "mode": self.mode, "faults": sorted(self.faults),
+                "swap_over_s3": self.swap_over_s3, "reads": sorted(self.reads), "isolation": self.isolation,
+                "stores": sorted(self.stores), "transport": sorted(self.transport), "partitions": self.partitions,
+                "refs": self.refs, "commit_attempts_max": self.commit_attempts_max}
+
     @property
     def interleaving(self) -> str:
         """How finely the suite can interleave this engine's writers (for the verdict)."""

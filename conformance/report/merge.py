@@ -96,7 +96,7 @@ def merge(shards: list) -> dict:
     source = violating or erring or first
     return {
         **{key: first.get(key) for key in ("engine", "engine_spec", "variant", "profile", "seed", "commit",
-                                           "interleaving", "expected_rules")},
+                                           "interleaving", "capabilities", "expected_rules")},
         "verdict": verdict, "properties": properties, "violated": sorted(violating["violated"]) if violating else [],
         "vacuity": vacuity, "counts": counts, "coverage": coverage,
         "elapsed_s": round(sum(s["elapsed_s"] for s in shards), 2),

@@ -80,6 +80,7 @@ class RunResult:
     adapter_error: object = None      # violation.AdapterError: the adapter broke its contract
     shard: tuple | None = None        # (K, N): --shard K/N ran every N-th directed program from the K-th
     coverage_classes: dict = field(default_factory=dict)   # a shard's classes, for `icefloe conform merge`
+    capabilities: dict = field(default_factory=dict)       # what the engine declared (adapter.Capabilities)
 
     @property
     def violated(self) -> list:
@@ -124,7 +125,7 @@ class RunResult:
             "profile": self.profile, "seed": self.seed, "commit": self.commit,
             "verdict": self.verdict_word,
             "properties": self.verdicts(), "violated": self.violated,
-            "interleaving": self.interleaving, "vacuity": self.vacuity,
+            "interleaving": self.interleaving, "capabilities": self.capabilities, "vacuity": self.vacuity,
             "counts": self.stats.to_json(), "expected_rules": list(self.expected_rules),
             "coverage": self.coverage,
             "elapsed_s": round(self.elapsed_s, 2),

@@ -70,6 +70,7 @@ def test_a_planted_adapter_bug_is_an_adapter_error_not_a_violation(small_ci, tmp
     assert "Traceback" in error["traceback"] and "getattr(self.inner, PLANTED)" in error["traceback"]
     assert error["program"] and error["program"][0][:2] == ["Begin", 1] and error["store"] == "rest"
     assert "ADAPTER ERROR" in out and "VIOLATED" not in out
+    assert "append" in verdict["capabilities"]["operations"] and verdict["capabilities"]["commit_attempts_max"] is None
     assert "# icefloe conform: ADAPTER ERROR" in report_md and PLANTED in report_md and "Traceback" in report_md
 
 

@@ -59,6 +59,7 @@ def test_shards_merge_to_the_unsharded_verdict(small_ci, tmp_path, capsys):
     assert joined["verdict"] == whole["verdict"] == "pass"
     assert coverage_view(joined) == coverage_view(whole)
     assert joined["properties"] == whole["properties"]
+    assert joined["capabilities"] == whole["capabilities"] and "append" in whole["capabilities"]["operations"]
     assert joined["counts"]["examples"] == whole["counts"]["examples"]
     assert joined["merged_from"] == [f"{k}/{n}" for k in range(1, n + 1)]
 
