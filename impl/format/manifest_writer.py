@@ -103,7 +103,11 @@ def avro_name(name: str) -> str:
 BLOCK_SIZE_IN_BYTES_V1 = 64 * 1024 * 1024  # "Always write a default in v1" (Java writes 64 MiB)
 
 
-def manifest_entry_schema(partition: T.StructType, format_version: int = FORMAT_VERSION) -> dict:
+def manifest_entry_schema(partition: T.StructType, format_version: int = FORMAT_VERSION,
+                          referenced_data_file: bool = False) -> dict:
+    """`referenced_data_file`: include field 143 in a v2 schema (optional in v2; written
+    only when an entry carries it, e.g. another writer's file-scoped position deletes,
+    so icefloe's own v2 manifests keep their schema)."""
     partition_record = {"type": "record", "name": "r102", "fields": [
         _opt(avro_name(f.name), avro_type(f.type, f.field_id), f.field_id) for f in partition.fields]}
     v1 = format_version == 1
@@ -122,7 +126,8 @@ def manifest_entry_schema(partition: T.StructType, format_version: int = FORMAT_
         _opt("key_metadata", "bytes", 131),
         _opt("split_offsets", _list(133, "long"), 132)] + ([] if v1 else [
         _opt("equality_ids", _list(136, "int"), 135)]) + [
-        _opt("sort_order_id", "int", 140)] + ([
+        _opt("sort_order_id", "int", 140)] + (
+            [_opt("referenced_data_file", "string", 143)] if format_version == 2 and referenced_data_file else []) + ([
             _opt("first_row_id", "long", 142),
             _opt("referenced_data_file", "string", 143),
             _opt("content_offset", "long", 144),
@@ -264,9 +269,8 @@ def write_manifest(entries: Iterable[ManifestEntry], schema: T.Schema, spec: Par
             record["data_file"].update(
                 first_row_id=f.first_row_id, referenced_data_file=f.referenced_data_file,
                 content_offset=f.content_offset, content_size_in_bytes=f.content_size_in_bytes)
-        elif f.referenced_data_file is not None:
-            raise ManifestError(f"{where}: referenced_data_file is not written in v2 manifests by icefloe",
-                                field="143 referenced_data_file")
+        elif f.referenced_data_file is not None:  # v2: optional, kept when another writer set it
+            record["data_file"]["referenced_data_file"] = f.referenced_data_file
         records.append(record)
     metadata = {"schema": json.dumps(T.schema_to_json(schema)),
                 "schema-id": str(schema.schema_id),
@@ -275,7 +279,8 @@ def write_manifest(entries: Iterable[ManifestEntry], schema: T.Schema, spec: Par
                 "format-version": str(format_version)}
     if not v1:
         metadata["content"] = "data" if content == ManifestContent.DATA else "deletes"
-    return _avro_bytes(manifest_entry_schema(ptype, format_version), records, metadata)
+    referenced = format_version == 2 and any(e.data_file.referenced_data_file is not None for e in entries)
+    return _avro_bytes(manifest_entry_schema(ptype, format_version, referenced), records, metadata)
 
 
 def _check_version(format_version: int) -> None:

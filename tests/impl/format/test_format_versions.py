@@ -198,3 +198,13 @@ def test_v3_dv_fields_are_written_and_read():
     assert back == entry and back.data_file.is_deletion_vector
     with pytest.raises(ManifestError, match="v3 fields"):
         write_manifest([entry], SCHEMA, PartitionSpec(0, ()), ManifestContent.DELETES, format_version=2)
+    # v2: referenced_data_file is optional (file-scoped position deletes of other writers) and
+    # kept on a rewrite; a manifest without it keeps the schema it always had.
+    from dataclasses import replace
+    pos = replace(dv, file_path="s3://b/t/data/p.parquet", file_format="PARQUET", content_offset=None,
+                  content_size_in_bytes=None)
+    data = write_manifest([replace(entry, data_file=pos)], SCHEMA, PartitionSpec(0, ()), ManifestContent.DELETES)
+    assert read_manifest(data)[0].data_file.referenced_data_file == "s3://b/t/data/a"
+    plain = write_manifest([replace(entry, data_file=replace(pos, referenced_data_file=None))], SCHEMA,
+                           PartitionSpec(0, ()), ManifestContent.DELETES)
+    assert 143 not in _ids(fastavro.reader(io.BytesIO(plain)).writer_schema)
