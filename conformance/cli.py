@@ -9,7 +9,7 @@ module is imported when that command runs:
     icefloe conform ...          the conformance suite (icefloe.conformance.conform)
     icefloe conform --rest-uri   a REST catalog's commit endpoint (icefloe.conformance.rest.conform)
     icefloe demo-pipeline ...    the Spark example pipeline, judged by the checker
-                                 (icefloe.conformance.demo.pipeline)
+                                 (icefloe.conformance.demo.command, then demo.pipeline)
 
 `python -m icefloe.conformance.cli ARGS` is `icefloe ARGS`.
 """
@@ -26,7 +26,7 @@ COMMANDS = {
                 ("hypothesis", "moto"), "conform"),
     "conform-rest": ("icefloe.conformance.rest.conform", "judge a REST catalog's commit endpoint "
                      "(icefloe conform --rest-uri URI)", ("starlette", "uvicorn", "requests"), "rest"),
-    "demo-pipeline": ("icefloe.conformance.demo.pipeline",
+    "demo-pipeline": ("icefloe.conformance.demo.command",
                       "two Spark jobs append while a third compacts; the checker judges the history",
                       ("pyspark",), "spark"),
 }

@@ -12,7 +12,7 @@ compaction's batch the compaction swaps first, so both appenders' attempts are r
 and retried on top of it: every batch shows contention, every compaction lands among
 the appends. No party goes on without the others (BarrierTimeout, a hang guard, fails its
 application instead), so the contention does not depend on timing or load. Afterwards the judge
-(demo_judge.py) runs the history checker (`icefloe.model.checks.history`) on the table's
+(demo/judge.py) runs the history checker (`icefloe.model.checks.history`) on the table's
 metadata chain and the recorded operations and checks the rows: linear history, no lost
 or duplicated commit or row, time travel to every snapshot; it reports commit retries,
 conflicts and compactions among the appends, and fails a run that shows no contention.
@@ -20,12 +20,14 @@ A progress bar follows the jobs.
 
     icefloe demo-pipeline [--workdir DIR] [--appends N] [--rows R] [--compactions C]
 
+The command's arguments are parsed by conformance/demo/command.py before this module (and
+Spark, pyarrow) is imported, so `icefloe demo-pipeline --help` stays a help text.
+
 Exit 0: every check passed; 1: a check failed (the verdict says which); 2: bad usage or
 a Spark application did not finish.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -180,7 +182,7 @@ def run_pipeline(workdir: Path, appends: int = 3, rows: int = 400, compactions: 
     create_demo_table(workdir)
     schedule = {"appends": appends, "compaction_batches": list(range(1, min(compactions, appends - 1) + 1))}
     (workdir / "schedule.json").write_text(json.dumps(schedule))
-    base = [sys.executable, "-m", "icefloe.conformance.demo.pipeline", "--workdir", str(workdir),
+    base = [sys.executable, "-m", "icefloe.conformance.demo.command", "--workdir", str(workdir),
             "--appends", str(appends), "--rows", str(rows), "--compactions", str(compactions)]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"}
     procs = {}
@@ -251,17 +253,9 @@ class Progress:
             self.log(line)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="icefloe demo-pipeline", description=__doc__.splitlines()[0])
-    ap.add_argument("--workdir", type=Path, help="where the table, catalog and logs go (default: a new temp dir)")
-    ap.add_argument("--appends", type=int, default=3, help="appends per appending application")
-    ap.add_argument("--rows", type=int, default=400, help="rows per append")
-    ap.add_argument("--compactions", type=int, default=2, help="compactions the third application commits at least")
-    ap.add_argument("--role", help=argparse.SUPPRESS)
-    args = ap.parse_args(argv)
-    if args.appends < 1 or args.rows < 1 or args.compactions < 0:
-        print("demo-pipeline: --appends and --rows must be positive, --compactions not negative", file=sys.stderr)
-        return EXIT_USAGE
+def run(args) -> int:
+    """Run what command.py parsed: one role of a Spark application (a child process), or the
+    whole pipeline and its verdict."""
     if args.role:
         if args.role.startswith("append-"):
             return run_appender(args.workdir, args.role[len("append-"):], args.appends, args.rows)
@@ -281,7 +275,3 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     print(verdict.render())
     return EXIT_OK if verdict.valid else EXIT_FAILED
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -48,16 +48,9 @@ def test_top_level_help_imports_no_heavy_package():
     assert heavy == []
 
 
-_KNOWN_HEAVY_HELP = {
-    # conformance/demo/pipeline.py imports icefloe.impl.spark.job (pyarrow) at its top; its
-    # help is its own parser's. Strict: this fails once that import moves into the command.
-    "demo-pipeline": "the demo's module imports pyarrow at its top (conformance/demo/pipeline.py)",
-}
 
 
-@pytest.mark.parametrize("command", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=_KNOWN_HEAVY_HELP[c], strict=True)) if c in _KNOWN_HEAVY_HELP
-    else c for c in _commands()])
+@pytest.mark.parametrize("command", _commands())
 def test_every_command_help_imports_no_heavy_package(command):
     """Goal: `icefloe COMMAND --help` imports neither pyarrow, boto3 nor hypothesis, for
     every command the parser lists (the table commands, serve, conform, demo-pipeline).
