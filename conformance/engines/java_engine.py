@@ -95,6 +95,9 @@ ROW_LEVEL = f" AND length({A.COLUMN}) >= 0"
 # is a no-op otherwise: Java's planner selects every file below its minimum size (all of
 # the suite's files) and rewrites a group of at least min-input-files of them.
 REWRITE_OPTIONS = {"min-input-files": "2"}
+# Iceberg-Java's validation of a row delta whose starting snapshot is no longer an ancestor
+# of main's head (SnapshotUtil: "Snapshot S is not an ancestor of H").
+NOT_AN_ANCESTOR = "is not an ancestor of"
 
 
 class UnsupportedOperation(A.EngineSpecError):
@@ -166,6 +169,11 @@ def outcome_of_error(e: java_env.JavaError, attempts_max: int):
         return A.Unknown(f"untyped transport failure at the commit: {reason}", 1)
     if e.caused_by("CommitFailedException") or e.caused_by("ValidationException"):
         return A.Conflict(reason, attempts_max)
+    if e.caused_by("IllegalArgumentException") and NOT_AN_ANCESTOR in e.message:
+        # Observation J7 (docs/verdicts.md): a merge-on-read row delta retried after a
+        # concurrent rollback took its starting snapshot off main fails its validation with
+        # an untyped IllegalArgumentException, before any commit request: not applied.
+        return A.Conflict(f"untyped validation failure: {reason}", attempts_max)
     return None
 
 
