@@ -191,7 +191,7 @@ class V3Lockstep:
             raise Violation(AGREEMENT, f"writer {w} ({self.specs[w].kind}): the model ended it {res}, the engine "
                             f"has not (phase {commit.phase})", res, commit.phase)
         out = commit.outcome
-        if self._head_moved():
+        if res == V.COMMITTED or self._head_moved():   # a commit the model made must show on the table
             self._observe_commit(w)
         if not isinstance(out, OUTCOME_OF[res]):
             if isinstance(out, A.Conflict) and res == V.COMMITTED:
