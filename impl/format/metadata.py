@@ -416,6 +416,24 @@ def check_spec_for_version(spec: PartitionSpec, format_version: int) -> None:
             raise UnsupportedFormatVersion(f"a v1 partition spec numbers its fields {expected}, not {ids}")
 
 
+def check_v1_specs(specs) -> None:
+    """v1 partition-field rules (spec "Partition Evolution"): v1 readers find partition
+    fields by position, so every spec numbers its fields 1000, 1001, ... and a field id
+    means the same source column and name in every spec; a dropped field stays, as a void
+    transform. UnsupportedFormatVersion naming the first spec that breaks them."""
+    from icefloe.impl.format.transforms import VoidTransform
+    seen: dict[int, tuple[int, str]] = {}
+    for spec in specs:
+        check_spec_for_version(spec, 1)
+        for pf in spec.fields:
+            was = seen.setdefault(pf.field_id, (pf.source_id, pf.name))
+            if was != (pf.source_id, pf.name) and not isinstance(pf.transform, VoidTransform):
+                raise UnsupportedFormatVersion(
+                    f"partition spec {spec.spec_id}: field {pf.field_id} is {pf.name!r} of column {pf.source_id}, "
+                    f"another spec's is {was[1]!r} of column {was[0]}; v1 keeps fields in place (drop one "
+                    "as a void transform, or upgrade to v2)")
+
+
 def upgraded(m: TableMetadata, format_version: int) -> TableMetadata:
     """`m` at `format_version`: one step up (v1 -> v2, v2 -> v3), never down (spec Appendix
     E). Upgrading to v3 starts row lineage at next-row-id 0; existing snapshots keep no
@@ -473,6 +491,8 @@ def to_json(m: TableMetadata) -> bytes:
     readers' convention). `refs` is written in v1 too, as Iceberg-Java does: a tag or branch
     of a v1 table would otherwise be dropped silently. v3 adds `next-row-id`."""
     version = check_format_version(m.format_version)
+    if version == 1:
+        check_v1_specs(m.partition_specs)
     doc: dict[str, Any] = {"format-version": version, "table-uuid": m.table_uuid, "location": m.location}
     if version > 1:
         doc["last-sequence-number"] = m.last_sequence_number

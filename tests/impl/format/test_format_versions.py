@@ -104,7 +104,7 @@ def test_v3_types_and_defaults_need_v3_and_the_rest_are_refused_by_name():
 
 def test_v1_partition_fields_are_numbered_from_1000():
     """Goal: the v1 rule on partition field ids holds at create. Method: a spec numbered 1005."""
-    spec = PartitionSpec(0, (PartitionField(1, 1005, "id_b", parse_transform("bucket[4]")),))
+    spec = PartitionSpec(0, (PartitionField(1, 1005, parse_transform("bucket[4]"), "id_b"),))
     with pytest.raises(UnsupportedFormatVersion, match="1000"):
         new_table_metadata(SCHEMA, "s3://b/t", UUID, 1, spec, format_version=1)
     new_table_metadata(SCHEMA, "s3://b/t", UUID, 1, spec, format_version=2)
@@ -208,3 +208,22 @@ def test_v3_dv_fields_are_written_and_read():
     plain = write_manifest([replace(entry, data_file=replace(pos, referenced_data_file=None))], SCHEMA,
                            PartitionSpec(0, ()), ManifestContent.DELETES)
     assert 143 not in _ids(fastavro.reader(io.BytesIO(plain)).writer_schema)
+
+
+def test_v1_specs_keep_their_fields_in_place():
+    """Goal: a v1 table is never written with a spec that moves or renumbers partition
+    fields (v1 readers find them by position); a dropped field as a void transform is fine.
+    Method: v1 metadata with evolved specs, written."""
+    from dataclasses import replace
+    first = PartitionSpec(0, (PartitionField(1, 1000, parse_transform("bucket[4]"), "id_b"),))
+    meta = new_table_metadata(SCHEMA, "s3://b/t", UUID, 1, first, format_version=1)
+    voided = PartitionSpec(1, (PartitionField(1, 1000, parse_transform("void"), "id_b"),
+                               PartitionField(2, 1001, parse_transform("identity"), "s")))
+    ok = replace(meta, partition_specs=(first, voided), default_spec_id=1, last_partition_id=1001)
+    assert from_json(to_json(ok), "m.json").spec() == voided
+    moved = PartitionSpec(1, (PartitionField(2, 1000, parse_transform("identity"), "s"),))
+    with pytest.raises(UnsupportedFormatVersion, match="keeps fields in place"):
+        to_json(replace(meta, partition_specs=(first, moved), default_spec_id=1))
+    gap = PartitionSpec(1, (PartitionField(2, 1001, parse_transform("identity"), "s"),))
+    with pytest.raises(UnsupportedFormatVersion, match="1000"):
+        to_json(replace(meta, partition_specs=(first, gap), default_spec_id=1, last_partition_id=1001))
