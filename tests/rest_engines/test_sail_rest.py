@@ -61,3 +61,23 @@ def test_sail_reports_every_5xx_and_a_lost_answer_unknown_and_keeps_its_files(ap
         assert r["commit_requests"] == 1 and not r["findings"], r
         assert r["landed"] == r["applied"], r
     assert appends[("append", "lost", None, None)]["reason"].endswith("status code 200 OK")
+
+
+def test_sail_messages_map_to_the_outcomes_they_claim():
+    """Goal: each failed-commit message Sail 0.7.2 gave in the probe and the ci run maps to the
+    outcome it claims (409 and a retry Sail refused itself: conflict; 5xx and a lost body:
+    unknown), and any other error is no outcome (the adapter lets it through: an adapter
+    error). Method: outcome_of on the messages as recorded."""
+    from icefloe.conformance import adapter as A
+    from icefloe.conformance.engines.sail_engine import outcome_of
+    failed = "external error: Failed to commit Iceberg table db.t: response error: status code {}"
+    assert isinstance(outcome_of(RuntimeError(failed.format("409 Conflict"))), A.Conflict)
+    for status in ("500 Internal Server Error", "502 Bad Gateway", "503 Service Unavailable", "504 Gateway Timeout"):
+        assert isinstance(outcome_of(RuntimeError(failed.format(status))), A.Unknown)
+    lost = "external error: Failed to commit Iceberg table db.t: unknown error: status code 200 OK"
+    assert isinstance(outcome_of(RuntimeError(lost)), A.Unknown)
+    refused = ("Iceberg commit failed: reference 'main' expected snapshot Some(4003048291060849542) "
+               "but found Some(401377535899698490)")
+    assert isinstance(outcome_of(RuntimeError(refused)), A.Conflict)
+    assert outcome_of(RuntimeError("invalid argument: column aliases are not allowed for source table in MERGE")) \
+        is None
