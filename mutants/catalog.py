@@ -293,8 +293,8 @@ BLIND: tuple[Mutant, ...] = (
            COMMIT, "a retry rebuilds on the refreshed metadata but swaps against the old pointer value",
            "lost retries (every attempt rejected)", blind=True),
     Mutant("list-sequence-number-from-start", COMMIT_PY,
-           "            sequence_number = self.base.last_sequence_number + 1\n",
-           "            sequence_number = self.base_at_start.last_sequence_number + 1  # mutant\n",
+           "            sequence_number = snapshot_sequence_number(self.base)   # 0 in v1, which has none\n",
+           "            sequence_number = snapshot_sequence_number(self.base_at_start)  # mutant\n",
            ROW_DELTAS, "a retried manifest list carries the first attempt's sequence number (files inherit it)",
            "spec: sequence-number inheritance", blind=True),
     Mutant("validation-lost-start-is-empty", VALIDATION_PY,
@@ -448,6 +448,45 @@ ISSUE_30: tuple[Mutant, ...] = (
            REST_SERVER, "a server-side retry after a lost swap re-applies the updates without re-checking the "
            "requirements (checked once, on the first read)", "requirements checked at the swap's own base",
            unit_tests=(SERVE_TESTS,)),
+    Mutant("overwrite-ignores-deletes-of-removed", PRODUCER_PY,
+           "        checked = tuple(self.removed.values()) if self.rows is not None and self.isolation == SERIALIZABLE \\\n"
+           "            else tuple(rewritten)\n",
+           "        checked = tuple(rewritten)  # mutant: only the files it copies forward\n",
+           VALIDATION, "an overwrite by filter validates new delete files only for the files it rewrites, not for "
+           "those it removes whole: a row delete committed meanwhile on a removed file is silently undone",
+           "Iceberg-Java validateNoConflictingDeletes (overwrite racing a row delete)"),
+    Mutant("s3-catalog-refresh-after-any-412", S3_CATALOG_PY,
+           "        if current.pointer.metadata_location == expected_location and current.etag != sent.etag:\n"
+           "            return current",
+           "        if current.etag != sent.etag:  # mutant: a fresh etag after a 412, so send again with it\n"
+           "            return current",
+           S3_CATALOG, "after a 412 the S3 catalog takes any fresh etag as its remembered one gone stale and sends "
+           "its pointer again with it, over the rival's commit that caused the 412",
+           "apache/iceberg #7151 class (a refusal retried blind)", unit_tests=(S3_TESTS,)),
+    Mutant("s3-catalog-moved-on-as-rejected", S3_CATALOG_PY,
+           "            return Swapped(new_location)  # ours landed and the next swap was built on it\n",
+           "            return Swapped(new_location)  # ours landed and the next swap was built on it\n"
+           "        return SwapRejected(expected_location, current.metadata_location,  # mutant\n"
+           "                            \"the pointer moved on: ours can no longer land\")\n",
+           S3_CATALOG, "the S3 catalog's reconcile takes a pointer two or more swaps on as 'ours did not land' "
+           "(it may have landed under the rivals' commits): a retry re-applies it or a cleanup deletes it",
+           "apache/iceberg #3717 class (pointer status check)", unit_tests=(S3_TESTS,)),
+    Mutant("ref-absent-assertion-ignored", VALIDATION_PY,
+           "        if found != self.snapshot_id:\n            return f\"ref {self.ref!r} is at {found}, expected",
+           "        if self.snapshot_id is not None and found != self.snapshot_id:  # mutant: None means 'any'\n"
+           "            return f\"ref {self.ref!r} is at {found}, expected",
+           REFS, "a ref's creation retried after a rival created the same ref passes its 'must not exist' check "
+           "and moves the rival's ref", "REST AssertRefSnapshotId(ref, null); branch create racing"),
+    Mutant("retention-ignores-branch-min-keep", "impl/table/operations.py",
+           "(ref.min_snapshots_to_keep or min_keep_default)",
+           "(min_keep_default)  # mutant: the table's default for every branch",
+           REFS, "expiry keeps the table's min-snapshots-to-keep on every branch, ignoring a branch's own",
+           "Iceberg spec 'Snapshot Retention Policy': per-ref min-snapshots-to-keep"),
+    Mutant("retention-ignores-branch-age", "impl/table/operations.py",
+           "now_ms - (ref.max_snapshot_age_ms or age_default)",
+           "now_ms - age_default  # mutant: the table's age for every branch",
+           REFS, "expiry ages every branch by the table's max-snapshot-age-ms, ignoring a branch's own",
+           "Iceberg spec 'Snapshot Retention Policy': per-ref max-snapshot-age-ms"),
 )
 MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30
 

@@ -212,6 +212,8 @@ def main(argv=None) -> int:
     p.add_argument("--no-unit", action="store_true", help="do not run unit tests for survivors")
     p.add_argument("--docs", action="store_true", help="rewrite the kill table in docs/conformance.md")
     p.add_argument("--timeout", type=float, default=CONFORM_TIMEOUT_S, help="seconds per conform run")
+    p.add_argument("--every-seed", action="store_true",
+                   help="run every seed even after a directed kill (which stands for every seed)")
     p.add_argument("--jobs", type=int, default=1, help="mutants run at a time (each in its own processes)")
     p.add_argument("--reports", default=str(REPORTS), help=f"where the runs' reports go (default {REPORTS})")
     p.add_argument("--render", metavar="KILLS_JSON", help="only rewrite docs/conformance.md's table from a "
@@ -245,7 +247,7 @@ def main(argv=None) -> int:
             runs.append(run_conform(m, seed, args.profile, args.timeout))
             if not runs[-1].killed:
                 break                    # not killed at every seed: no need for the rest
-            if runs[-1].found_by == "directed":
+            if runs[-1].found_by == "directed" and not args.every_seed:
                 break                    # the directed phase involves no seed: every seed runs it alike
         r = Result(m, runs)
         if not r.killed_by_conform and not args.no_unit:

@@ -229,8 +229,8 @@ def run_wire(the_plan: Plan, backends, stats: Stats, sink) -> Failure | None:
         sink.coverage.covered[wire.FAMILY_NAME].update(covered)
     if not problems:
         return None
-    changed = any("changed" in p for p in problems)
-    v = Violation("P5 ValidationSound" if changed else AGREEMENT,
+    applied = any(getattr(p, "applied", False) for p in problems)
+    v = Violation("P5 ValidationSound" if applied else AGREEMENT,
                   "icefloe serve at the wire (conformance.rest.wire): " + "; ".join(problems))
     v.at(0, ("Wire", problems[0].split(":")[0]))
     v.program = [("Wire", p.split(":")[0]) for p in problems]

@@ -9,6 +9,7 @@ from icefloe.conformance.coverage.base import (  # noqa: F401 - the search and t
     Family, Faults, Graph, Handles, Orphans, Program, Rivals, Sequences, Tracker, Unknowns, Validations, cover,
     explore, simulate,
 )
+from icefloe.conformance.coverage.pairs import PAIRS
 from icefloe.conformance.coverage.rows import ROW_FAMILIES
 
 
@@ -21,5 +22,6 @@ FAMILIES = (
     Orphans("orphans", "orphan removal after an operation ended so"),
     Handles("handles", "a writer's next operation begins through its own handle after a rival committed"),
     *ROW_FAMILIES,
+    PAIRS,
 )
 FAMILY_NAMES = tuple(f.name for f in FAMILIES) + ("transport",)

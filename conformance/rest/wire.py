@@ -46,7 +46,18 @@ RACERS, RACE_ROUNDS = 3, 3
 
 
 class WireProblem(Exception):
-    """What the server answered (or did to the table) that the REST spec does not allow."""
+    """What the server answered (or did to the table) that the REST spec does not allow;
+    `applied`: a commit the spec refuses changed the table."""
+
+    def __init__(self, message: str, applied: bool = False):
+        super().__init__(message)
+        self.applied = applied
+
+
+class Problem(str):
+    """A check's problem as judge() reports it: the sentence, and whether a refused commit
+    was applied (the run names P5 then, else A0)."""
+    applied: bool = False
 
 
 class Wire:
@@ -85,9 +96,14 @@ class Wire:
     def refused(self, name: str, requirements: list, updates: list, expected: tuple, what: str) -> None:
         """The commit is answered `expected` (status, type) and the table is unchanged."""
         before = self.meta(name)
-        self._expect(self.commit(name, requirements, updates), *expected, what)
-        if _comparable(self.meta(name)) != _comparable(before):
-            raise WireProblem(f"{what}: answered {expected[0]}, yet the table changed")
+        answer = self.commit(name, requirements, updates)
+        changed = _comparable(self.meta(name)) != _comparable(before)
+        try:
+            self._expect(answer, *expected, what)
+        except WireProblem as e:
+            raise WireProblem(f"{e}{'; and the table changed' if changed else ''}", changed) from None
+        if changed:
+            raise WireProblem(f"{what}: answered {expected[0]}, yet the table changed", True)
 
     def landed(self, name: str, requirements: list, updates: list, what: str, check) -> dict:
         """The commit is answered 200 and the table shows `check(metadata)`."""
@@ -246,7 +262,8 @@ def check_ref_creators_race(w: Wire, out: set) -> None:
         won = [i for i, a in enumerate(answers) if a is not None and a.status == 200]
         if statuses != [200] + [409] * (RACERS - 1) or any(a.type != CONFLICT[1] for a in answers if a.status == 409):
             raise WireProblem(f"{RACERS} creators of branch {ref} from one state (assert-ref-snapshot-id {ref} null) "
-                              f"were answered {statuses}: exactly one 200 and 409 CommitFailedException for the others")
+                              f"were answered {statuses}: exactly one 200 and 409 CommitFailedException for the others",
+                              statuses.count(200) > 1)
         if _head(w.meta(name), ref) != heads[won[0]]:
             raise WireProblem(f"branch {ref} is not where the racer answered 200 put it")
     out.add(("race", "two creators of one ref", "one 200, the rest 409"))
@@ -359,9 +376,14 @@ def check_transaction(w: Wire, out: set) -> None:
                {"identifier": {"namespace": [w.ns], "name": b},
                 "requirements": [{"type": "assert-table-uuid", "uuid": str(uuid.uuid4())}],
                 "updates": [_props(k="b")]}]
-    w._expect(w.c.transaction(changes), *CONFLICT, "a transaction with a failed requirement in one table")
-    if _comparable(w.meta(a)) != _comparable(ma) or _comparable(w.meta(b)) != _comparable(mb):
-        raise WireProblem("a transaction answered 409 changed a table")
+    answer = w.c.transaction(changes)
+    changed = _comparable(w.meta(a)) != _comparable(ma) or _comparable(w.meta(b)) != _comparable(mb)
+    try:
+        w._expect(answer, *CONFLICT, "a transaction with a failed requirement in one table")
+    except WireProblem as e:
+        raise WireProblem(f"{e}{'; and a table changed' if changed else ''}", changed) from None
+    if changed:
+        raise WireProblem("a transaction answered 409 changed a table", True)
     out.add(("transaction", "one table's requirement fails", 409))
 
 
@@ -397,5 +419,7 @@ def judge(url: str) -> tuple[set, list]:
         try:
             check(w, covered)
         except WireProblem as e:
-            problems.append(f"{check.__name__[len('check_'):]}: {e}")
+            problem = Problem(f"{check.__name__[len('check_'):]}: {e}")
+            problem.applied = e.applied
+            problems.append(problem)
     return covered, problems
