@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from icefloe.model import v3 as V
+from icefloe.model import v3_state as V
 
 
 def _transitions(s: V.V3State):
