@@ -14,6 +14,7 @@ import uuid
 
 import pyarrow as pa
 
+from icefloe.impl.format import name_mapping as NM
 from icefloe.impl.format import types as T
 from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.format.transforms import partition_spec_from_json, partition_spec_to_json
@@ -34,12 +35,13 @@ FILES_MIN_DEFAULT = 2
 
 
 def _rewrite_group(ref: TableRef, table_location: str, job_id: str, schema_json: dict, spec_json: dict,
-                   index: int, tasks: list, target_bytes: int):
-    """One Spark task: the live rows of `tasks` (one partition) as new files."""
+                   index: int, tasks: list, target_bytes: int, name_mapping: dict | None = None):
+    """One Spark task: the live rows of `tasks` (one partition) as new files; `name_mapping`
+    (the table's) resolves files written without field ids, as the icefloe compaction does."""
     io = io_of(ref)
     schema = T.schema_from_json(schema_json)
     deletes = DeleteReader(io)
-    rows = pa.concat_tables([S.read_task(io, t, schema, deletes) for t in tasks])
+    rows = pa.concat_tables([S.read_task(io, t, schema, deletes, name_mapping) for t in tasks])
     partition = tasks[0].data_file.partition
     middle = partition_path_of(partition_spec_from_json(spec_json), schema, partition)  # `field=value`
     prefix = job_prefix(table_location, job_id) + (f"{middle}/" if middle else "")
@@ -98,10 +100,12 @@ def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MA
         schema_json = T.schema_to_json(S.snapshot_schema(metadata, start))
         spec_json = partition_spec_to_json(metadata.spec())  # every chosen group has the default spec
         location = table.location
+        mapping = NM.of(metadata.properties)
 
         def run(item):
             index, ts = item
-            return _rewrite_group(ref, location, job_id, schema_json, spec_json, index, ts, target_file_size_bytes)
+            return _rewrite_group(ref, location, job_id, schema_json, spec_json, index, ts, target_file_size_bytes,
+                                  mapping)
 
         with tagged(spark) as tag:
             try:

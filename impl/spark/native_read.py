@@ -14,7 +14,8 @@ plans, Spark's vectorized Parquet reader reads the planned files.
 - Reading: `spark.read.schema(<table schema with field ids>).parquet(files)`, columns
   matched by field id (`spark.sql.parquet.fieldId.read.enabled`, set on the session: it
   only affects reads whose schema carries field ids), so renamed and added columns read
-  right.
+  right. Files without field ids (`add-files`) are resolved through the table's name
+  mapping as icefloe's scan resolves them, and read by name (name_mapped.py).
 - Merge-on-read: files without deletes are read as they are. For the others, position
   deletes are an anti-join on (file, row position) with Spark's file metadata columns
   (`_metadata.file_path`, `_metadata.row_index`), each delete file joined only to the data
@@ -36,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from icefloe.impl.format import expressions as E
+from icefloe.impl.format import name_mapping as NM
 from icefloe.impl.format import types as T
 from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.manifest import DataFileContent
@@ -43,6 +45,7 @@ from icefloe.impl.io.locations import canonical_location, scheme_of
 from icefloe.impl.table import scan as S
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID, DELETE_POS_ID
+from icefloe.impl.spark import name_mapped as NMS
 from icefloe.impl.spark import planning as PL
 from icefloe.impl.spark import sql_filters as SF
 from icefloe.impl.spark.native_write import FIELD_ID, spark_type
@@ -87,6 +90,8 @@ class NativeScan:
     apply_deletes: bool = True
     extra: dict = field(default_factory=dict)
     io: object = None  # the table's store: merge-on-read reads position delete files on the driver
+    name_mapping: dict | None = None  # the table's (name_mapping.of): files without field ids
+    layouts: dict = field(default_factory=dict)  # data file -> its name_mapped.Layout (None: field ids)
 
     def read_schema(self, fields=None):
         from pyspark.sql import types as S
@@ -97,6 +102,21 @@ class NativeScan:
     def _files(self, paths: list[str], schema=None):
         return (self.spark.read.schema(schema or self.read_schema()).option("recursiveFileLookup", "true")
                 .parquet(*paths))
+
+    def _data_files(self, paths: list[str], extra=()):
+        """Data files as one frame of the read schema, then `extra` columns: the files with
+        field ids in one scan, those without one scan per layout (name_mapped.py)."""
+        with_ids, mapped = NMS.split_by_layout(paths, self.name_mapping, self.layouts)
+        frames = []
+        if with_ids:
+            df = self._files(with_ids)
+            frames.append(df.select("*", *extra) if extra else df)
+        for layout, group in sorted(mapped.items()):
+            frames.append(NMS.mapped_frame(self.spark, group, layout, self.schema.fields, extra))
+        df = frames[0]
+        for other in frames[1:]:
+            df = df.unionByName(other)
+        return df
 
     def to_dataframe(self):
         """The rows of the plan as a Spark DataFrame (deletes applied, filter applied)."""
@@ -112,7 +132,7 @@ class NativeScan:
         merged = self.plan.filter(has_deletes)
         frames = []
         if plain:
-            frames.append(self._files(plain))
+            frames.append(self._data_files(plain))
         if merged.num_rows:
             frames.append(self._merge_on_read(merged).select(*[F.col(f"`{n}`") for n in names]))
         if not frames:
@@ -154,7 +174,7 @@ class NativeScan:
                 numbers.extend([k] * len(deleted))
                 positions.extend(sorted(deleted))
         row_position = F.col("_metadata.row_index") if positions else F.lit(None).cast("long")
-        df = _union([self._files([path]).select("*", F.lit(k).alias(IDX), row_position.alias(POS))
+        df = _union([self._data_files([path], [F.lit(k).alias(IDX), row_position.alias(POS)])
                      for k, path in enumerate(paths)])
         if positions:
             deleted = self.spark.createDataFrame(pa.table({IDX: pa.Array.from_buffers(
@@ -202,8 +222,8 @@ class NativeScan:
         canonical row by row."""
         from pyspark.sql import functions as F
         paths = merged.column("file_path").to_pylist()
-        df = self._files(paths).select("*", F.expr(_canon_spark("_metadata.file_path")).alias(FILE),
-                                       F.col("_metadata.row_index").alias(POS))
+        df = self._data_files(paths, [F.expr(_canon_spark("_metadata.file_path")).alias(FILE),
+                                      F.col("_metadata.row_index").alias(POS)])
         pos_pairs, eq_groups = [], {}
         for path, pos_list, eq_list in zip(paths, merged.column("position_deletes").to_pylist(),
                                            merged.column("equality_deletes").to_pylist()):
@@ -304,7 +324,7 @@ def plan(spark, path: str, options: dict | None = None, *, snapshot_id: int | No
     stats.plan_ms = (time.monotonic() - started) * 1000
     _check_local(table, deletes)
     return NativeScan(spark, schema, table, deletes, expr, stats, None if snapshot is None else snapshot.snapshot_id,
-                      io=io)
+                      io=io, name_mapping=NM.of(metadata.properties))
 
 
 def _incremental(spark, io, metadata, start_id, end_id, started, before) -> NativeScan:
@@ -327,7 +347,7 @@ def _incremental(spark, io, metadata, start_id, end_id, started, before) -> Nati
                          plan_ms=(time.monotonic() - started) * 1000)
     _check_local(table, [])
     return NativeScan(spark, S.snapshot_schema(metadata, end), table, [], E.AlwaysTrue(), stats, end_id,
-                      apply_deletes=False)
+                      apply_deletes=False, name_mapping=NM.of(metadata.properties))
 
 
 def _check_local(table: pa.Table, deletes) -> None:

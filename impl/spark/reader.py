@@ -15,6 +15,7 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from icefloe.impl.format import expressions as E
+from icefloe.impl.format import name_mapping as NM
 from icefloe.impl.format import types as T
 from icefloe.impl.table import scan as S
 from icefloe.impl.table.deletes import DeleteReader
@@ -98,6 +99,7 @@ class IcefloeReader(DataSourceReader):
         _, metadata, snapshot = select_snapshot(ref)
         self.snapshot_id = None if snapshot is None else snapshot.snapshot_id
         self.table_schema_json = T.schema_to_json(S.snapshot_schema(metadata, snapshot))
+        self.name_mapping = NM.of(metadata.properties)  # files without field ids, resolved as scan.scan does
         self.row_filter: E.Expression = E.AlwaysTrue()
         self.planning = ref.get("planning", AUTO)
         if self.planning not in (LOCAL, DISTRIBUTED, AUTO):
@@ -151,7 +153,7 @@ class IcefloeReader(DataSourceReader):
         mask = None if isinstance(self.row_filter, E.AlwaysTrue) else E.to_arrow(E.bind(self.row_filter, schema))
         deletes = DeleteReader(io)
         for task in tasks:
-            rows = S.read_task(io, task, schema, deletes)
+            rows = S.read_task(io, task, schema, deletes, self.name_mapping)
             if mask is not None:
                 rows = rows.filter(mask)
             if rows.num_rows == 0:
