@@ -44,15 +44,28 @@ def abstract(history: list) -> tuple[V.V3State | None, str | None]:
 
 
 def judge(history: list) -> tuple[str, str] | None:
-    """(property, finding) for the first of P11-P14 the engine's history breaks, or None."""
+    """(property, finding) for the first of P11-P14 the engine's history breaks, or None; the
+    finding in the model's words, then which of the engine's files and snapshots they are."""
     state, broken = abstract(history)
     if broken is not None:
         return "P13 RowIdsUnique", broken
     for name in STATE_CHECKS:
         why = K.SAFETY_CHECKS[name](None, state)
         if why is not None:
-            return name, why
+            return name, why + legend(history, why)
     return None
+
+
+def legend(history: list, why: str) -> str:
+    """Which engine data file and snapshot each model id in `why` stands for (abstract's
+    numbering: files in order of first sight, versions from 1)."""
+    paths: list = []
+    for obs in history:
+        paths += [f.path for f in obs.files if f.path not in paths]
+    names = [f"data file ({i}, 0) = {p}" for i, p in enumerate(paths, start=1) if f"({i}, 0)" in why]
+    names += [f"version ({i}, 0, 0) = snapshot {obs.snapshot_id}" for i, obs in enumerate(history, start=1)
+              if f"({i}, 0, 0)" in why]
+    return f" [{'; '.join(names)}]" if names else ""
 
 
 def isolation(pre: A.V3Read, post: A.V3Read, spec: A.OpSpec) -> str | None:
