@@ -39,12 +39,15 @@ DELETE_POS_ID = 2147483545
 
 
 def may_name_path(delete: DataFile, path: str) -> bool:
-    """Whether a position delete file's file_path bounds may enclose `path` (no bounds:
-    it may name any path). A truncated bound still encloses every path it stands for
-    (spec "Truncation"). The path is tried as written and in icefloe's one spelling, since
+    """Whether a position delete file (or DV) may name `path`: the one data file it
+    references when it says so (`referenced_data_file`, required of DVs), else by its
+    file_path bounds (no bounds: it may name any path). A truncated bound still encloses
+    every path it stands for (spec "Truncation"). The path is tried as written and in icefloe's one spelling, since
     writers disagree on `file:/` versus `file:///` and the rows are matched in that
     spelling (`DeleteReader.apply`)."""
     assert delete.content == DataFileContent.POSITION_DELETES
+    if delete.referenced_data_file is not None:  # a DV, or a file-scoped position delete file:
+        return comparable_location(delete.referenced_data_file) == comparable_location(path)  # that file only
     lo = (delete.lower_bounds or {}).get(DELETE_FILE_PATH_ID)
     hi = (delete.upper_bounds or {}).get(DELETE_FILE_PATH_ID)
     if lo is None or hi is None:

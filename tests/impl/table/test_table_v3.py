@@ -270,3 +270,23 @@ def test_rows_keep_their_ids_through_compaction_and_copy_on_write():
     assert lineage()[6] == (next_id, table.current_snapshot().sequence_number)
     ids = [v[0] for v in lineage().values()]
     assert len(ids) == len(set(ids))
+
+
+def test_dvs_for_different_files_do_not_conflict():
+    """Goal: a DV committed for file A is no conflict for a merge-on-read delete of file B
+    (validation reads a DV's referenced_data_file; it used to take a DV as a delete of every
+    file): the second retries and commits, one DV per file. Method: step B to its swap,
+    commit A, let B retry."""
+    stack = memory_stack()
+    table = _v3(stack)
+    require_committed(table.append(rows([1, 2, 3])))
+    require_committed(table.append(rows([4, 5, 6])))
+    other = Table(stack.catalog, "db.t", stack.io, stack.env())
+    b = table.new_commit(DeleteRows("id = 5"))
+    step_to(b, SWAP)
+    require_committed(other.delete("id = 2", mode="merge-on-read"))
+    outcome = b.run()
+    assert isinstance(outcome, Committed) and outcome.attempts == 2, outcome
+    table.refresh()
+    assert sorted(d.record_count for d in _live_deletes(table)) == [1, 1]
+    assert ids_of(table.scan()) == [1, 3, 4, 6]
