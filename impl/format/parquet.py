@@ -337,7 +337,7 @@ def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>",
     claimed by a 1 KB file)."""
     try:
         parquet_file = _open_checked(data, location, data_file)
-        file_table = parquet_file.read()
+        file_table = parquet_file.read(columns=_wanted_columns(parquet_file, schema))
         out = _project_table(file_table.schema, file_table.columns, file_table.num_rows, schema, location,
                              name_mapping)
     except (DataFileError, integrity.CorruptMetadata):
@@ -345,6 +345,22 @@ def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>",
     except (pa.ArrowException, OSError, ValueError, TypeError, KeyError, IndexError) as e:
         raise DataFileError(f"not a readable Parquet file: {type(e).__name__}: {e}", location) from None
     return out if row_filter is None else out.filter(row_filter)
+
+
+def _wanted_columns(parquet_file: pq.ParquetFile, schema: T.Schema) -> list[str] | None:
+    """The file's top-level columns whose field ids `schema` reads, or None to read them
+    all: a file can hold columns a read does not want (the row lineage columns a v3
+    rewrite materialises). Only when every top-level column has a field id and the names
+    are unique; otherwise (files read through a name mapping, odd names) everything is
+    read and matched as before."""
+    file_schema = parquet_file.schema_arrow
+    ids = [_field_id(f) for f in file_schema]
+    names = file_schema.names
+    if None in ids or len(set(names)) != len(names):
+        return None
+    wanted = {f.field_id for f in schema.fields}
+    keep = [n for n, i in zip(names, ids) if i in wanted]
+    return None if not keep or len(keep) == len(names) else keep
 
 
 def _open_checked(data: bytes, location: str, data_file: DataFile | None) -> pq.ParquetFile:
@@ -396,7 +412,8 @@ def iter_data_file(data: bytes, schema: T.Schema, location: str = "<data file>",
     rows): the streaming read of `icefloe scan`."""
     try:
         parquet_file = _open_checked(data, location, data_file)
-        batches = parquet_file.iter_batches(batch_size=batch_rows, use_threads=False)
+        batches = parquet_file.iter_batches(batch_size=batch_rows, use_threads=False,
+                                            columns=_wanted_columns(parquet_file, schema))
         for batch in batches:
             yield _project_table(batch.schema, batch.columns, batch.num_rows, schema, location, name_mapping)
     except (DataFileError, integrity.CorruptMetadata):
