@@ -20,14 +20,12 @@ from icefloe.model import v3 as V
 # other, the later replacing the earlier, and must go on to its next attempt.
 WINDOW = ("validation", "rewrite", (("row_delete", "other file"), ("row_delete", "other file")), "next attempt")
 RETRY_AFTER_APPEND = ("commit", "append", "attempt 2", ("append",))
-# impl/table/validation.py delete_may_apply judges a DV by file_path bounds, which a DV has
-# none of, so every DV "may apply" to every data file: a row delete or compaction of file B
-# conflicts with a DV committed meanwhile for file A (spurious, L3). Minimal replay: this
-# program, instance (row_delete, row_delete) on two data files.
+# The phase's first finding (fixed in 20608d8): impl/table/validation.py's delete_may_apply
+# judged a DV by file_path bounds, which a DV has none of, so every DV "may apply" to every
+# data file and a row delete of file B conflicted with a DV committed meanwhile for file A
+# (spurious, L3). Its minimal program, instance (row_delete, row_delete) on two data files:
 DV_ON_OTHER_FILE = [("Begin", 1, (0, 1), 1), ("Begin", 2, (0, 2), 1), ("WriteData", 1), ("WriteMetadata", 1),
                     ("Swap", 1), ("WriteData", 2), ("WriteMetadata", 2), ("Swap", 2), ("Retry", 2)]
-IMPL_DV_BUG = ("impl: NoNewDeletesForFiles takes a DV for file A as a delete for every data file "
-               "(validation.delete_may_apply ignores referenced_data_file): a spurious conflict, L3")
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +99,6 @@ def test_lineage_phase_passes_on_the_reference(backends):
     assert not phase.missed(plans, covered)
 
 
-@pytest.mark.xfail(strict=True, reason=IMPL_DV_BUG)
 def test_dv_on_another_file_is_no_conflict(backends):
     """Goal: a DV committed for file A is no conflict for a row delete of file B (L3). Method:
     the minimal program on icefloe's v3 table."""
@@ -109,7 +106,6 @@ def test_dv_on_another_file_is_no_conflict(backends):
                  backends)
 
 
-@pytest.mark.xfail(strict=True, reason=IMPL_DV_BUG)
 def test_dvs_phase_passes_on_the_reference(backends):
     """Goal: icefloe's DVs agree with the model at every step of every dvs program, the #17764
     window included. Method: the phase's dvs programs on icefloe's v3 table."""
@@ -129,8 +125,7 @@ CAUGHT = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=IMPL_DV_BUG))
-                                  if n == "dv-validation-over-window" else n for n in sorted(CAUGHT)])
+@pytest.mark.parametrize("name", sorted(CAUGHT))
 def test_flawed_engine_fails_with_its_property(name, backends):
     """Goal: each flawed v3 engine is failed by the phase with the property of its bug, on a
     program the reference passes. Method: every program of the variant's family on the
