@@ -90,7 +90,10 @@ def parse(raw: Any) -> TableRequirement:
     if kind == "assert-ref-snapshot-id":
         if not isinstance(raw.get("ref"), str) or not raw["ref"]:
             raise bad_request("Malformed requirement assert-ref-snapshot-id: 'ref' must be a name")
-        return TableRequirement(kind, _int(raw, "snapshot-id", kind, nullable=True), raw["ref"])
+        # The REST spec: "if snapshot-id is null or missing, the ref must not already exist"
+        # (ClickHouse and pyiceberg 0.9 leave it out on a table's first commit).
+        snapshot_id = _int(raw, "snapshot-id", kind, nullable=True) if "snapshot-id" in raw else None
+        return TableRequirement(kind, snapshot_id, raw["ref"])
     if kind in _ID_ASSERTIONS:
         return TableRequirement(kind, _int(raw, _ID_ASSERTIONS[kind][0], kind))
     raise bad_request(f"Unknown requirement type {kind!r} (known: {', '.join(TYPES)})")

@@ -25,8 +25,8 @@ def client(server):
     (b"[1, 2]", 400, "BadRequestException"),
     (b'{"requirements": [], "updates": [{"action": "make-it-so"}]}', 400, "BadRequestException"),
     (b'{"requirements": [{"type": "assert-nothing"}], "updates": []}', 400, "BadRequestException"),
-    (b'{"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main"}], "updates": []}', 400,
-     "BadRequestException"),
+    (b'{"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main", "snapshot-id": "x"}], "updates": []}',
+     400, "BadRequestException"),
     (b'{"requirements": [], "updates": [{"action": "add-encryption-key", "encryption-key": {}}]}', 406,
      "UnsupportedOperationException"),
     (b'{"requirements": [], "updates": [{"action": "set-snapshot-ref", "ref-name": "main", "type": "branch",'
@@ -43,6 +43,20 @@ def test_bad_commit_bodies_are_typed_400s_and_write_nothing(client, warehouse, r
     answer = client.call("POST", PATH, raw=raw)
     assert answer.status == status and answer.type == kind, answer
     assert set(answer.body["error"]) >= {"message", "type", "code"} and answer.body["error"]["code"] == status
+    assert head(client) == before and metadata_files(warehouse) == files
+
+
+def test_a_ref_snapshot_assertion_without_snapshot_id_says_the_ref_must_not_exist(client, warehouse):
+    """Goal: assert-ref-snapshot-id with `snapshot-id` missing means what null means, as the REST
+    spec says ("if snapshot-id is null or missing, the ref must not already exist"), not a 400
+    (ClickHouse and pyiceberg 0.9 send it so on a table's first commit). Method: the same body
+    before main exists (200) and after an append made main (409, nothing written)."""
+    body = b'{"requirements": [{"type": "assert-ref-snapshot-id", "ref": "main"}], "updates": []}'
+    assert client.call("POST", PATH, raw=body).status == 200
+    append(client, 1)
+    before, files = head(client), metadata_files(warehouse)
+    answer = client.call("POST", PATH, raw=body)
+    assert answer.status == 409 and answer.type == "CommitFailedException", answer
     assert head(client) == before and metadata_files(warehouse) == files
 
 
