@@ -126,7 +126,7 @@ run: venv
 	@echo "OK: make run: the conformance suite passed (reports/conform/report.html), the explorer found no violation, every flawed variant failed"
 
 # The full suite on pytest-xdist; tests/conftest.py prints the time per suite against its budget.
-test: venv system-deps java-venv
+test: venv system-deps java-venv peer-venv-sail-0.7.2
 	HYPOTHESIS_PROFILE=$(HYPOTHESIS_PROFILE) $(BIN)/python -m pytest -n $(WORKERS) --dist loadgroup tests
 
 # Benchmarks side by side with their peers; writes docs/benchmarks.md (bench/run.py NAME... runs some).

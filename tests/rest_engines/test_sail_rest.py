@@ -24,8 +24,7 @@ PROBE_TIMEOUT_S = 600
 
 
 def sail_probe(kinds: str, cwd) -> dict:
-    if not SAIL_PYTHON.exists():
-        pytest.skip(f"no {SAIL_PYTHON}: run `make peer-venv-sail-0.7.2`")
+    assert SAIL_PYTHON.exists(), f"no {SAIL_PYTHON}: `make test` makes it (`make peer-venv-sail-0.7.2`)"
     script = Path(cwd) / "probe.py"        # a file: under `-c` PySpark's client looks for a SPARK_HOME
     script.write_text(PROBE)
     done = subprocess.run([str(SAIL_PYTHON), str(script), kinds], capture_output=True, text=True,
