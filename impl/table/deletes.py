@@ -113,13 +113,15 @@ class DeleteReader:
         if cached is None:
             table = pq.read_table(_io.BytesIO(self.io.get(delete.file_path)), columns=["file_path", "pos"])
             check_data_file(delete, table.num_rows)
-            cached = {}
-            spelled = {}
-            for path, pos in zip(table.column("file_path").to_pylist(), table.column("pos").to_pylist()):
-                key = spelled.get(path)
-                if key is None:
-                    key = spelled[path] = canonical_location(path)
-                cached.setdefault(key, set()).add(pos)
+            cached: dict[str, set[int]] = {}
+            paths, pos = table.column("file_path"), table.column("pos")
+            if paths.null_count or pos.null_count:  # both are required (spec "Position Delete Files")
+                raise CorruptMetadata(delete.file_path, "a position delete file with a null file_path or pos")
+            # Grouped by path in Arrow (a file usually names one or a few data files), not
+            # row by row in Python.
+            for path in pc.unique(paths).to_pylist():
+                key = canonical_location(path)
+                cached.setdefault(key, set()).update(pos.filter(pc.equal(paths, path)).to_pylist())
             self._positions[delete.file_path] = cached
         return cached
 
