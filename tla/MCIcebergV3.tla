@@ -13,6 +13,8 @@ DvWritersCompactionAppender == <<"row_delete", "row_delete", "rewrite", "append"
 CowUpdateAppend == <<"cow_delete", "row_update", "append">>
 \* apache/iceberg #17764: a compaction of one file while DVs on the other replace each other.
 DvWritersCompaction == <<"row_delete", "row_delete", "rewrite">>
+\* Under the merge policy: two pure deletes may merge; the update's DV never merges.
+DeleteUpdateDelete == <<"row_delete", "row_update", "row_delete">>
 TwoAppends == <<"append", "append">>
 TwoDeletes == <<"row_delete", "row_delete">>
 DeleteAndUpdate == <<"row_delete", "row_update">>

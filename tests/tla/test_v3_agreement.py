@@ -30,7 +30,8 @@ def cfg_invariants(cfg: str) -> list:
     return [w for w in block.split() if not w.startswith("\\")]
 
 
-@pytest.mark.parametrize("cfg", CORRECT)
+@pytest.mark.parametrize("cfg", [pytest.param(c, marks=[pytest.mark.deep] if EXPECTED[c].get("deep") else [])
+                                 for c in CORRECT])
 def test_v3_config_state_sets_agree(cfg, tlc_result):
     """Goal: TLC and the explorer reach the same v3 states. Method: compare the sets, the
     counts and the depths (TLC counts the initial state as depth 1)."""
