@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from icefloe.impl.format.manifest import DataFileContent, ManifestContent
 from icefloe.impl.format.puffin import read_dv, read_footer
@@ -290,3 +291,50 @@ def test_dvs_for_different_files_do_not_conflict():
     table.refresh()
     assert sorted(d.record_count for d in _live_deletes(table)) == [1, 1]
     assert ids_of(table.scan()) == [1, 3, 4, 6]
+
+
+V3_OPS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 6)),
+    st.tuples(st.just("dv"), st.integers(0, 40)),
+    st.tuples(st.just("cow"), st.integers(0, 40)),
+    st.tuples(st.just("compact"), st.just(0)),
+    st.tuples(st.just("upgrade-noop"), st.just(0))), min_size=1, max_size=12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(V3_OPS)
+def test_v3_programs_keep_rows_row_ids_and_one_dv_per_file(program):
+    """Goal: any sequence of appends, DV deletes, copy-on-write deletes and compactions on a
+    v3 table reads the rows a plain model holds, every row keeps the _row_id it was given,
+    ids never repeat and stay below next-row-id, and no data file has two live DVs.
+    Method: random programs against a dict model (id -> _row_id at first read)."""
+    stack = memory_stack()
+    table = _v3(stack)
+    model: set[int] = set()
+    ids_of_rows: dict[int, int] = {}
+    next_id = 0
+    for op, arg in program:
+        if op == "append":
+            new = list(range(next_id, next_id + arg))
+            next_id += arg
+            require_committed(table.append(rows(new)))
+            model |= set(new)
+        elif op in ("dv", "cow"):
+            victims = sorted(v for v in model if v % 41 == arg % 41 or v == arg)
+            if not victims:
+                continue
+            flt = f"id in ({', '.join(map(str, victims))})"
+            require_committed(table.delete(flt, mode="merge-on-read" if op == "dv" else "copy-on-write"))
+            model -= set(victims)
+        elif op == "compact":
+            table.rewrite_files(files_min=1)
+        else:
+            assert table.upgrade_format_version(3).attempts == 0
+        got = table.scan(columns=["id", "_row_id"]).to_pylist()
+        assert sorted(r["id"] for r in got) == sorted(model)
+        for r in got:  # a row's id never changes once given (compaction, copy-on-write included)
+            assert ids_of_rows.setdefault(r["id"], r["_row_id"]) == r["_row_id"], r
+        row_ids = [r["_row_id"] for r in got]
+        assert len(row_ids) == len(set(row_ids)) and all(0 <= i < table.metadata.next_row_id for i in row_ids)
+        dvs = [d.referenced_data_file for d in _live_deletes(table) if d.is_deletion_vector]
+        assert len(dvs) == len(set(dvs))
