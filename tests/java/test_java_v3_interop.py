@@ -106,7 +106,8 @@ def test_icefloe_reads_javas_v3_merge_on_read_deletes_and_derives_row_ids(java_w
 
 def test_java_writes_v3_and_v1_tables_through_icefloe_serve(java_worker, tmp_path):
     """Goal: Iceberg-Java's REST client creates v3 and v1 tables through `icefloe serve` as
-    asked (format-version not kept as a property), and its v3 inserts and merge-on-read
+    asked, directly and as a staged create (CTAS) (format-version not kept as a property),
+    and its v3 inserts and merge-on-read
     DELETE (DVs, row lineage) commit through the server: icefloe reads the same rows and
     next-row-id advanced by the rows Java added. Method: Spark SQL on a REST catalog,
     icefloe's SqlCatalog on the server's database."""
@@ -125,6 +126,9 @@ def test_java_writes_v3_and_v1_tables_through_icefloe_serve(java_worker, tmp_pat
         java_worker.sql("INSERT INTO r3.db.t3 SELECT id, concat('v', id) FROM range(6, 9)")
         java_worker.sql("DELETE FROM r3.db.t3 WHERE id IN (2, 7)")
         java_worker.sql("INSERT INTO r3.db.t1 VALUES (1, 'a'), (2, 'b')")
+        # a staged create (CTAS): the version comes as the transaction's upgrade-format-version
+        java_worker.sql("CREATE TABLE r3.db.c3 USING iceberg TBLPROPERTIES ('format-version'='3') "
+                        "AS SELECT id, concat('v', id) AS s FROM range(0, 4)")
         java_rows = sorted(r[0] for r in java_worker.sql("SELECT id FROM r3.db.t3"))
         t3, t1 = (Table(SqlCatalog(uri), name, StoreRouter()) for name in ("db.t3", "db.t1"))
         assert (t3.metadata.format_version, t1.metadata.format_version) == (3, 1)
@@ -133,3 +137,6 @@ def test_java_writes_v3_and_v1_tables_through_icefloe_serve(java_worker, tmp_pat
         assert t3.metadata.next_row_id == 9 and [s.first_row_id for s in t3.history()][:2] == [0, 6]
         assert any(t.deletion_vector is not None for t in t3.plan_files())
         assert sorted(t1.scan().column("id").to_pylist()) == [1, 2]
+        c3 = Table(SqlCatalog(uri), "db.c3", StoreRouter())
+        assert c3.metadata.format_version == 3 and "format-version" not in c3.metadata.properties
+        assert c3.metadata.next_row_id == 4 and sorted(c3.scan().column("id").to_pylist()) == [0, 1, 2, 3]
