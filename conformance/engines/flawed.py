@@ -154,11 +154,15 @@ _REFERENCE = I.CAPABILITIES
 _MEMORY = {"stores": frozenset({"memory"})} if "stores" in A.Capabilities.__dataclass_fields__ else {}
 
 
+# The v2 controls' flaws are in v2 commits: no v3 table (the v3 phase's are flawed_v3.py's).
+_V2_ONLY = {"format_versions": frozenset({2}), "v3_operations": frozenset(), "dv_policy": None, "row_lineage": False}
+
+
 def _caps(operations, faults=(), **changes) -> A.Capabilities:
     """A control's capabilities: the operations and faults of its model twin's bounds
     (model/variants.py), so the suite's search spends its examples where the flaw is."""
     return replace(_REFERENCE, operations=frozenset({A.APPEND, *operations}), faults=frozenset(faults),
-                   **{"partitions": 1, "refs": False, **changes})
+                   **{"partitions": 1, "refs": False, **_V2_ONLY, **changes})
 
 
 _UNKNOWN = (A.ACK_LOST,)
