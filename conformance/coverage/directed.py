@@ -222,7 +222,8 @@ def run_wire(the_plan: Plan, backends, stats: Stats, sink) -> Failure | None:
     is not the REST spec's). Its program is the checks' names (no model program replays it)."""
     if not any(f.family.name == wire.FAMILY_NAME for f in the_plan.families):
         return None
-    covered, problems = wire.judge(backends.rest().url)
+    server = backends.rest()
+    covered, problems = wire.judge(server.url, server.service)
     stats.examples += 1
     stats.backends[REST] += 1
     if sink.coverage is not None:

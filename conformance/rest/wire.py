@@ -63,9 +63,9 @@ class Problem(str):
 class Wire:
     """One strict client's session against the server at `url`."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, service=None):
         self.c = RestClient(url, writer=0)
-        self.url = url
+        self.url, self.service = url, service
         self.ids = itertools.count(1)
         self.ns = f"wire_{uuid.uuid4().hex[:10]}"
         self._expect(self.c.create_namespace(self.ns), 200, None, "create the namespace")
@@ -269,6 +269,62 @@ def check_ref_creators_race(w: Wire, out: set) -> None:
     out.add(("race", "two creators of one ref", "one 200, the rest 409"))
 
 
+class _RivalBeforeSwap:
+    """The store of the suite's own server, wrapped for one check (test infrastructure over
+    the server the run started, as the commit fault layer is): before the next swap of
+    `table`, `rival()` commits through the server, so that swap loses its race and the
+    server's own retry (commit.py, SERVER_ATTEMPTS_MAX) must check the requirements again."""
+
+    def __init__(self, inner, table: str, rival):
+        self.inner, self.table, self.rival, self.armed = inner, table, rival, True
+
+    def commit(self, changes, key):
+        if self.armed and any(c.identifier.name == self.table for c in changes):
+            self.armed = False
+            self.rival()
+        return self.inner.commit(changes, key)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def check_server_retry(w: Wire, out: set) -> None:
+    """A creator of branch y passes its requirement (y absent) on the server's first read; a
+    rival creates y before its swap; the swap loses and the server retries on its own: the
+    retry must find y and answer 409, y left where the rival put it. Needs the server in
+    this process (`Wire.service`); against another server it is not run."""
+    if w.service is None:
+        return
+    name = w.table()
+    first, answer = w.append(name)
+    w._expect(answer, 200, None, "an append")
+    second, answer = w.append(name)
+    w._expect(answer, 200, None, "an append")
+    m = w.meta(name)
+    rival = RestClient(w.url, writer=20)
+    box = {}
+
+    def rival_creates():
+        box["rival"] = w.commit(name, [_uuid(m), _ref("y", None)], [_set_ref("y", first)], rival)
+    store = w.service.store
+    w.service.store = _RivalBeforeSwap(store, name, rival_creates)
+    try:
+        answer = w.commit(name, [_uuid(m), _ref("y", None)], [_set_ref("y", second)])
+    finally:
+        w.service.store = store
+    if box.get("rival") is None or box["rival"].status != 200:
+        raise WireProblem(f"the rival's create of branch y (alone) was answered {box.get('rival')}")
+    applied = _head(w.meta(name), "y") != first
+    try:
+        w._expect(answer, *CONFLICT, "a create of branch y whose swap lost to a rival's create of y (the server's "
+                  "retry re-reads the table)")
+    except WireProblem as e:
+        raise WireProblem(f"{e}{'; and y moved off the rival' if applied else ''}", applied) from None
+    if applied:
+        raise WireProblem("a create of branch y answered 409 moved the rival's y", True)
+    out.add(("race", "the server's own retry after a lost swap", 409))
+
+
 _RIVAL = {   # requirement -> the field of the table metadata it asserts
     "assert-last-assigned-field-id": "last-column-id",
     "assert-current-schema-id": "current-schema-id",
@@ -388,7 +444,7 @@ def check_transaction(w: Wire, out: set) -> None:
 
 
 CHECKS = (check_assert_create, check_assert_table_uuid, check_assert_ref, check_ref_must_not_exist,
-          check_ref_creators_race, check_id_requirements, check_refused_updates, check_drop_recreate,
+          check_ref_creators_race, check_server_retry, check_id_requirements, check_refused_updates, check_drop_recreate,
           check_transaction)
 
 
@@ -398,6 +454,7 @@ def classes() -> frozenset:
     out |= {("requirement", f"assert-ref-snapshot-id null ({k})", o) for k in ("branch", "tag")
             for o in ("holds", "fails")}
     out.add(("race", "two creators of one ref", "one 200, the rest 409"))
+    out.add(("race", "the server's own retry after a lost swap", 409))
     out |= {("update", what, status) for what, status in (
         ("unknown action", 400), ("set-current-schema of no schema", 400), ("set-snapshot-ref to no snapshot", 400),
         ("add-snapshot of an id the table has", 400), ("upgrade-format-version down", 400),
@@ -409,10 +466,11 @@ def classes() -> frozenset:
     return frozenset(out)
 
 
-def judge(url: str) -> tuple[set, list]:
+def judge(url: str, service=None) -> tuple[set, list]:
     """Every check against the server at `url`: (classes covered, problems found). A check
-    stops at its first problem; the others still run."""
-    w = Wire(url)
+    stops at its first problem; the others still run. `service`: the server's CatalogService
+    when it runs in this process (the server's own retry is then checked too)."""
+    w = Wire(url, service)
     covered: set = set()
     problems: list = []
     for check in CHECKS:
