@@ -19,7 +19,10 @@ plans, Spark's vectorized Parquet reader reads the planned files.
 - Merge-on-read: files without deletes are read as they are. For the others, position
   deletes are an anti-join on (file, row position) with Spark's file metadata columns
   (`_metadata.file_path`, `_metadata.row_index`), each delete file joined only to the data
-  files the planner attached it to (its sequence number >= theirs); equality deletes are
+  files the planner attached it to (its sequence number >= theirs); a deletion vector (v3)
+  is read on the driver (native_dvs.py, through DeleteReader.dv_positions) and applied the
+  same way, as (file, row position) pairs, in place of that file's position delete files
+  (the DV holds them: spec "Deletion Vectors"); equality deletes are
   an anti-join on the equality columns (null equals null) where the delete's data
   sequence number is greater than the data file's and it is global or in the same
   partition of the same spec (deletes.py's rules, applied in Spark).
@@ -30,9 +33,9 @@ plans, Spark's vectorized Parquet reader reads the planned files.
 from __future__ import annotations
 
 import time
-from array import array
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -46,6 +49,7 @@ from icefloe.impl.table import scan as S
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID, DELETE_POS_ID
 from icefloe.impl.spark import name_mapped as NMS
+from icefloe.impl.spark import native_dvs as DV
 from icefloe.impl.spark import planning as PL
 from icefloe.impl.spark import sql_filters as SF
 from icefloe.impl.spark.native_write import FIELD_ID, spark_type
@@ -93,6 +97,9 @@ class NativeScan:
     name_mapping: dict | None = None  # the table's (name_mapping.of): files without field ids
     layouts: dict = field(default_factory=dict)  # data file -> its name_mapped.Layout (None: field ids)
 
+    def __post_init__(self):
+        self.plan = DV.attach(self.plan, self.deletes)  # which file has a live DV (native_dvs.py)
+
     def read_schema(self, fields=None):
         from pyspark.sql import types as S
         fields = self.schema.fields if fields is None else fields
@@ -124,8 +131,9 @@ class NativeScan:
         for k, v in READ_CONF.items():
             self.spark.conf.set(k, v)
         names = [f.name for f in self.schema.fields]
-        has_deletes = pc.or_(pc.is_valid(self.plan.column("position_deletes")),
-                                     pc.is_valid(self.plan.column("equality_deletes")))
+        has_deletes = pc.or_(pc.or_(pc.is_valid(self.plan.column("position_deletes")),
+                                    pc.is_valid(self.plan.column("equality_deletes"))),
+                             pc.is_valid(self.plan.column(DV.DV_COLUMN)))
         if not self.apply_deletes:
             has_deletes = pa.array([False] * self.plan.num_rows, pa.bool_())
         plain = self.plan.filter(pc.invert(has_deletes)).column("file_path").to_pylist()
@@ -150,37 +158,47 @@ class NativeScan:
     def _merge_on_read(self, merged: pa.Table):
         pos_lists = merged.column("position_deletes").to_pylist()
         eq_lists = merged.column("equality_deletes").to_pylist()
+        dv_list = merged.column(DV.DV_COLUMN).to_pylist()
+        if any(i is not None for i in dv_list) and self.io is None:
+            raise NotNative("deletion vectors to apply without the table's store to read them from")
         position = {i for found in pos_lists for i in found or ()}
+        driver_positions = (sum(self.deletes[i][2].record_count for i in position)
+                            + DV.positions_count(self.deletes, dv_list))
         if (merged.num_rows <= MERGE_BRANCHES_MAX and self.io is not None
-                and sum(self.deletes[i][2].record_count for i in position) <= DRIVER_POSITIONS_MAX):
-            return self._merge_by_files(merged.column("file_path").to_pylist(), pos_lists, eq_lists)
+                and driver_positions <= DRIVER_POSITIONS_MAX):
+            return self._merge_by_files(merged.column("file_path").to_pylist(), pos_lists, eq_lists, dv_list)
         return self._merge_by_rows(merged)
 
-    def _merge_by_files(self, paths: list[str], pos_lists: list, eq_lists: list):
+    def _deleted_frame(self, numbers: np.ndarray, positions: np.ndarray):
+        """(file number, position) pairs as a Spark frame of IDX int, POS long."""
+        return self.spark.createDataFrame(pa.table({IDX: pa.array(numbers, pa.int32()),
+                                                    POS: pa.array(positions, pa.int64())}))
+
+    def _merge_by_files(self, paths: list[str], pos_lists: list, eq_lists: list, dv_list: list):
         """Merge-on-read with each data file read as a scan of its own, numbered by a literal
-        column: the position deletes (read on the driver by icefloe's DeleteReader, as its own
-        scan reads them: paths made canonical once per spelling) become a small table of
-        (file number, position) anti-joined on `_metadata.row_index`; the equality deletes
-        the planner attached to each file (its sequence-number and partition rules) are
-        joined by file number. No data row's file path is spelled out and compared."""
+        column: the position deletes and deletion vectors (read on the driver by icefloe's
+        DeleteReader, as its own scan reads them: paths made canonical once per spelling)
+        become a small table of (file number, position) anti-joined on
+        `_metadata.row_index`; the equality deletes the planner attached to each file (its
+        sequence-number and partition rules) are joined by file number. No data row's file
+        path is spelled out and compared."""
         from pyspark.sql import functions as F
         from icefloe.impl.table.deletes import DeleteReader
         reader = DeleteReader(self.io)
-        numbers, positions = array("i"), array("q")
+        dv_numbers, dv_positions = DV.read_positions(reader, self.deletes, dv_list)
+        numbers, positions = [dv_numbers], [dv_positions]
         for k, (path, found) in enumerate(zip(paths, pos_lists)):
-            if found:
+            if found:  # (never beside a DV: native_dvs.attach empties the list where one applies)
                 target = canonical_location(path)
                 deleted = set().union(*(reader.positions(self.deletes[i][2]).get(target, ()) for i in found))
-                numbers.extend([k] * len(deleted))
-                positions.extend(sorted(deleted))
-        row_position = F.col("_metadata.row_index") if positions else F.lit(None).cast("long")
+                numbers.append(np.full(len(deleted), k, dtype=np.int32))
+                positions.append(np.array(sorted(deleted), dtype=np.int64))
+        numbers, positions = np.concatenate(numbers), np.concatenate(positions)
+        row_position = F.col("_metadata.row_index") if len(positions) else F.lit(None).cast("long")
         df = _union([self._data_files([path], [F.lit(k).alias(IDX), row_position.alias(POS)])
                      for k, path in enumerate(paths)])
-        if positions:
-            deleted = self.spark.createDataFrame(pa.table({IDX: pa.Array.from_buffers(
-                pa.int32(), len(numbers), [None, pa.py_buffer(numbers)]), POS: pa.Array.from_buffers(
-                pa.int64(), len(positions), [None, pa.py_buffer(positions)])}))
-            df = df.join(F.broadcast(deleted), [IDX, POS], "left_anti")
+        if len(positions):
+            df = df.join(F.broadcast(self._deleted_frame(numbers, positions)), [IDX, POS], "left_anti")
         by_ids: dict[tuple, list[int]] = {}
         for i in sorted({i for found in eq_lists for i in found or ()}):
             by_ids.setdefault(tuple(self.deletes[i][2].equality_ids or ()), []).append(i)
@@ -233,9 +251,27 @@ class NativeScan:
                 eq_groups.setdefault(tuple(self.deletes[i][2].equality_ids or ()), set()).add(i)
         if pos_pairs:
             df = self._position_anti_join(df, sorted(set(pos_pairs)))
+        dv_list = merged.column(DV.DV_COLUMN).to_pylist()
+        if any(i is not None for i in dv_list):
+            df = self._dv_anti_join(df, paths, dv_list)
         for ids, indices in sorted(eq_groups.items()):
             df = self._equality_anti_join(df, merged, ids, sorted(indices))
         return df
+
+    def _dv_anti_join(self, df, paths: list[str], dv_list: list):
+        """The DVs' positions (read on the driver, native_dvs.py) anti-joined on (file
+        number, `_metadata.row_index`), rows numbered by their canonical path: the files
+        with a DV are a small broadcast table; rows of the others get no number and stay."""
+        from pyspark.sql import functions as F
+        from icefloe.impl.table.deletes import DeleteReader
+        numbers, positions = DV.read_positions(DeleteReader(self.io), self.deletes, dv_list)
+        numbered = self.spark.createDataFrame(
+            [(canonical_location(p), k) for k, (p, i) in enumerate(zip(paths, dv_list)) if i is not None],
+            f"{FILE} string, {IDX} int")
+        deleted = self._deleted_frame(numbers, positions)
+        if len(positions) <= DRIVER_POSITIONS_MAX:
+            deleted = F.broadcast(deleted)
+        return df.join(F.broadcast(numbered), FILE, "left").join(deleted, [IDX, POS], "left_anti").drop(IDX)
 
     def _position_anti_join(self, df, pairs):
         from pyspark.sql import functions as F

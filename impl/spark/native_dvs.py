@@ -1,0 +1,99 @@
+"""Deletion vectors in the native read (Iceberg spec "Deletion Vectors", "Scan Planning";
+spec/PROTOCOL.md 10 "Readers"): which planned data file has a live DV, and its deleted
+positions as (file number, row position) pairs for the row-index anti-join of
+native_read.py.
+
+- A DV applies to a data file by impl/table/deletes.py's `deletion_vector_applies` (the
+  data file it references, its sequence number >= the file's), as icefloe's scan attaches
+  it (scan.attach_deletes): two that apply to one file are a corrupt table. Where one
+  applies, the position delete files the planner attached to that file are dropped: the
+  DV holds every position they held (spec "Deletion Vectors"), and scan ignores them too.
+- The positions are read on the driver by `DeleteReader.dv_positions` (the one Puffin
+  reader, impl/format/puffin.py), never parsed a second way; more than
+  DRIVER_DV_POSITIONS_MAX of them is NotNative, so `read()` falls back to the Python data
+  source, which applies each DV per file inside scan.read_task.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.impl.format.integrity import CorruptMetadata
+from icefloe.impl.io.locations import comparable_location
+from icefloe.impl.table.deletes import DeleteReader, deletion_vector_applies
+from icefloe.impl.spark.transforms_sql import NotNative
+
+DV_COLUMN = "deletion_vector"  # plan column: index into the plan's delete refs of the DV that applies, or null
+DRIVER_DV_POSITIONS_MAX = 32_000_000  # DV positions decoded on the driver for one read (12 bytes each); more: NotNative
+
+
+class _Path:
+    """What deletion_vector_applies reads of a data file: its path."""
+    __slots__ = ("file_path",)
+
+    def __init__(self, file_path: str):
+        self.file_path = file_path
+
+
+def _basename(location: str) -> str:
+    return location.rsplit("/", 1)[-1]
+
+
+def attach(plan: pa.Table, deletes: list) -> pa.Table:
+    """`plan` (planning.PLAN_SCHEMA) with a DV_COLUMN, and the DVs taken out of its
+    position_deletes lists (emptied where a DV applies). Only the files whose name is the
+    name of a file some DV references are looked at one by one: equal locations end in
+    equal names (comparable_location never rewrites a path's last segment)."""
+    if DV_COLUMN in plan.column_names:
+        return plan
+    dvs: dict[str, list[int]] = {}
+    for i, (_, _, d, _) in enumerate(deletes):
+        if d.is_deletion_vector:
+            dvs.setdefault(comparable_location(d.referenced_data_file or ""), []).append(i)
+    found = [None] * plan.num_rows
+    if not dvs:
+        return plan.append_column(DV_COLUMN, pa.array(found, pa.int32()))
+    names = pc.replace_substring_regex(plan.column("file_path"), pattern="^.*/", replacement="")
+    candidates = pc.is_in(names, value_set=pa.array(sorted({_basename(p) for p in dvs}), pa.string()))
+    rows = np.flatnonzero(candidates.to_numpy(zero_copy_only=False))
+    paths = plan.column("file_path").take(rows).to_pylist()
+    sequence_numbers = plan.column("data_sequence_number").take(rows).to_pylist()
+    for k, path, seq in zip(rows.tolist(), paths, sequence_numbers):
+        data = _Path(path)
+        applying = [i for i in dvs.get(comparable_location(path), ())
+                    if deletion_vector_applies(deletes[i][0], deletes[i][2], seq, data)]
+        if len(applying) > 1:
+            raise CorruptMetadata(path, f"{len(applying)} live deletion vectors apply to this data file; "
+                                  "the spec allows one")
+        found[k] = applying[0] if applying else None
+    positions = plan.column("position_deletes").to_pylist()
+    for k, listed in enumerate(positions):
+        if listed:
+            kept = [] if found[k] is not None else [i for i in listed if not deletes[i][2].is_deletion_vector]
+            positions[k] = kept or None
+    i = plan.schema.get_field_index("position_deletes")
+    plan = plan.set_column(i, plan.schema.field(i), pa.array(positions, plan.schema.field(i).type))
+    return plan.append_column(DV_COLUMN, pa.array(found, pa.int32()))
+
+
+def positions_count(deletes: list, dv_list: list) -> int:
+    """The deleted positions the DVs of `dv_list` (DV_COLUMN values) hold, by their entries."""
+    return sum(deletes[i][2].record_count for i in dv_list if i is not None)
+
+
+def read_positions(reader: DeleteReader, deletes: list, dv_list: list) -> tuple[np.ndarray, np.ndarray]:
+    """(file numbers int32, positions int64): for the k-th planned file with a DV, each
+    position its DV deletes, numbered k. Read once here, on the driver."""
+    if positions_count(deletes, dv_list) > DRIVER_DV_POSITIONS_MAX:
+        raise NotNative(f"the deletion vectors hold more than {DRIVER_DV_POSITIONS_MAX} positions "
+                        "(DRIVER_DV_POSITIONS_MAX) to read on the driver; read with format('icefloe')")
+    numbers, positions = [], []
+    for k, i in enumerate(dv_list):
+        if i is not None:
+            deleted = reader.dv_positions(deletes[i][2])
+            numbers.append(np.full(len(deleted), k, dtype=np.int32))
+            positions.append(deleted.astype(np.int64, copy=False))
+    if not numbers:
+        return np.empty(0, np.int32), np.empty(0, np.int64)
+    return np.concatenate(numbers), np.concatenate(positions)
