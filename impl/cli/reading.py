@@ -63,10 +63,18 @@ def cmd_scan(args) -> int:
     columns = None
     if args.columns:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
-        missing = [c for c in columns if schema.field_by_name(c) is None or "." in c]
+        lineage = [c for c in columns if c in S.LINEAGE_COLUMNS and schema.field_by_name(c) is None]
+        if lineage and metadata.format_version < 3:
+            raise UsageError(f"--columns: {', '.join(lineage)}: row lineage needs format v3; this table is "
+                             f"v{metadata.format_version} (icefloe upgrade {args.table} --format-version 3)")
+        if lineage and incremental:
+            raise UsageError(f"--columns: {', '.join(lineage)} with --from-snapshot/--to-snapshot is not supported: "
+                             "read the snapshot (--snapshot-id) and select the rows you need")
+        missing = [c for c in columns if (schema.field_by_name(c) is None and c not in lineage) or "." in c]
         if missing:
             raise UsageError(f"--columns: no top-level column {', '.join(map(repr, missing))} "
-                             f"(columns: {', '.join(f.name for f in schema.fields)})")
+                             f"(columns: {', '.join(f.name for f in schema.fields)}; on v3 tables also "
+                             f"{', '.join(S.LINEAGE_COLUMNS)})")
     # Formats that make a Python object per value take smaller batches (1M rows as JSON:
     # 176 MB RSS at 8192 rows a batch, 207 MB at 65536; CSV is written by Arrow itself).
     batch_rows = args.batch_rows or (S.BATCH_ROWS_DEFAULT if args.format == "csv" else PYTHON_BATCH_ROWS)
@@ -74,7 +82,8 @@ def cmd_scan(args) -> int:
         batches = appended_batches(store, metadata, appends, row_filter, columns, schema, batch_rows)
     else:
         batches = S.scan_batches(store, metadata, snapshot, row_filter, columns, schema=schema, batch_rows=batch_rows)
-    arrow_schema = schema_to_arrow(schema)
+    arrow_schema = schema_to_arrow(S.lineage_schema(schema) if columns and set(columns) & set(S.LINEAGE_COLUMNS)
+                                   else schema)
     if columns is not None:
         arrow_schema = pa.schema([arrow_schema.field(c) for c in columns])
     output.write(_limited(batches, args.limit), arrow_schema, args.format)
@@ -239,7 +248,8 @@ def register(sub) -> None:
                    help="... up to snapshot ID (inclusive; default: main's current). A delete or overwrite "
                         "in between is refused; a compaction is passed over")
     p.add_argument("--filter", help="a row filter (grammar below)")
-    p.add_argument("--columns", help="comma-separated top-level columns to print (default: all)")
+    p.add_argument("--columns", help="comma-separated top-level columns to print (default: all); on a v3 table "
+                   "also the row lineage columns _row_id and _last_updated_sequence_number")
     p.add_argument("--limit", type=positive_int, help="print at most this many rows")
     p.add_argument("--format", choices=OUTPUT_FORMATS, default="table",
                    help="table (aligned, for people), csv, json (one array) or jsonl (a row per line); default table")

@@ -18,7 +18,9 @@ def _commit(args, change) -> int:
 def cmd_schema(args) -> int:
     from icefloe.impl.table import schema_evolution as SE
     if args.action == "add-column":
-        return _commit(args, SE.add_column_change(args.column, args.type, args.doc))
+        defaults = {k: _default(v) for k, v in (("initial_default", args.initial_default),
+                                                  ("write_default", args.write_default)) if v is not None}
+        return _commit(args, SE.add_column_change(args.column, args.type, args.doc, **defaults))
     if args.action == "rename-column":
         return _commit(args, SE.rename_column_change(args.column, args.new_name))
     if args.action == "drop-column":
@@ -32,9 +34,10 @@ def cmd_schema(args) -> int:
 def register(sub) -> None:
     p = add_command(sub, "schema", "evolve the schema: add-column, rename-column, drop-column, widen", """
         Change the table's schema in one metadata-only commit (no data is rewritten):
-          add-column COLUMN TYPE    a new optional column; existing rows read it as null.
-                                    Its field id is new (last-column-id + 1), never a
-                                    dropped column's. parent.child adds to a struct.
+          add-column COLUMN TYPE    a new optional column; existing rows read it as null
+                                    (format v3: as --initial-default). Its field id is new
+                                    (last-column-id + 1), never a dropped column's.
+                                    parent.child adds to a struct.
           rename-column COLUMN NEW  the name only: data files are read by field id.
           drop-column COLUMN        refused for an identifier field, a column a partition
                                     field (of any spec) or the sort order is derived from,
@@ -49,6 +52,7 @@ def register(sub) -> None:
         string uuid binary fixed[N]. A concurrent schema change makes the commit fail
         (Conflict, exit 1); concurrent appends do not.""", """
         icefloe schema add-column db.events country string --doc "ISO 3166 code"
+        icefloe schema add-column db.events region string --initial-default unknown   # a v3 table
         icefloe schema rename-column db.events country country_code
         icefloe schema widen db.events id long
         icefloe schema widen db.events price "decimal(12,2)"
@@ -60,6 +64,11 @@ def register(sub) -> None:
     a.add_argument("column", help="its name (parent.child inside a struct)")
     a.add_argument("type", help="its type (see above)")
     a.add_argument("--doc", help="a description stored with the field")
+    a.add_argument("--initial-default", metavar="VALUE",
+                   help="format v3: what rows written before the column read (JSON single-value form, e.g. 0, "
+                        "\"n/a\", \"2024-06-01\"; a bare word is a string)")
+    a.add_argument("--write-default", metavar="VALUE",
+                   help="format v3: what a write without the column stores (default: the initial default)")
     a = actions.add_parser("rename-column", help="rename a column")
     a.add_argument("table", help="namespace.table")
     a.add_argument("column")
@@ -77,3 +86,13 @@ def register(sub) -> None:
         a.add_argument("table", help="namespace.table")
         a.add_argument("column")
     p.set_defaults(fn=cmd_schema)
+
+
+def _default(text: str):
+    """A default value from the command line in the spec's JSON single-value form ("Default
+    values"): JSON when it parses (0, 1.5, true, "x"), else the text itself as a string."""
+    import json
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
