@@ -1,7 +1,7 @@
 ------------------------------ MODULE MCIcebergV3 ------------------------------
 (***************************************************************************)
 (* Model-checking-only definitions for the MCIcebergV3_*.cfg files; their  *)
-(* expected results are in tla/expected_v3.json. The protocol and its      *)
+(* expected results are in tla/expected.json. The protocol and its         *)
 (* properties are in IcebergV3; nothing here changes them.                 *)
 (*                                                                         *)
 (*   correct (TLC = explorer, state sets equal):                           *)

@@ -36,15 +36,10 @@ EXIT_OK, EXIT_VIOLATION = 0, 12
 def load_expected() -> dict:
     """tla/expected.json: per configuration, its module, TLC exit code and (for exit 12)
     the invariant named; for correct configurations optionally the distinct states and
-    depth; `deep` marks a long run; `variant` names the flawed Iceberg variant."""
+    depth; `deep` marks a long run; `variant` names the flawed Iceberg variant, and
+    `v3_variant` the flawed variant of the v3 model (model/v3.py)."""
     import json
-    out = json.loads((TLA_DIR / "expected.json").read_text())
-    # The format v3 configurations (tla/IcebergV3.tla), recorded apart until they join
-    # expected.json; `v3_variant` names the flawed variant of model/v3.py.
-    extra = TLA_DIR / "expected_v3.json"
-    if extra.exists():
-        out.update(json.loads(extra.read_text()))
-    return out
+    return json.loads((TLA_DIR / "expected.json").read_text())
 
 
 def tla2tools_jar() -> Path:
