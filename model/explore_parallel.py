@@ -13,8 +13,10 @@ BFS level it owns. A level runs in two phases, in lockstep across workers:
      its parent's help (IcebergSpec.check_safety), the first time this worker meets it
      in the level;
   2. absorb: each worker reads the batches sent to it and records the new states.
-Batches travel as pickle files in a private temporary directory, so no pipe can fill
-and block two workers that send to each other. The processes are forked, so they share
+Batches travel as pickle streams, a file per ordered pair of workers in a private
+temporary directory, so no pipe can fill and block two workers that send to each other;
+each stream's pickler remembers what it sent for MEMO_LEVELS levels, so what a state
+shares with states sent before (metadata, snapshots, store) is sent as a reference. The processes are forked, so they share
 the parent's hash secret: a fingerprint means the same state in every worker, and the
 parent replays a counterexample from the owners' parent pointers.
 
@@ -36,6 +38,9 @@ from pathlib import Path
 
 from icefloe.model import search as X
 
+# Levels a stream's pickler memo lives: it keeps what it sent alive, so a longer life
+# saves more re-sending and holds more memory.
+MEMO_LEVELS = 4
 WORKER_REPLY_S = 24 * 3600     # a level of a search that fits in memory ends well within this
 
 
@@ -50,6 +55,8 @@ class _Worker:
         self.labels: dict = {}          # one object per distinct label, shared by the parent pointers
         self.frontier: list = []
         self.level_no = 0
+        # One stream per pair of workers, a file each way (no pipe can fill and block).
+        self.picklers, self.unpicklers, self.out_files, self.in_files = {}, {}, {}, {}
 
     def owner(self, state) -> int:
         return hash(self.partition_key(state)) % self.workers
@@ -100,8 +107,8 @@ class _Worker:
         self.frontier = nxt
         for j, box in enumerate(outbox):
             if j != self.index:
-                with open(self.tmp / f"{self.level_no}-{self.index}-{j}.pkl", "wb") as f:
-                    pickle.dump(list(box.items()), f, protocol=pickle.HIGHEST_PROTOCOL)
+                self._pickler(j).dump(list(box.items()))
+                self.out_files[j].flush()
         return self._summary(level, None)
 
     def absorb(self):
@@ -110,10 +117,7 @@ class _Worker:
         for j in range(self.workers):
             if j == self.index:
                 continue
-            path = self.tmp / f"{self.level_no}-{j}-{self.index}.pkl"
-            with open(path, "rb") as f:
-                batch = pickle.load(f)
-            path.unlink()
+            batch = self._unpickler(j).load()
             for k, (parent_key, label, state) in batch:
                 if k in self.parents:
                     continue
@@ -121,6 +125,29 @@ class _Worker:
                 self.frontier.append((k, state))
         self.level_no += 1
         return self._summary(level, len(self.frontier))
+
+    def _pickler(self, j: int):
+        """The pickler of the stream to worker j. It lives for MEMO_LEVELS levels, and its
+        memo remembers what it has sent: a state that shares its metadata, snapshots and
+        store with one sent before is sent as references to them (and arrives sharing them
+        with it). Both ends start a new pickler, and unpickler, at the same levels."""
+        if j not in self.out_files:
+            self.out_files[j] = open(self.tmp / f"{self.index}-{j}.pkl", "wb")
+        if j not in self.picklers or self.level_no % MEMO_LEVELS == 0:
+            self.picklers[j] = pickle.Pickler(self.out_files[j], protocol=pickle.HIGHEST_PROTOCOL)
+        return self.picklers[j]
+
+    def _unpickler(self, j: int):
+        """The unpickler of the stream from worker j (see _pickler)."""
+        if j not in self.in_files:
+            self.in_files[j] = open(self.tmp / f"{j}-{self.index}.pkl", "rb")
+        if j not in self.unpicklers or self.level_no % MEMO_LEVELS == 0:
+            self.unpicklers[j] = pickle.Unpickler(self.in_files[j])
+        return self.unpicklers[j]
+
+    def close(self):
+        for f in (*self.out_files.values(), *self.in_files.values()):
+            f.close()
 
     def parent_of(self, key):
         return self.parents.get(key)
@@ -140,6 +167,7 @@ def _serve(spec, index, workers, tmp, conn):
     while True:
         command, arg = conn.recv()
         if command == "stop":
+            worker.close()
             conn.close()
             return
         try:

@@ -151,7 +151,18 @@ def set_writer(s: State, w: int, wr: Writer, **changes) -> State:
     """s with writer w's record replaced by wr (and the other fields in `changes`, in
     the same step: the explorer builds millions of successor states)."""
     ws = s.writers
-    return s._replace(writers=ws[:w - 1] + (wr,) + ws[w:], **changes)
+    values = list(s)        # one new tuple, not a State._replace on top of a slice
+    values[_WRITERS] = ws[:w - 1] + (wr,) + ws[w:]
+    for name, value in changes.items():
+        values[_FIELD_INDEX[name]] = value
+    return _new_state(State, values)
+
+
+_FIELD_INDEX = {f: i for i, f in enumerate(State._fields)}
+_WRITERS = _FIELD_INDEX["writers"]
+_new_state = tuple.__new__
+# Entries kept by the caches of what an attempt plans and writes (cleared when full).
+PLAN_CACHE_MAX = 1 << 16
 
 
 def op_objects(s: State, w: int, k: int) -> frozenset:
@@ -207,7 +218,16 @@ def plan(b: Bounds, s: State, w: int, kind: str, part: int = NO_PART, ref: str =
     others_done = all(o.phase == DONE for i, o in enumerate(s.writers) if i != w - 1)
     new = Writer(wr.k, kind, DATA, 1, s.cat, O.starting_snapshot(meta, kind, ref), frozenset(), NO_SNAP,
                  frozenset(), others_done and not s.inflight, not s.faults_on, part, ref, NO_ROW, 0)
-    planned = O.plan_operation(b, s, w, new)
+    # What an operation plans is a function of its writer record and the version it reads
+    # (a file's rows, partition and deletes never change once planned): computed once per
+    # pair, not once per interleaving of the other writers.
+    cache = b.__dict__.setdefault("_planned", {})
+    key = (w, new, meta)
+    planned = cache.get(key, cache)
+    if planned is cache:
+        if len(cache) >= PLAN_CACHE_MAX:
+            cache.clear()
+        planned = cache[key] = O.plan_operation(b, s, w, new)
     if planned is None:
         return finish(set_writer(s, w, new), w, NOOP)
     fid = (w, wr.k)
@@ -247,7 +267,15 @@ def write_manifest_list(s: State, w: int) -> State:
 def write_metadata(b: Bounds, s: State, w: int) -> State:
     wr = s.writers[w - 1]
     mid = (w, wr.k, wr.attempt)
-    meta = apply_actions(b, s, w, wr)
+    # The metadata an attempt writes is a function of its writer record and its base
+    # version (files never change once planned): computed once, not per interleaving.
+    cache = b.__dict__.setdefault("_written", {})
+    key = (w, wr, mget(s.metas, wr.base))
+    meta = cache.get(key)
+    if meta is None:
+        if len(cache) >= PLAN_CACHE_MAX:
+            cache.clear()
+        meta = cache[key] = apply_actions(b, s, w, wr)
     return set_writer(s, w, wr._replace(phase=SWAP), store=s.store | {meta_obj(mid)},
                       metas=mput(s.metas, mid, meta))
 

@@ -193,7 +193,7 @@ Writer._replace = _fast_replace(Writer)
 
 
 _DICTS: dict = {}           # id(frozenset) -> (that frozenset, it as a dict)
-_DICTS_MAX = 1 << 12
+_DICTS_MAX = 1 << 16       # distinct maps alive in one BFS level far exceed 4096: a hit rate that pays
 
 
 def _as_dict(pairs: frozenset) -> dict:
@@ -227,6 +227,10 @@ def mput(pairs, key, value):
     transitions leave them alone, and a successor state then re-hashes none of it. The
     small maps inside records (Meta.refs, Snap.dseq) are sorted tuples."""
     if isinstance(pairs, frozenset):
+        if key not in _as_dict(pairs):
+            # A new key (the usual case: ids are never reused): a union keeps the hashes
+            # the frozenset already holds instead of re-hashing every pair.
+            return pairs | {(key, value)}
         return frozenset([p for p in pairs if p[0] != key] + [(key, value)])
     out = [(k, v) for k, v in pairs if k != key]
     out.append((key, value))
