@@ -228,6 +228,14 @@ def is_terminal(s: V3State) -> bool:
 
 # -- the Spec for the explorer -------------------------------------------------------------
 
+# Properties of spec/PROPERTIES.md this model does not read (docs/variants.md's matrix):
+# faults, refs, cleanup and the incremental reader are the v2 model's (model/iceberg.py).
+NOT_APPLICABLE = {p: "the v3 model leaves it to the v2 model (no faults, storage, refs or incremental reader)"
+                  for p in ("P1 LinearHistory", "P2 NoLostCommit", "P3 NoDuplicateCommit",
+                            "P4 ReadersSeeCommitted", "P5 ValidationSound", "P7 TimeTravelImmutable",
+                            "P8 NoDanglingRefs", "P9 CleanupSafe", "P10 IncrementalComplete")}
+
+
 @dataclass
 class V3Spec(ModuleSpec):
     """The Spec protocol (model/spec.py) for v3 commits on the given bounds; its checks are
@@ -248,6 +256,12 @@ class V3Spec(ModuleSpec):
     _initial = staticmethod(initial_state)
     _successors = staticmethod(successors)
     _is_terminal = staticmethod(is_terminal)
+
+    @staticmethod
+    def partition_key(state):
+        """What decides which process of a parallel search owns a state: the pointer's
+        history, which only a swap changes (as IcebergSpec's)."""
+        return state.hist
 
     def events(self, state, label, nxt):
         if label[0] == "Retry":

@@ -147,3 +147,12 @@ register(_own(
     _props("P6", "P10"),
     writers=2, ops=1, kinds=("update",), clock="skewed", cc="pessimistic", pk_check=True,
     put_if_absent=True))
+
+
+# -- Format v3 commits (model/v3.py, its own transition system: spec/PROTOCOL.md 19): the
+# -- correct protocol at its default instance and one flawed variant per 2026 bug class.
+from icefloe.model import v3  # noqa: E402  (after the Iceberg entries, on purpose)
+
+register(_own("v3-correct", v3, v3.V3_VARIANTS["v3-correct"], ()))
+for _name, (_instance, _breaks) in v3.V3_VARIANT_CASES.items():
+    register(_own(_name, v3, v3.V3_VARIANTS[_name], _breaks, **_instance))

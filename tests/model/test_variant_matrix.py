@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from icefloe.model import checks, hudi, variants
+from icefloe.model import checks, hudi, v3, variants
+from icefloe.model.checks import v3 as v3_checks
 from icefloe.model.explore import explore
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +28,10 @@ TLA = ROOT / "tla"
 OWN_TLA_MODULES = ("MCHive.tla", "MCHudi.tla")
 TLC_TIMEOUT_S = 300
 PROPS = tuple(checks.SAFETY_CHECKS)          # "P1 LinearHistory" .. "P10 IncrementalComplete"
-SHORT = {p: p.split()[0] for p in PROPS}
+# The format v3 properties (model/checks/v3.py): only the v3 model reads them.
+V3_PROPS = tuple(p for p in v3_checks.SAFETY_CHECKS if p not in PROPS)     # P11 .. P14
+MATRIX_PROPS = tuple(p for p in PROPS if p.startswith("P")) + V3_PROPS + tuple(p for p in PROPS if p[0] != "P")
+SHORT = {p: p.split()[0] for p in MATRIX_PROPS}
 
 # Rows of /work/shared/REGRESSIONS.md each variant reproduces (by its `#`).
 REGRESSION_ROWS = {
@@ -54,6 +58,13 @@ REGRESSION_ROWS = {
     "hudi-out-of-order": (12,),
     "hudi-read-optimized": (),
     "hudi-skewed-clock": (12,),
+    # Format v3 (model/v3.py): 2026 bugs not in REGRESSIONS.md (docs/variants.md names each).
+    "v3-correct": (),
+    "stale-first-row-id-on-retry": (),     # apache/iceberg-go #1021 (review)
+    "replacement-dv-keeps-old": (),        # apache/iceberg-go #1868
+    "dv-validation-over-window": (),       # apache/iceberg #17764
+    "merge-over-overwrite-dv": (),         # apache/iceberg #17754
+    "dv-seeded-from-start": (),            # apache/iceberg-go #1419 (review)
 }
 
 
@@ -72,14 +83,16 @@ def found_by_explorer() -> dict:
 
 
 def render_matrix() -> str:
-    head = "| variant | " + " | ".join(SHORT[p] for p in PROPS) + " | REGRESSIONS.md rows |"
-    rule = "|---" * (len(PROPS) + 2) + "|"
+    head = "| variant | " + " | ".join(SHORT[p] for p in MATRIX_PROPS) + " | REGRESSIONS.md rows |"
+    rule = "|---" * (len(MATRIX_PROPS) + 2) + "|"
     lines = [head, rule]
     for name, v in variants.VARIANTS.items():
-        na = getattr(sys.modules[type(v.make()).__module__], "NOT_APPLICABLE", {})
+        module = sys.modules[type(v.make()).__module__]
+        na = getattr(module, "NOT_APPLICABLE", {})
         cells = []
-        for p in PROPS:
-            cells.append("X" if p in v.breaks else "n/a" if p in na else "")
+        for p in MATRIX_PROPS:
+            v3_only = p in V3_PROPS and module is not v3
+            cells.append("X" if p in v.breaks else "n/a" if p in na or v3_only else "")
         rows = ", ".join(f"#{r}" for r in REGRESSION_ROWS.get(name, ())) or "-"
         lines.append(f"| `{name}` | " + " | ".join(cells) + f" | {rows} |")
     return "\n".join(lines)
@@ -121,9 +134,9 @@ def found():
 
 
 def test_matrix_covers_every_property():
-    """Goal: every one of P1..P10 is broken by some registered variant; method: union of `breaks`."""
+    """Goal: every one of P1..P14 and L3 is broken by some registered variant; method: union of `breaks`."""
     covered = {p for _, v in flawed() for p in v.breaks}
-    assert set(PROPS) <= covered, sorted(set(PROPS) - covered)
+    assert set(MATRIX_PROPS) <= covered, sorted(set(MATRIX_PROPS) - covered)
 
 
 def test_own_models_declare_exactly_what_breaks(found):
