@@ -28,6 +28,7 @@ from icefloe.model.search import (  # noqa: F401 - Result, replay and the bound 
     Result, _expand, _Level, collision_bound, replay, safety_checker,
 )
 from icefloe.model.state import FAULT_KINDS, OP_KINDS
+from icefloe.model.v3 import V3_KINDS
 
 EXIT_HOLDS, EXIT_VIOLATED, EXIT_USAGE = 0, 1, 2
 
@@ -195,6 +196,13 @@ def build_parser() -> argparse.ArgumentParser:
                          " round-robin: a fixed kind per operation (default from 6 operations on)")
     ap.add_argument("--no-por", action="store_true",
                     help="explore every interleaving of private write steps too (no partial-order reduction)")
+    ap.add_argument("--roles", default=None,
+                    help=f"format v3 model (--variant v3-*): one operation kind per writer, comma-separated"
+                         f" ({','.join(V3_KINDS)})")
+    ap.add_argument("--dv-policy", choices=("conflict", "merge"), default=None,
+                    help="format v3 model: what a writer does with a DV added concurrently for its file")
+    ap.add_argument("--data-files", type=int, choices=(1, 2), default=None,
+                    help="format v3 model: data files of the initial table")
     ap.add_argument("--variant", default="correct", help="a protocol variant (see --list-variants)")
     ap.add_argument("--list-variants", action="store_true", help="print the variants' names, one per line")
     ap.add_argument("--all-variants", action="store_true",
@@ -230,6 +238,12 @@ def overrides_from(args) -> dict:
         kw["partitions"] = args.partitions
     if args.refs:
         kw["refs"] = True
+    if args.roles is not None:
+        kw["roles"] = _csv(args.roles, V3_KINDS, "v3 operation kinds")
+    if args.dv_policy is not None:
+        kw["dv_policy"] = args.dv_policy
+    if args.data_files is not None:
+        kw["data_files"] = args.data_files
     kw["por"] = not args.no_por
     if args.workload is not None:
         kw["workload"] = args.workload

@@ -204,3 +204,17 @@ def test_v3_variant_is_caught_and_the_protocol_holds_on_its_instance(name):
     res = explore(v3.make(**kw, variant=name))
     assert res.verdict == "violated" and res.property in breaks, (res.property, res.message)
     assert explore(v3.make(**kw)).verdict == "holds"
+
+
+def test_cli_explores_the_v3_model_with_its_own_bounds(capsys):
+    """Goal: `python -m icefloe.model.explore` runs the v3 model: its roles, DV policy and
+    data files as options; a flawed variant exits 1 naming its property; a v2-only bound is
+    refused (exit 2). Method: call main()."""
+    from icefloe.model import explore as cli
+    assert cli.main(["--variant", "v3-correct", "--roles", "cow_delete,row_update,append",
+                     "--dv-policy", "merge", "--workers", "1"]) == 0
+    assert "states: 2228" in capsys.readouterr().out
+    assert cli.main(["--variant", "dv-validation-over-window", "--workers", "1"]) == 1
+    assert "VIOLATION of L3 NoSpuriousConflict" in capsys.readouterr().out
+    assert cli.main(["--variant", "v3-correct", "--roles", "append,unknown"]) == 2
+    assert cli.main(["--variant", "v3-correct", "--writers", "3"]) == 2
