@@ -26,6 +26,7 @@ from icefloe.impl.spark.transforms_sql import NotNative
 
 DV_COLUMN = "deletion_vector"  # plan column: index into the plan's delete refs of the DV that applies, or null
 DRIVER_DV_POSITIONS_MAX = 32_000_000  # DV positions decoded on the driver for one read (12 bytes each); more: NotNative
+BITSET_WORDS_MAX = 1 << 16  # bigints of the bitset literals of one read (4 M rows of files with deletes); more: a join
 
 
 class _Path:
@@ -82,18 +83,42 @@ def positions_count(deletes: list, dv_list: list) -> int:
     return sum(deletes[i][2].record_count for i in dv_list if i is not None)
 
 
-def read_positions(reader: DeleteReader, deletes: list, dv_list: list) -> tuple[np.ndarray, np.ndarray]:
-    """(file numbers int32, positions int64): for the k-th planned file with a DV, each
-    position its DV deletes, numbered k. Read once here, on the driver."""
+def read_positions(reader: DeleteReader, deletes: list, dv_list: list) -> dict[int, np.ndarray]:
+    """k -> the positions (int64) the DV of the k-th planned file deletes, for each file
+    with a DV. Read once here, on the driver."""
     if positions_count(deletes, dv_list) > DRIVER_DV_POSITIONS_MAX:
         raise NotNative(f"the deletion vectors hold more than {DRIVER_DV_POSITIONS_MAX} positions "
                         "(DRIVER_DV_POSITIONS_MAX) to read on the driver; read with format('icefloe')")
-    numbers, positions = [], []
-    for k, i in enumerate(dv_list):
-        if i is not None:
-            deleted = reader.dv_positions(deletes[i][2])
-            numbers.append(np.full(len(deleted), k, dtype=np.int32))
-            positions.append(deleted.astype(np.int64, copy=False))
-    if not numbers:
+    return {k: reader.dv_positions(deletes[i][2]).astype(np.int64, copy=False)
+            for k, i in enumerate(dv_list) if i is not None}
+
+
+def numbered(positions: dict[int, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(file numbers int32, positions int64) pairs of {k: positions}, for an anti-join."""
+    if not positions:
         return np.empty(0, np.int32), np.empty(0, np.int64)
-    return np.concatenate(numbers), np.concatenate(positions)
+    return (np.concatenate([np.full(len(p), k, dtype=np.int32) for k, p in positions.items()]),
+            np.concatenate(list(positions.values())))
+
+
+def bitset_words(rows: int) -> int:
+    return -(-rows // 64)
+
+
+def kept_by_bitset(row_index, positions: np.ndarray, rows: int):
+    """A Spark Column, true for the rows of a file of `rows` rows whose row index is not
+    among `positions`: the positions as a bitset literal (one bigint per 64 rows), looked
+    up by index per row, a row-index filter with no join. Positions past `rows` are
+    ignored, and a row past `rows` (a file longer than its entry says) is kept, as
+    DeleteReader.apply does."""
+    from pyspark.sql import functions as F
+    if rows <= 0:  # no word to split out of an empty literal; every row of it is past `rows`
+        return F.lit(True)
+    words = np.zeros(bitset_words(rows), dtype=np.uint64)
+    inside = positions[(positions >= 0) & (positions < rows)]
+    np.bitwise_or.at(words, inside >> 6, np.left_shift(np.uint64(1), (inside & 63).astype(np.uint64)))
+    # one string literal split and cast, which Spark's optimizer folds into one array literal
+    # (an array() of a literal per word costs py4j a call per word: seconds at 10^4 words)
+    bits = F.split(F.lit(",".join(map(str, words.view(np.int64).tolist()))), ",").cast("array<bigint>")
+    word = F.coalesce(F.try_element_at(bits, F.shiftright(row_index, 6).cast("int") + 1), F.lit(0).cast("bigint"))
+    return F.bit_get(word, row_index.bitwiseAND(63).cast("int")) == 0

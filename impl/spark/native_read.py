@@ -166,7 +166,8 @@ class NativeScan:
                             + DV.positions_count(self.deletes, dv_list))
         if (merged.num_rows <= MERGE_BRANCHES_MAX and self.io is not None
                 and driver_positions <= DRIVER_POSITIONS_MAX):
-            return self._merge_by_files(merged.column("file_path").to_pylist(), pos_lists, eq_lists, dv_list)
+            return self._merge_by_files(merged.column("file_path").to_pylist(), pos_lists, eq_lists, dv_list,
+                                        merged.column("record_count").to_pylist())
         return self._merge_by_rows(merged)
 
     def _deleted_frame(self, numbers: np.ndarray, positions: np.ndarray):
@@ -174,31 +175,42 @@ class NativeScan:
         return self.spark.createDataFrame(pa.table({IDX: pa.array(numbers, pa.int32()),
                                                     POS: pa.array(positions, pa.int64())}))
 
-    def _merge_by_files(self, paths: list[str], pos_lists: list, eq_lists: list, dv_list: list):
+    def _merge_by_files(self, paths: list[str], pos_lists: list, eq_lists: list, dv_list: list,
+                        record_counts: list[int]):
         """Merge-on-read with each data file read as a scan of its own, numbered by a literal
-        column: the position deletes and deletion vectors (read on the driver by icefloe's
-        DeleteReader, as its own scan reads them: paths made canonical once per spelling)
-        become a small table of (file number, position) anti-joined on
-        `_metadata.row_index`; the equality deletes the planner attached to each file (its
-        sequence-number and partition rules) are joined by file number. No data row's file
-        path is spelled out and compared."""
+        column: the deleted positions of each file (its DV, or its position delete files:
+        read on the driver by icefloe's DeleteReader, as its own scan reads them, paths
+        made canonical once per spelling) become a row-index filter on
+        `_metadata.row_index`, a bitset literal per file (native_dvs.kept_by_bitset) while
+        BITSET_WORDS_MAX allows, else a small table of (file number, position)
+        anti-joined by broadcast; the equality deletes the planner attached to each file
+        (its sequence-number and partition rules) are joined by file number. No data
+        row's file path is spelled out and compared."""
         from pyspark.sql import functions as F
         from icefloe.impl.table.deletes import DeleteReader
         reader = DeleteReader(self.io)
-        dv_numbers, dv_positions = DV.read_positions(reader, self.deletes, dv_list)
-        numbers, positions = [dv_numbers], [dv_positions]
+        deleted = DV.read_positions(reader, self.deletes, dv_list)
         for k, (path, found) in enumerate(zip(paths, pos_lists)):
             if found:  # (never beside a DV: native_dvs.attach empties the list where one applies)
                 target = canonical_location(path)
-                deleted = set().union(*(reader.positions(self.deletes[i][2]).get(target, ()) for i in found))
-                numbers.append(np.full(len(deleted), k, dtype=np.int32))
-                positions.append(np.array(sorted(deleted), dtype=np.int64))
-        numbers, positions = np.concatenate(numbers), np.concatenate(positions)
-        row_position = F.col("_metadata.row_index") if len(positions) else F.lit(None).cast("long")
-        df = _union([self._data_files([path], [F.lit(k).alias(IDX), row_position.alias(POS)])
-                     for k, path in enumerate(paths)])
-        if len(positions):
-            df = df.join(F.broadcast(self._deleted_frame(numbers, positions)), [IDX, POS], "left_anti")
+                held = set().union(*(reader.positions(self.deletes[i][2]).get(target, ()) for i in found))
+                deleted[k] = np.fromiter(held, dtype=np.int64, count=len(held))
+        frames, joined, words = [], {}, 0
+        for k, path in enumerate(paths):
+            positions = deleted.get(k)
+            if positions is None or not len(positions):
+                frames.append(self._data_files([path], [F.lit(k).alias(IDX), F.lit(None).cast("long").alias(POS)]))
+                continue
+            frame = self._data_files([path], [F.lit(k).alias(IDX), F.col("_metadata.row_index").alias(POS)])
+            if words + DV.bitset_words(record_counts[k]) <= DV.BITSET_WORDS_MAX:
+                words += DV.bitset_words(record_counts[k])
+                frame = frame.filter(DV.kept_by_bitset(F.col(POS), positions, record_counts[k]))
+            else:
+                joined[k] = positions
+            frames.append(frame)
+        df = _union(frames)
+        if joined:
+            df = df.join(F.broadcast(self._deleted_frame(*DV.numbered(joined))), [IDX, POS], "left_anti")
         by_ids: dict[tuple, list[int]] = {}
         for i in sorted({i for found in eq_lists for i in found or ()}):
             by_ids.setdefault(tuple(self.deletes[i][2].equality_ids or ()), []).append(i)
@@ -264,7 +276,7 @@ class NativeScan:
         with a DV are a small broadcast table; rows of the others get no number and stay."""
         from pyspark.sql import functions as F
         from icefloe.impl.table.deletes import DeleteReader
-        numbers, positions = DV.read_positions(DeleteReader(self.io), self.deletes, dv_list)
+        numbers, positions = DV.numbered(DV.read_positions(DeleteReader(self.io), self.deletes, dv_list))
         numbered = self.spark.createDataFrame(
             [(canonical_location(p), k) for k, (p, i) in enumerate(zip(paths, dv_list)) if i is not None],
             f"{FILE} string, {IDX} int")

@@ -90,8 +90,9 @@ def test_native_reads_apply_deletion_vectors_as_icefloe_scan_does(spark, opts, m
     snapshot (time travel before, between and after the DVs). Method: two merge-on-read
     deletes (the second's DV replaces the first's for one file and holds both deletes'
     positions), an equality delete and an append; native reads with local and executor
-    planning, each merged a scan per file and in one scan (_merge_by_rows), and the data
-    source, against table.scan(snapshot_id=...)."""
+    planning, each merged a scan per file (a bitset filter per file, or the positions
+    anti-joined) and in one scan (_merge_by_rows), and the data source, against
+    table.scan(snapshot_id=...)."""
     table, first = _dv_history(opts)
     second = _live_dvs(table)
     replaced = {p for p in first if second[p].file_path != first[p].file_path}
@@ -99,20 +100,26 @@ def test_native_reads_apply_deletion_vectors_as_icefloe_scan_does(spark, opts, m
     (path,) = replaced
     assert (first[path].record_count, second[path].record_count) == (2, 3)  # 1, 5; then 1, 5, 9
 
+    import icefloe.impl.spark.native_dvs as DV
     import icefloe.impl.spark.native_read as NR
     merges = _count_merges(monkeypatch)
-    by_files = NR.MERGE_BRANCHES_MAX  # taken once: the loop sets it to 0 for _merge_by_rows
+    by_files, bitsets = NR.MERGE_BRANCHES_MAX, DV.BITSET_WORDS_MAX  # taken once: the loop changes them
+    ways = (("local", by_files, bitsets), ("distributed", by_files, bitsets),
+            ("local", by_files, 0),  # _merge_by_files with the positions anti-joined, no bitset
+            ("local", 0, bitsets), ("distributed", 0, bitsets))  # _merge_by_rows
     checked = 0
     for snapshot in table.metadata.snapshots:
         want = _scan_rows(table, snapshot.snapshot_id)
-        for planning, branches in (("local", by_files), ("distributed", by_files), ("local", 0), ("distributed", 0)):
+        for planning, branches, words in ways:
             monkeypatch.setattr(NR, "MERGE_BRANCHES_MAX", branches)
+            monkeypatch.setattr(DV, "BITSET_WORDS_MAX", words)
             got = _rows(read(spark, TABLE, opts, snapshot_id=snapshot.snapshot_id, planning=planning))
-            assert got == want, (snapshot.summary, planning, branches)
+            assert got == want, (snapshot.summary, planning, branches, words)
             checked += 1
         source = spark.read.format("icefloe").options(**opts).option("snapshot-id", str(snapshot.snapshot_id))
         assert _rows(source.load(TABLE)) == want, snapshot.summary
-    assert checked == 4 * 6 and merges == {"_merge_by_files": 8, "_merge_by_rows": 8}  # 4 snapshots with deletes
+    assert checked == 5 * 6 and merges == {"_merge_by_files": 12, "_merge_by_rows": 8}  # 4 snapshots with deletes
+    monkeypatch.setattr(DV, "BITSET_WORDS_MAX", bitsets)
     final = [r[0] for r in _scan_rows(table, None)]
     assert len(final) == 204 - 6 - 3 and final.count(1) == 1 and final.count(9) == 1  # 6 by DVs, 3 by equality
     assert not {5, 42, 150, 151, 13, 17} & set(final)
@@ -165,11 +172,14 @@ def test_a_dv_replaces_the_position_delete_files_of_its_file_on_an_upgraded_tabl
     (pos_index,) = lists[other][0]
     assert lists[first][0] is None and planned.deletes[lists[first][1]][2] == dv
     assert lists[other][1] is None and not planned.deletes[pos_index][2].is_deletion_vector
+    import icefloe.impl.spark.native_dvs as DV
     merges = _count_merges(monkeypatch)
-    by_files = NR.MERGE_BRANCHES_MAX
+    by_files, bitsets = NR.MERGE_BRANCHES_MAX, DV.BITSET_WORDS_MAX
     want = _scan_rows(table, None)
     assert len(want) == 197 and not {3, 104, 10} & {r[0] for r in want}
-    for planning, branches in (("local", by_files), ("distributed", by_files), ("local", 0), ("distributed", 0)):
+    for planning, branches, words in (("local", by_files, bitsets), ("distributed", by_files, bitsets),
+                                      ("local", by_files, 0), ("local", 0, bitsets), ("distributed", 0, bitsets)):
         monkeypatch.setattr(NR, "MERGE_BRANCHES_MAX", branches)
-        assert _rows(read(spark, TABLE, opts, planning=planning)) == want, (planning, branches)
-    assert merges == {"_merge_by_files": 2, "_merge_by_rows": 2}
+        monkeypatch.setattr(DV, "BITSET_WORDS_MAX", words)
+        assert _rows(read(spark, TABLE, opts, planning=planning)) == want, (planning, branches, words)
+    assert merges == {"_merge_by_files": 3, "_merge_by_rows": 2}
