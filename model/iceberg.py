@@ -218,11 +218,11 @@ def plan(b: Bounds, s: State, w: int, kind: str, part: int = NO_PART, ref: str =
     others_done = all(o.phase == DONE for i, o in enumerate(s.writers) if i != w - 1)
     new = Writer(wr.k, kind, DATA, 1, s.cat, O.starting_snapshot(meta, kind, ref), frozenset(), NO_SNAP,
                  frozenset(), others_done and not s.inflight, not s.faults_on, part, ref, NO_ROW, 0)
-    # What an operation plans is a function of its writer record and the version it reads
-    # (a file's rows, partition and deletes never change once planned): computed once per
-    # pair, not once per interleaving of the other writers.
+    # What an operation plans is a function of its writer record, the version it reads and
+    # the files' rows, partitions and deletes (maps shared by the many states in which only
+    # the other writers differ): computed once for them, not once per interleaving.
     cache = b.__dict__.setdefault("_planned", {})
-    key = (w, new, meta)
+    key = (w, new, meta, s.content, s.parts, s.dels)
     planned = cache.get(key, cache)
     if planned is cache:
         if len(cache) >= PLAN_CACHE_MAX:
@@ -267,10 +267,11 @@ def write_manifest_list(s: State, w: int) -> State:
 def write_metadata(b: Bounds, s: State, w: int) -> State:
     wr = s.writers[w - 1]
     mid = (w, wr.k, wr.attempt)
-    # The metadata an attempt writes is a function of its writer record and its base
-    # version (files never change once planned): computed once, not per interleaving.
+    # The metadata an attempt writes is a function of its writer record, its base version
+    # and the files' partitions and deletes (apply_actions reads nothing else): computed
+    # once for them, not once per interleaving of the other writers.
     cache = b.__dict__.setdefault("_written", {})
-    key = (w, wr, mget(s.metas, wr.base))
+    key = (w, wr, mget(s.metas, wr.base), s.content, s.parts, s.dels)
     meta = cache.get(key)
     if meta is None:
         if len(cache) >= PLAN_CACHE_MAX:
