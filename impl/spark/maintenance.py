@@ -91,7 +91,7 @@ def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MA
         groups.setdefault((t.spec_id, t.data_file.partition), []).append(t)
     chosen = [ts for (spec_id, _), ts in sorted(groups.items(), key=lambda kv: repr(kv[0]))
               if spec_id == metadata.default_spec_id
-              and (len(ts) >= files_min or any(t.position_deletes or t.equality_deletes for t in ts))]
+              and (len(ts) >= files_min or any(t.has_deletes for t in ts))]  # a DV counts too
     if not chosen:
         return _nothing_to_do(table, job_id, start.snapshot_id)
     removed = [t.data_file for ts in chosen for t in ts]

@@ -183,3 +183,23 @@ def test_a_dv_replaces_the_position_delete_files_of_its_file_on_an_upgraded_tabl
         monkeypatch.setattr(DV, "BITSET_WORDS_MAX", words)
         assert _rows(read(spark, TABLE, opts, planning=planning)) == want, (planning, branches, words)
     assert merges == {"_merge_by_files": 3, "_merge_by_rows": 2}
+
+
+def test_spark_compaction_rewrites_a_lone_file_whose_only_delete_is_a_deletion_vector(spark, opts):
+    """Goal: Spark's compaction counts a DV as a delete (a file with one applies its deletes
+    when rewritten, and the DV goes with it), as it counts position and equality delete files.
+    Method: a v3 table with one file per partition, a merge-on-read delete in one of them, then
+    compact with files_min above the file count: the file with the DV is rewritten, the DV is
+    no longer live, the rows equal the scan before."""
+    from icefloe.impl.spark.maintenance import compact
+    table = _v3_table(opts)
+    require_committed(table.append(rows(range(0, 20))))
+    require_committed(table.delete("id in (3, 7)", mode="merge-on-read"))
+    table.refresh()
+    assert _live_dvs(table)
+    want = _scan_rows(table, table.metadata.current_snapshot_id)
+    result = compact(spark, TABLE, opts, files_min=100)
+    require_committed(result.outcome)
+    table.refresh()
+    assert not _live_dvs(table)
+    assert _scan_rows(table, table.metadata.current_snapshot_id) == want
