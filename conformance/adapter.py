@@ -202,6 +202,17 @@ class EngineSpecError(ValueError):
     """An engine name that cannot be loaded, or an adapter that breaks the protocol."""
 
 
+class EngineFailure(Exception):
+    """Raise from a commit's `run()` when the engine itself failed the operation with an error
+    that is no outcome (Iceberg-Java's IllegalArgumentException from its own validation, say):
+    the suite judges it as the engine's observation (A0, beside what the model did). Anything
+    else a `run()` raises is the adapter's own error, and the verdict is "adapter error"."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(f"{type(cause).__name__}: {cause}")
+        self.cause = cause
+
+
 class UnreadableSnapshot(Exception):
     """A read found which snapshot to read but could not read its rows (an object it
     reaches is missing): raise it from a read so the suite can tell a snapshot that never

@@ -222,6 +222,9 @@ def run_wire(the_plan: Plan, backends, stats: Stats, sink) -> Failure | None:
     is not the REST spec's). Its program is the checks' names (no model program replays it)."""
     if not any(f.family.name == wire.FAMILY_NAME for f in the_plan.families):
         return None
+    if sink.out_of_time():
+        sink.cut = sink.cut or "the rest-wire checks and the directed programs"
+        return None
     server = backends.rest()
     covered, problems = wire.judge(server.url, server.service)
     stats.examples += 1
@@ -284,7 +287,7 @@ def run(engine, the_plan: Plan, store: str, seed: int, backends, stats: Stats, s
         ordered = [fp for i, fp in enumerate(ordered) if i % n == k - 1]
     for i, (family, program) in enumerate(ordered):
         if sink.out_of_time():
-            sink.cut = f"{len(ordered) - i} of {len(ordered)} directed programs"
+            sink.cut = sink.cut or f"{len(ordered) - i} of {len(ordered)} directed programs"
             return None
         watch = [tracker.watch(program.bounds)] if tracker is not None else []
         race = races.Observer() if family.family.name == races.FAMILY.name else None

@@ -238,7 +238,7 @@ class JavaCommit:
         except java_env.JavaError as e:
             outcome = outcome_of_error(e, h.ctx.commit_attempts_max)
             if outcome is None:
-                raise
+                raise A.EngineFailure(e) from e      # Java's own error, no outcome: judged, not ours
             return outcome
         return h.committed(op, self.writer)
 

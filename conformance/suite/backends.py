@@ -96,7 +96,10 @@ class Backends:
         black_box = engine.capabilities.mode == A.BLACK_BOX
         if catalog is None:
             catalog = "s3" if not black_box and n % 2 else "sqlite"
-        return A.TableContext(warehouse=f"s3://{self.s3().bucket}/conform/ex{n}",
+        # A prefix of this run's own: moto keeps its buckets for the whole process, so a second
+        # run in one process (a test after a test) would meet the first run's pointers at ex{n}.
+        run = Path(self.tmp.name).name
+        return A.TableContext(warehouse=f"s3://{self.s3().bucket}/conform/{run}/ex{n}",
                               catalog_uri=None if catalog == "s3" else sqlite,
                               s3_endpoint=self.fault_proxy().endpoint_url, access_keys=keys, secret_key=DEFAULT_SECRET_KEY,
                               faults=hooks, commit_attempts_max=attempts_max, seed=seed + n,

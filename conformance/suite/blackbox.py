@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 
+from icefloe.conformance.adapter import EngineFailure
 from icefloe.conformance.suite.view import solo
 from icefloe.conformance.violation import AGREEMENT, AdapterError, Violation
 from icefloe.model.state import DONE, METADATA
@@ -37,14 +38,19 @@ def start_commit(w: int, rec) -> None:
 
 def await_outcome(w: int, rec) -> None:
     """Wait for writer `w`'s engine thread (released from its gate) to end; its outcome goes
-    to `rec.outcome`. A commit that does not end in time breaks L2; one that raises is an
+    to `rec.outcome`. A commit that does not end in time breaks L2; one whose engine failed
+    (adapter.EngineFailure) disagrees with the model (A0); one that raises anything else is an
     adapter error (violation.AdapterError), not a property's violation."""
     rec.thread.join(BLACK_BOX_WAIT_S)
     if rec.thread.is_alive():
         raise Violation("L2 OperationsTerminate", f"writer {w}: the commit did not end within "
                         f"{BLACK_BOX_WAIT_S:.0f} s", "ended", "running")
-    if "error" in rec.box:      # the adapter's contract is an Outcome: what it raised is its own error
-        raise AdapterError(f"writer {w}: the commit's run()", rec.box["error"])
+    error = rec.box.get("error")
+    if isinstance(error, EngineFailure):   # the engine failed its own operation: an observation
+        raise Violation(AGREEMENT, f"writer {w}: the engine's commit failed: {error}", "an outcome",
+                        repr(error.cause))
+    if error is not None:       # the adapter's contract is an Outcome: what else it raised is its own error
+        raise AdapterError(f"writer {w}: the commit's run()", error)
     rec.outcome = rec.box.get("outcome")
 
 class BlackBoxDriver:

@@ -83,7 +83,7 @@ def run(engine, plans: list, backends: Backends, stats, sink, covered: dict) -> 
     store = store_for(engine)
     for i, (family, program) in enumerate(pairs):
         if sink.out_of_time():
-            sink.cut = f"{len(pairs) - i} of {len(pairs)} v3 programs"
+            sink.cut = sink.cut or f"{len(pairs) - i} of {len(pairs)} v3 programs"  # an earlier cut is named first
             return None
         stats.examples += 1
         stats.backends[f"{store} (v3)"] += 1
