@@ -135,3 +135,33 @@ def replay(spec, parent_of, key, key_of=hash) -> list:
             raise AssertionError(f"replay failed at {label}")
         trace.append((label, state))
     return trace
+
+
+def class_witnesses(root, expand, states_max: int, what: str) -> tuple[int, dict]:
+    """Breadth first from `root` over nodes the caller defines (the suite's coverage families
+    search (state, tags) nodes): `expand(node)` yields (label, child, classes the step completed).
+    Returns (nodes seen, {class: the labels of a shortest path that completes it}), the first
+    path found per class, classes in a stable order. More than `states_max` nodes is a
+    RuntimeError naming `what`: an instance that large is a mistake in its bounds."""
+    parent: dict = {root: None}
+    frontier, found = [root], {}
+    while frontier:
+        nxt = []
+        for node in frontier:
+            for label, child, completed in expand(node):
+                for c in completed:
+                    found.setdefault(c, (node, label))
+                if child not in parent:
+                    parent[child] = (node, label)
+                    nxt.append(child)
+                    if len(parent) > states_max:
+                        raise RuntimeError(f"{what}: more than {states_max} states")
+        frontier = nxt
+    out = {}
+    for c, (node, label) in sorted(found.items(), key=lambda kv: repr(kv[0])):
+        labels = [label]
+        while parent[node] is not None:
+            node, lab = parent[node]
+            labels.append(lab)
+        out[c] = tuple(reversed(labels))
+    return len(parent), out

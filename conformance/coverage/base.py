@@ -47,6 +47,7 @@ from functools import lru_cache
 from icefloe.conformance.suite.profiles import classic_bounds
 from icefloe.conformance.suite.view import FAULT_OF_ACTION, steps
 from icefloe.model import iceberg
+from icefloe.model.search import class_witnesses
 from icefloe.model.state import ACK_LOST, MANIFESTS, SWAP_DELAYED, SWAP_FAIL, WRITE_FAIL, ancestors
 
 STATES_MAX = 2_000_000   # an instance larger than this is a mistake in a family's bounds
@@ -273,34 +274,17 @@ class Graph:
 @lru_cache(maxsize=64)
 def explore(family: Family, bounds: iceberg.Bounds, black_box: bool) -> Graph:
     """Exhaustive at `bounds`: every (state, tags) node reachable from the initial state."""
-    root = (iceberg.initial_state(bounds), family.start)
-    parent: dict = {root: None}
-    frontier, found = [root], {}
-    while frontier:
-        nxt = []
-        for node in frontier:
-            s, tags = node
-            for label, t, path in steps(bounds, s, black_box):
-                cur = tags
-                for a, lab, z in path:
-                    cur, completed = family.observe(bounds, cur, a, lab, z)
-                    for c in completed:
-                        found.setdefault(c, (node, label))
-                child = (t, cur)
-                if child not in parent:
-                    parent[child] = (node, label)
-                    nxt.append(child)
-                    if len(parent) > STATES_MAX:
-                        raise RuntimeError(f"family {family.name}: more than {STATES_MAX} states at {bounds}")
-        frontier = nxt
-    witnesses = {}
-    for c, (node, label) in sorted(found.items(), key=lambda kv: repr(kv[0])):
-        labels = [label]
-        while parent[node] is not None:
-            node, lab = parent[node]
-            labels.append(lab)
-        witnesses[c] = Program(family.name, bounds, tuple(reversed(labels)))
-    return Graph(family, bounds, len(parent), witnesses)
+    def expand(node):
+        s, tags = node
+        for label, t, path in steps(bounds, s, black_box):
+            cur, completed = tags, []
+            for a, lab, z in path:
+                cur, done = family.observe(bounds, cur, a, lab, z)
+                completed.extend(done)
+            yield label, (t, cur), completed
+    seen, paths = class_witnesses((iceberg.initial_state(bounds), family.start), expand, STATES_MAX,
+                                  f"family {family.name} at {bounds}")
+    return Graph(family, bounds, seen, {c: Program(family.name, bounds, labels) for c, labels in paths.items()})
 
 
 def cover(g: Graph, black_box: bool) -> list:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from icefloe.model import v3 as V
+from icefloe.model.search import class_witnesses
 
 STATES_MAX = 500_000         # an instance larger than this is a mistake in a family's bounds
 PROGRAM_STEPS_MAX = 200      # a program plus its liveness phase
@@ -167,32 +168,14 @@ def converge_choice(b: V.V3Bounds, s: V.V3State):
 def explore(family: Family, b: V.V3Bounds) -> dict:
     """class -> Program: every class the instance reaches, each with a shortest program
     (breadth first over (state, tags))."""
-    root = (V.initial_state(b), frozenset())
-    parent: dict = {root: None}
-    frontier, found = [root], {}
-    while frontier:
-        nxt = []
-        for node in frontier:
-            s, tags = node
-            for label, t in V.successors(b, s):
-                cur, completed = family.observe(b, tags, s, label, t)
-                for c in completed:
-                    found.setdefault(c, (node, label))
-                child = (t, cur)
-                if child not in parent:
-                    parent[child] = (node, label)
-                    nxt.append(child)
-                    if len(parent) > STATES_MAX:
-                        raise RuntimeError(f"v3 family {family.name}: more than {STATES_MAX} states at {b}")
-        frontier = nxt
-    out = {}
-    for c, (node, label) in sorted(found.items(), key=lambda kv: repr(kv[0])):
-        labels = [label]
-        while parent[node] is not None:
-            node, lab = parent[node]
-            labels.append(lab)
-        out[c] = Program(family.name, b, tuple(reversed(labels)))
-    return out
+    def expand(node):
+        s, tags = node
+        for label, t in V.successors(b, s):
+            cur, completed = family.observe(b, tags, s, label, t)
+            yield label, (t, cur), completed
+    _, paths = class_witnesses((V.initial_state(b), frozenset()), expand, STATES_MAX,
+                               f"v3 family {family.name} at {b}")
+    return {c: Program(family.name, b, labels) for c, labels in paths.items()}
 
 
 def simulate(program: Program, family: Family) -> set:
