@@ -28,11 +28,12 @@ COMMIT, VALIDATION, EXPIRY, ORPHANS, SCAN, DELETES = (
 S3_STORE, S3_CATALOG, SQL_CATALOG, HANDLE = "S3 store", "S3 catalog", "SQL catalog", "table handle"
 PARTITIONS, ROW_DELTAS, REFS = "partitions", "row deltas", "refs"
 REST_SERVER = "REST server"
+FORMAT_V3 = "format v3"
 # The model has no file ages: orphan removal runs only while nothing is in flight (the
 # correct schedule), where the age threshold changes nothing (conformance/engines/flawed.py).
 ORPHAN_AGE = "orphan age threshold"
 AREAS = (COMMIT, VALIDATION, EXPIRY, ORPHANS, SCAN, DELETES, S3_STORE, S3_CATALOG, SQL_CATALOG,
-         HANDLE, PARTITIONS, ROW_DELTAS, REFS, ORPHAN_AGE, REST_SERVER)
+         HANDLE, PARTITIONS, ROW_DELTAS, REFS, ORPHAN_AGE, REST_SERVER, FORMAT_V3)
 
 TABLE_TESTS = "tests/impl/table"
 S3_TESTS = "tests/s3"
@@ -488,7 +489,34 @@ ISSUE_30: tuple[Mutant, ...] = (
            REFS, "expiry ages every branch by the table's max-snapshot-age-ms, ignoring a branch's own",
            "Iceberg spec 'Snapshot Retention Policy': per-ref max-snapshot-age-ms"),
 )
-MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30
+# Format v3 (issue 30 item 8): the classes of this year's v3 bugs, planted in icefloe's own
+# v3 commit path; the suite's v3 phase (conformance/v3, families dvs and lineage) must kill each.
+V3 = (
+    Mutant("v3-first-row-id-kept-on-retry", COMMIT_PY,
+           "            self.first_row_id = self.added_rows = None\n"
+           "            if self.base.format_version >= 3:\n"
+           "                self.first_row_id = self.base.next_row_id\n",
+           "            first = self.first_row_id  # mutant: the first attempt's first_row_id kept on retry\n"
+           "            self.first_row_id = self.added_rows = None\n"
+           "            if self.base.format_version >= 3:\n"
+           "                self.first_row_id = self.base.next_row_id if first is None else first\n",
+           FORMAT_V3, "a retry after a concurrent append keeps the first_row_id its first attempt took from an "
+           "older base: row ids collide", "apache/iceberg-go #1021 (review); Delta #7506, Paimon #8506",
+           unit_tests=("tests/impl/table", "tests/impl/format")),
+    Mutant("v3-replacement-dv-keeps-old", "impl/table/row_deletes.py",
+           "                self.removed_deletes.add(delete_key(task.deletion_vector))\n",
+           "                pass  # mutant: the superseded DV stays live\n",
+           FORMAT_V3, "a new DV for a file that has one holds its positions but the old DV is not removed: "
+           "two live DVs on one file", "apache/iceberg-go #1868",
+           unit_tests=("tests/impl/table",)),
+    Mutant("v3-rewrite-drops-row-ids", PRODUCER_PY,
+           "    return lineage_schema(schema) if c.base.format_version >= 3 else schema\n",
+           "    return schema  # mutant: rows moved to a new file lose their _row_id\n",
+           FORMAT_V3, "compaction and copy-on-write write moved rows without their _row_id: the rows get new ids "
+           "from the new file's first_row_id", "Iceberg spec 'Row Lineage': ids stable through compaction",
+           unit_tests=("tests/impl/table",)),
+)
+MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3
 
 _BY_NAME = {m.name: m for m in MUTANTS}
 assert len(_BY_NAME) == len(MUTANTS), "mutant names are unique"
