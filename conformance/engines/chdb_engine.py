@@ -37,13 +37,10 @@ from __future__ import annotations
 
 import json
 import threading
-import urllib.error
-import urllib.request
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.engines.metadata_json import read_metadata
+from icefloe.conformance.engines.rest_view import RestCatalogView, committed_since
 
-REST_TIMEOUT_S = 30
 SETTINGS = ("allow_experimental_database_iceberg", "allow_experimental_insert_into_iceberg")
 COMMIT_REFUSED = "Iceberg catalog commit failed"      # ClickHouse's message for a refused commit
 
@@ -118,7 +115,7 @@ class ChdbCommit:
     def run(self) -> A.Outcome:
         h, op = self.handle, self.op
         table = h.name_for(self.writer)
-        before = set(h.snapshot_ids())
+        before = set(h.catalog_snapshot_ids())
         if op.kind == A.APPEND:
             statement = f"INSERT INTO {table} VALUES {', '.join(f'({quote(r)})' for r in op.rows)}"
         elif op.kind == A.DELETE:
@@ -129,21 +126,16 @@ class ChdbCommit:
             session().query(statement)
         except Exception as e:  # noqa: BLE001 - chdb raises one error type for every failed statement
             return outcome_of(e)
-        new = [sid for sid in h.snapshot_ids() if sid not in before]
-        return A.Committed(new[-1], 1) if new else A.Committed(None, 0)
+        return committed_since(before, h.catalog_snapshot_ids())
 
 
-class ChdbTable:
+class ChdbTable(RestCatalogView):
     def __init__(self, ctx: A.TableContext):
         if not (ctx.catalog_uri or "").startswith(("http://", "https://")):
             raise UnsupportedOperation(f"the ClickHouse adapter writes through a REST catalog, not {ctx.catalog_uri!r}")
         self.ctx = ctx
         self.namespace, self.name = ctx.identifier.rsplit(".", 1)
-        try:
-            self._request("namespaces", {"namespace": [self.namespace]})
-        except urllib.error.HTTPError as e:
-            if e.code != 409:
-                raise
+        self._ensure_namespace()
         location = f"{ctx.warehouse.rstrip('/')}/{self.namespace}/{self.name}"
         self._request(f"namespaces/{self.namespace}/tables", {
             "name": self.name, "location": location, "properties": {"format-version": "2"},
@@ -153,29 +145,10 @@ class ChdbTable:
     def name_for(self, writer: int) -> str:
         return f"{database_for(self.ctx, writer)}.`{self.namespace}.{self.name}`"
 
-    def _request(self, path: str, body: dict | None = None) -> dict:
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"{self.ctx.catalog_uri.rstrip('/')}/v1/{path}", data=data, headers={
-            "Authorization": f"Bearer {self.ctx.access_key(0)}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=REST_TIMEOUT_S) as answer:
-            return json.load(answer)
-
-    def _load(self) -> dict:
-        return self._request(f"namespaces/{self.namespace}/tables/{self.name}")
-
-    def snapshot_ids(self) -> list:
-        return [s["snapshot-id"] for s in self._load()["metadata"].get("snapshots", [])]
-
     def begin(self, writer: int, op: A.OpSpec) -> ChdbCommit:
         if op.kind not in CAPABILITIES.operations:
             raise UnsupportedOperation(f"ClickHouse adapter: no {op.kind!r} (see its capabilities)")
         return ChdbCommit(self, writer, op)
-
-    def read_current(self) -> A.ReadResult:
-        sid = self._load()["metadata"].get("current-snapshot-id")
-        if sid in (None, -1):
-            return A.ReadResult(None, (), frozenset())
-        return self.read_at(sid)
 
     def read_at(self, snapshot_id: int) -> A.ReadResult:
         out = session().query(f"SELECT {A.COLUMN}, _path FROM {self.name_for(0)} "
@@ -185,14 +158,6 @@ class ChdbTable:
 
     def read_incremental(self, since_snapshot_id: int) -> A.ReadResult:
         raise UnsupportedOperation("ClickHouse 26.9 has no incremental read")
-
-    def history(self) -> A.TableHistory:
-        location = self._load()["metadata-location"]
-
-        def record(s):
-            return A.SnapshotRecord(s.snapshot_id, s.parent_snapshot_id, s.summary.get("operation", ""),
-                                    self.read_at(s.snapshot_id).files)
-        return A.history_from_metadata_log(location, read_metadata(location), read_metadata, record)
 
     def remove_orphans(self, older_than_ms: int) -> list:
         raise UnsupportedOperation("ClickHouse 26.9 has no orphan-file removal")

@@ -22,17 +22,14 @@ recorded). History: the metadata chain the REST catalog names (its load-table an
 from __future__ import annotations
 
 import glob
-import json
 import os
 import threading
-import urllib.request
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.engines.metadata_json import read_metadata
+from icefloe.conformance.engines.rest_view import RestCatalogView, committed_since
 
 EXTENSIONS = ("avro", "httpfs", "iceberg")       # avro first: iceberg needs it
 ATTACHED = "ice"
-REST_TIMEOUT_S = 30
 
 CAPABILITIES = A.Capabilities(
     operations=frozenset({A.APPEND, A.OVERWRITE, A.DELETE}), mode=A.BLACK_BOX, faults=frozenset(),
@@ -102,13 +99,10 @@ class DuckdbCommit:
                 raise UnsupportedOperation(f"DuckDB adapter: no {op.kind!r} (see its capabilities)")
         except duckdb.TransactionException as e:
             return A.Conflict(f"TransactionException: {e}"[:400], 1)
-        new = [sid for sid in h.snapshot_ids(con) if sid not in before]
-        if not new:
-            return A.Committed(None, 0)
-        return A.Committed(new[-1], 1)
+        return committed_since(before, h.snapshot_ids(con))
 
 
-class DuckdbTable:
+class DuckdbTable(RestCatalogView):
     def __init__(self, ctx: A.TableContext):
         if not (ctx.catalog_uri or "").startswith(("http://", "https://")):
             raise UnsupportedOperation(f"the DuckDB adapter writes through a REST catalog, not {ctx.catalog_uri!r}")
@@ -145,22 +139,6 @@ class DuckdbTable:
 
     # -- readers (writer 0's connection) ---------------------------------------------------------
 
-    def _load(self) -> dict:
-        """The REST catalog's load-table answer (its metadata location and metadata)."""
-        url = f"{self.ctx.catalog_uri.rstrip('/')}/v1/namespaces/{self.namespace}/tables/{self.name}"
-        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {self.ctx.access_key(0)}"})
-        with urllib.request.urlopen(request, timeout=REST_TIMEOUT_S) as answer:
-            return json.load(answer)
-
-    def current_snapshot_id(self) -> int | None:
-        return self._load()["metadata"].get("current-snapshot-id")
-
-    def read_current(self) -> A.ReadResult:
-        sid = self.current_snapshot_id()
-        if sid in (None, -1):
-            return A.ReadResult(None, (), frozenset())
-        return self.read_at(sid)
-
     def read_at(self, snapshot_id: int) -> A.ReadResult:
         rows = self.connection(0).execute(
             f"SELECT {A.COLUMN}, filename FROM {self.table} AT (VERSION => {int(snapshot_id)})").fetchall()
@@ -168,14 +146,6 @@ class DuckdbTable:
 
     def read_incremental(self, since_snapshot_id: int) -> A.ReadResult:
         raise UnsupportedOperation("DuckDB 1.5.5 has no incremental read")
-
-    def history(self) -> A.TableHistory:
-        location = self._load()["metadata-location"]
-
-        def record(s):
-            live = self.read_at(s.snapshot_id).files
-            return A.SnapshotRecord(s.snapshot_id, s.parent_snapshot_id, s.summary.get("operation", ""), live)
-        return A.history_from_metadata_log(location, read_metadata(location), read_metadata, record)
 
     def remove_orphans(self, older_than_ms: int) -> list:
         raise UnsupportedOperation("DuckDB 1.5.5 has no orphan-file removal")

@@ -36,12 +36,11 @@ from __future__ import annotations
 import json
 import os
 import threading
-import urllib.request
 
 from icefloe.conformance import adapter as A
-from icefloe.conformance.engines.metadata_json import local_path, read_metadata
+from icefloe.conformance.engines.metadata_json import local_path
+from icefloe.conformance.engines.rest_view import RestCatalogView, committed_since
 
-REST_TIMEOUT_S = 30
 READER = "reader"
 SERVERS_MAX = 4                  # Sail servers kept at once (one per REST catalog URI in use)
 CATALOG_ENV = "SAIL_CATALOG__LIST"
@@ -155,7 +154,7 @@ class SailCommit:
         h, op = self.handle, self.op
         table = h.name_for(self.writer)
         values = ", ".join(f"({quote(r)})" for r in op.rows)
-        before = set(h.snapshot_ids())
+        before = set(h.catalog_snapshot_ids())
         if op.kind == A.APPEND:
             statement = f"INSERT INTO {table} VALUES {values}"
         elif op.kind == A.DELETE:
@@ -178,13 +177,12 @@ class SailCommit:
             if outcome is None:
                 raise
             return outcome
-        new = [sid for sid in h.snapshot_ids() if sid not in before]
-        if not new:
-            return A.Committed(None, 0)
-        return A.Committed(new[-1], 1)
+        return committed_since(before, h.catalog_snapshot_ids())
 
 
-class SailTable:
+class SailTable(RestCatalogView):
+    NO_FILES = None                      # Sail's reads cannot name the files they touched
+
     def __init__(self, ctx: A.TableContext):
         if not (ctx.catalog_uri or "").startswith(("http://", "https://")):
             raise UnsupportedOperation(f"the Sail adapter writes through a REST catalog, not {ctx.catalog_uri!r}")
@@ -208,42 +206,12 @@ class SailTable:
                 self._sessions[writer] = self.server.session()
             return self._sessions[writer]
 
-    # -- the catalog's view (the adapter's bookkeeping, not the engine's reads) -------------------------
-
-    def _request(self, path: str, body: dict | None = None) -> dict:
-        url = f"{self.ctx.catalog_uri.rstrip('/')}/v1/{path}"
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(url, data=data, headers={
-            "Authorization": f"Bearer {self.ctx.access_key(0)}", "Content-Type": "application/json"})
-        with urllib.request.urlopen(request, timeout=REST_TIMEOUT_S) as answer:
-            return json.load(answer)
-
-    def _ensure_namespace(self) -> None:
-        import urllib.error
-        try:
-            self._request("namespaces", {"namespace": [self.namespace]})
-        except urllib.error.HTTPError as e:
-            if e.code != 409:                      # 409: it exists already
-                raise
-
-    def _load(self) -> dict:
-        return self._request(f"namespaces/{self.namespace}/tables/{self.name}")
-
-    def snapshot_ids(self) -> list:
-        return [s["snapshot-id"] for s in self._load()["metadata"].get("snapshots", [])]
-
     # -- readers (Sail's own reads) ----------------------------------------------------------------------
 
     def begin(self, writer: int, op: A.OpSpec) -> SailCommit:
         if op.kind not in CAPABILITIES.operations:
             raise UnsupportedOperation(f"Sail adapter: no {op.kind!r} (see its capabilities)")
         return SailCommit(self, writer, op)
-
-    def read_current(self) -> A.ReadResult:
-        sid = self._load()["metadata"].get("current-snapshot-id")
-        if sid in (None, -1):
-            return A.ReadResult(None, (), None)
-        return self.read_at(sid)
 
     def read_at(self, snapshot_id: int) -> A.ReadResult:
         rows = self.session(READER).sql(
@@ -253,16 +221,11 @@ class SailTable:
     def read_incremental(self, since_snapshot_id: int) -> A.ReadResult:
         raise UnsupportedOperation("Sail 0.7.2 has no incremental read")
 
-    def history(self) -> A.TableHistory:
-        loaded = self._load()
-        snapshots = {s["snapshot-id"]: s for s in loaded["metadata"].get("snapshots", [])}
-
-        def record(s):
-            raw = snapshots.get(s.snapshot_id)
-            live = live_data_files(raw["manifest-list"]) if raw else frozenset()
-            return A.SnapshotRecord(s.snapshot_id, s.parent_snapshot_id, s.summary.get("operation", ""), live)
-        location = loaded["metadata-location"]
-        return A.history_from_metadata_log(location, read_metadata(location), read_metadata, record)
+    def files_of(self, snapshot, loaded: dict) -> frozenset:
+        """Read from the manifests Sail wrote: its reads cannot name the files they touched."""
+        raw = next((s for s in loaded["metadata"].get("snapshots", []) if s["snapshot-id"] == snapshot.snapshot_id),
+                   None)
+        return live_data_files(raw["manifest-list"]) if raw else frozenset()
 
     def remove_orphans(self, older_than_ms: int) -> list:
         raise UnsupportedOperation("Sail 0.7.2 has no orphan-file removal")
