@@ -206,3 +206,10 @@ def _factory(name: str) -> Callable[[], FlawedEngine]:
 
 
 VARIANTS: dict[str, Callable[[], A.Engine]] = {name: _factory(name) for name in _SPECS}
+
+# The format v3 variants (engines.flawed_v3: each the twin of a flawed variant of the v3 model)
+# are variants like these: `--variant NAME`, `--list-variants`, the seed gate (mutants.seeds).
+from icefloe.conformance.engines import flawed_v3 as _v3  # noqa: E402  (below the v2 table on purpose)
+
+VARIANTS.update(_v3.VARIANTS)
+DESCRIPTIONS.update(_v3.DESCRIPTIONS)

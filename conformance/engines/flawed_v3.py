@@ -15,8 +15,8 @@ twin of a flawed variant of the v3 model (model/v3.py V3_VARIANTS, docs/variants
       row delete, on a retry, merges any DV added meanwhile for its file into its own, an
       update's (an overwrite's) too: the row the update wrote again survives the delete: P6.
 
-Not in engines.flawed's VARIANTS (`--variant`) yet: run one as
-`icefloe conform --engine icefloe.conformance.engines.flawed_v3:engine_<name, dashes as underscores>`.
+Each is also in engines.flawed's VARIANTS: `icefloe conform --variant NAME` (and the seed gate,
+mutants.seeds), or `--engine icefloe.conformance.engines.flawed_v3:engine_<name, dashes as underscores>`.
 Each declares append as its only v2 operation (its v2 phase is the reference's) and every
 v3 operation, so the run spends itself on the v3 phase.
 """
