@@ -43,6 +43,7 @@ from icefloe.impl.outcomes import IcefloeError
 # The table commands: modules with `register(sub)`, in the order `icefloe --help` lists them.
 COMMAND_GROUPS = [
     "icefloe.impl.cli.tables",        # create list describe append delete overwrite drop namespace
+    "icefloe.impl.cli.update",        # update (row-level: copy-on-write or merge-on-read)
     "icefloe.impl.cli.reading",       # scan history
     "icefloe.impl.cli.metadata_tables",  # inspect TABLE snapshots|history|refs|manifests|entries|files|partitions
     "icefloe.impl.cli.schema",        # schema add-column|rename-column|drop-column|widen

@@ -312,7 +312,7 @@ class DeleteWhere(FileChange):
             # a delete file): it goes, its survivors rewritten. A file the filter's range may
             # hold with no live row left goes too, as a partition overwrite removes it.
             self.removed[task.data_file.file_path] = task.data_file
-            survivors = rows.filter(not_true(mask))
+            survivors = self.rewritten_rows(rows, mask)
             if survivors.num_rows:
                 rewrites = True
                 rewritten.append(task.data_file)
@@ -336,6 +336,11 @@ class DeleteWhere(FileChange):
         if checked:
             self.reqs.append(NoNewDeletesForFiles(checked, self.ref))
         return True
+
+    def rewritten_rows(self, rows: pa.Table, mask) -> pa.Table:
+        """What a removed file's rows are written again as: those the filter does not match
+        (row_updates.UpdateWhere also writes the matched ones, updated)."""
+        return rows.filter(not_true(mask))
 
 
 class DeleteFiles(FileChange):

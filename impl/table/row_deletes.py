@@ -53,6 +53,7 @@ class DeleteRows(P.FileChange):
         super().__init__(ref, isolation)
         self.row_filter = parse_filter(row_filter) if isinstance(row_filter, str) else row_filter
         self.dvs: list[tuple[DataFile, int, list[int]]] = []  # data file, its spec id, positions
+        self.hits: list[tuple] = []  # (task, positions the filter matched now): row_updates.UpdateRows
 
     def plan(self, c):
         if c.base.format_version < DV_FORMAT_VERSION_MIN:
@@ -87,6 +88,7 @@ class DeleteRows(P.FileChange):
                         self.removed_deletes.add(delete_key(d))
             self.dvs.append((task.data_file, task.spec_id, sorted(before.union(hit))))
             touched.append(task.data_file)
+            self.hits.append((task, hit))
         if not self.dvs:
             return False
         self.reqs = [P.StartingSnapshotIsAncestor(self.ref), P.FilesStillLive(frozenset(f.file_path for f in touched), self.ref),

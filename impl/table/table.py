@@ -228,6 +228,19 @@ class Table:
             return self._run(DeleteRows(_filter(row_filter), branch, isolation))
         return self._run(P.DeleteWhere(_filter(row_filter), None, branch, isolation))
 
+    def update(self, assignments: Mapping[str, object], row_filter, *, branch: str = MAIN_BRANCH,
+               isolation: str = P.SERIALIZABLE, mode: str | None = None) -> Outcome:
+        """Set columns of the rows matching `row_filter` (`assignments`: column -> value in
+        the spec's JSON single-value form). `mode` (default: the table's write.update.mode,
+        else copy-on-write, as Iceberg-Java): `copy-on-write` rewrites the files that hold
+        them; `merge-on-read` writes deletion vectors and the updated rows (format v3).
+        On v3 an updated row keeps its _row_id (row_updates.py, spec "Row Lineage")."""
+        from icefloe.impl.table import row_updates as RU
+        mode = mode or self._metadata.properties.get("write.update.mode", COPY_ON_WRITE)
+        require(mode in DELETE_MODES, f"update mode is one of {', '.join(DELETE_MODES)}, not {mode!r}")
+        op = RU.UpdateRows if mode == MERGE_ON_READ else RU.UpdateWhere
+        return self._run(op(assignments, _filter(row_filter), branch, isolation))
+
     def delete_files(self, paths, *, branch: str = MAIN_BRANCH) -> Outcome:
         return self._run(P.DeleteFiles(paths, branch))
 
