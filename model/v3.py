@@ -38,7 +38,8 @@ from icefloe.model.v3_state import (  # noqa: F401 - the state, re-exported: mod
     FILE_KINDS, FileId, IDLE, MERGE_POLICY, METADATA, Meta, MetaId, NOOP, NO_FILE, NO_ID, NO_META,
     OP, OpInfo, OpResult, PENDING, PENDING_OUTCOME, PLAN, RETRY, REWRITE, ROW_DELETE, ROW_KINDS,
     ROW_UPDATE, Row, RowKey, SWAP, V3Bounds, V3State, V3_KINDS, V3_VARIANTS, V3_VARIANT_CASES,
-    Writer, _dict, dv_positions, initial_state, live, live_keys, meta, row_id, rows_of,
+    PosDelete, Writer, _dict, deleted_positions, dv_positions, initial_state, live, live_keys, meta,
+    pos_delete_positions, row_id, rows_of,
 )
 
 
@@ -97,7 +98,9 @@ def write_data(b: V3Bounds, s: V3State, w: int) -> V3State:
     nxt = wr._replace(phase=METADATA)
     if wr.kind in DV_KINDS:
         seed = meta(s, wr.start) if b.variant == "dv-seeded-from-start" else base
-        nxt = nxt._replace(dv=dv_positions(seed, wr.file) | {wr.pos})
+        # Position delete files are merged into the DV (table spec "Deletion Vectors").
+        held = dv_positions if b.variant == "dv-ignores-position-deletes" else deleted_positions
+        nxt = nxt._replace(dv=held(seed, wr.file) | {wr.pos})
     if wr.kind == APPEND and b.variant == "stale-first-row-id-on-retry":
         nxt = nxt._replace(mfirst=base.next_row_id)
     return _set(s, w, nxt)
@@ -109,24 +112,32 @@ def new_file(s: V3State, w: int) -> FileId:
 
 def apply_actions(b: V3Bounds, s: V3State, w: int) -> Meta:
     """The operation as a pure function of the attempt's base: first-row-id from the base's
-    next-row-id (written now, never earlier), DVs replacing the file's live DV."""
+    next-row-id (written now, never earlier), DVs replacing the file's live DV and its
+    position delete files. The snapshot's manifest list assigns first-row-ids in list
+    order, its new manifest first, then each file of an upgraded table still without one
+    (table spec "First Row ID Assignment", "Row Lineage for Upgraded Tables")."""
     wr = s.writers[w - 1]
     base = meta(s, wr.base)
-    files, dvs, next_row_id = dict(base.files), base.dvs, base.next_row_id
+    files, dvs, pds, next_row_id = dict(base.files), base.dvs, base.pos_deletes, base.next_row_id
     if wr.kind in FILE_KINDS:
         del files[wr.file]
         dvs = frozenset(d for d in dvs if d.file != wr.file)
+        pds = frozenset(d for d in pds if d.file != wr.file)
     if wr.kind in DV_KINDS:
         if b.variant != "replacement-dv-keeps-old":
             dvs = frozenset(d for d in dvs if d.file != wr.file)
+            pds = frozenset(d for d in pds if d.file != wr.file)
         dvs = dvs | {DV((w, OP, wr.attempt), wr.file, wr.dv)}
     fid = new_file(s, w)
     if fid != NO_FILE:
         stale = wr.kind == APPEND and b.variant == "stale-first-row-id-on-retry"
         files[fid] = wr.mfirst if stale else base.next_row_id
         next_row_id = base.next_row_id + len(rows_of(s, fid))
+    for f in sorted(f for f, first in files.items() if first == NO_ID):
+        files[f] = next_row_id
+        next_row_id += len(rows_of(s, f))
     op = OpInfo(wr.kind, wr.start, wr.file, wr.pos, fid)
-    return Meta(wr.base, tuple(sorted(files.items())), dvs, next_row_id, op)
+    return Meta(wr.base, tuple(sorted(files.items())), dvs, pds, next_row_id, op)
 
 
 def write_metadata(b: V3Bounds, s: V3State, w: int) -> V3State:
@@ -272,13 +283,18 @@ class V3Spec(ModuleSpec):
                 yield "spurious conflict"
         if label[0] == "Swap" and nxt.cat != state.cat:
             m = meta(nxt, nxt.cat)
-            if m.op.kind in DV_KINDS and any(d.file == m.op.file for d in meta(state, state.cat).dvs):
+            pre = meta(state, state.cat)
+            if m.op.kind in DV_KINDS and any(d.file == m.op.file for d in pre.dvs):
                 yield "DV replaced"
+            if m.op.kind in DV_KINDS and any(d.file == m.op.file for d in pre.pos_deletes):
+                yield "position deletes merged into a DV"
 
     def describe(self, s: V3State) -> str:
         m = meta(s, s.cat)
         files = ", ".join(f"{f}@{first}" for f, first in m.files)
         dvs = ", ".join(f"{d.file}:{sorted(d.positions)}" for d in sorted(m.dvs))
+        if m.pos_deletes:
+            dvs += "; position deletes " + ", ".join(f"{d.file}:{sorted(d.positions)}" for d in sorted(m.pos_deletes))
         ws = "; ".join(f"w{i}: {wr.kind} {wr.phase}"
                        + (f" attempt {wr.attempt} base {wr.base}" if wr.phase not in (PLAN, DONE) else "")
                        for i, wr in enumerate(s.writers, start=1))

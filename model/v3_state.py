@@ -43,6 +43,9 @@ V3_VARIANTS = {
                                "delete removes lives on in the overwrite's new data file (apache/iceberg #17754)",
     "dv-seeded-from-start": "a merged DV is seeded from the DV the operation read when it began, not from the "
                             "live one it replaces: the concurrent delete's rows come back (apache/iceberg-go #1419 review)",
+    "dv-ignores-position-deletes": "on a table upgraded from v2, a DV for a data file with position delete files "
+                                   "holds only the DV's positions and the new one, and supersedes the position "
+                                   "delete files: the rows they deleted come back",
 }
 
 # Each flawed variant: the instance that shows it (V3Bounds fields besides the variant)
@@ -57,6 +60,8 @@ V3_VARIANT_CASES = {
                                 ("P6 Isolation",)),
     "dv-seeded-from-start": (dict(roles=("row_delete", "row_delete"), dv_policy="merge"),
                              ("P12 DeletedRowsStayDeleted", "P6 Isolation")),
+    "dv-ignores-position-deletes": (dict(roles=("row_delete",), position_deletes=1),
+                                    ("P12 DeletedRowsStayDeleted", "P6 Isolation")),
 }
 
 
@@ -70,10 +75,19 @@ class V3Bounds:
     # Data files of the bootstrap table: (0, 1) with two rows, and (0, 2) with one row
     # when 2 (a compaction of one file while DVs go to the other: apache/iceberg #17764).
     data_files: int = 1
+    # 0: the table was created as v3. k in (1, 2): it was written as v2 and upgraded to v3
+    # (table spec "Row Lineage for Upgraded Tables", "Deletion Vectors"): data file (0, 1)
+    # has 2 + k rows, position delete file j (j = 1..k) deletes its position j, and no file
+    # has a first-row-id yet (next-row-id 0): the first v3 commit assigns them.
+    position_deletes: int = 0
 
     @property
     def writers(self) -> int:
         return len(self.roles)
+
+    @property
+    def upgraded(self) -> bool:
+        return self.position_deletes > 0
 
     def __post_init__(self):
         assert self.roles and set(self.roles) <= set(V3_KINDS), self.roles
@@ -81,6 +95,8 @@ class V3Bounds:
         assert self.attempts_max >= 1
         assert self.variant in V3_VARIANTS, self.variant
         assert self.data_files in (1, 2), self.data_files
+        assert self.position_deletes in (0, 1, 2), self.position_deletes
+        assert self.data_files == 1 or not self.upgraded, "an upgraded table has one data file"
 
 
 class Row(NamedTuple):
@@ -91,6 +107,12 @@ class Row(NamedTuple):
 class DV(NamedTuple):
     id: MetaId                  # the attempt that wrote it (its Puffin blob)
     file: FileId                # referenced_data_file
+    positions: frozenset        # deleted positions (1-based)
+
+
+class PosDelete(NamedTuple):
+    """A v2 position delete file of an upgraded table (one data file's positions)."""
+    file: FileId
     positions: frozenset        # deleted positions (1-based)
 
 
@@ -106,8 +128,9 @@ class OpInfo(NamedTuple):
 class Meta(NamedTuple):
     """One metadata version with its one new snapshot (main only)."""
     prev: MetaId
-    files: tuple                # sorted ((FileId, first-row-id), ...): the live data files
+    files: tuple                # sorted ((FileId, first-row-id or NO_ID), ...): the live data files
     dvs: frozenset              # the live DVs
+    pos_deletes: frozenset      # the live position delete files (an upgraded table's)
     next_row_id: int
     op: OpInfo
 
@@ -146,10 +169,17 @@ IDLE = Writer("", PLAN, 0, NO_META, NO_META, NO_FILE, 0, frozenset(), NO_ID)
 
 
 def initial_state(b: V3Bounds) -> V3State:
-    files = (((0, 1), 0), ((0, 2), 2))[:b.data_files]
-    boot = Meta(NO_META, files, frozenset(), 1 + b.data_files, OpInfo(APPEND, NO_META, NO_FILE, 0, NO_FILE))
-    rows = (((0, 1), (Row((0, 1, 1), NO_ID), Row((0, 1, 2), NO_ID))), ((0, 2), (Row((0, 2, 1), NO_ID),)))
-    content = frozenset(rows[:b.data_files])
+    boot_op = OpInfo(APPEND, NO_META, NO_FILE, 0, NO_FILE)
+    if b.upgraded:
+        n = 2 + b.position_deletes
+        pds = frozenset(PosDelete((0, 1), frozenset({j})) for j in range(1, b.position_deletes + 1))
+        boot = Meta(NO_META, (((0, 1), NO_ID),), frozenset(), pds, 0, boot_op)
+        content = frozenset({((0, 1), tuple(Row((0, 1, i), NO_ID) for i in range(1, n + 1)))})
+    else:
+        files = (((0, 1), 0), ((0, 2), 2))[:b.data_files]
+        boot = Meta(NO_META, files, frozenset(), frozenset(), 1 + b.data_files, boot_op)
+        rows = (((0, 1), (Row((0, 1, 1), NO_ID), Row((0, 1, 2), NO_ID))), ((0, 2), (Row((0, 2, 1), NO_ID),)))
+        content = frozenset(rows[:b.data_files])
     return V3State(BOOT, frozenset({(BOOT, boot)}), content,
                    tuple(IDLE._replace(kind=k) for k in b.roles), (BOOT,),
                    tuple(PENDING_OUTCOME for _ in b.roles))
@@ -175,17 +205,34 @@ def dv_positions(m: Meta, f: FileId) -> frozenset:
     return frozenset().union(*(d.positions for d in m.dvs if d.file == f))
 
 
+def pos_delete_positions(m: Meta, f: FileId) -> frozenset:
+    """Every position a live position delete file of `m` deletes in data file f."""
+    return frozenset().union(*(d.positions for d in m.pos_deletes if d.file == f))
+
+
+def deleted_positions(m: Meta, f: FileId) -> frozenset:
+    """The positions of f a reader of m skips: its DV's when it has one (readers ignore
+    position delete files for a file with a DV: table spec "Deletion Vectors"), else its
+    position delete files'."""
+    dv = dv_positions(m, f)
+    return dv if any(d.file == f for d in m.dvs) else pos_delete_positions(m, f)
+
+
 def row_id(s: V3State, m: Meta, f: FileId, pos: int) -> int:
-    """_row_id of the row at `pos` of f in version m: materialised, else inherited."""
+    """_row_id of the row at `pos` of f in version m: materialised, else inherited (NO_ID:
+    null, a file of an upgraded table before a v3 commit assigned its first-row-id)."""
     r = rows_of(s, f)[pos - 1]
-    return r.id if r.id != NO_ID else _dict(m.files)[f] + pos - 1
+    if r.id != NO_ID:
+        return r.id
+    first = _dict(m.files)[f]
+    return NO_ID if first == NO_ID else first + pos - 1
 
 
 def live(s: V3State, m: Meta) -> list[tuple[FileId, int]]:
     """(data file, position) of every row a reader of m sees, in order."""
     out = []
     for f, _ in m.files:
-        gone = dv_positions(m, f)
+        gone = deleted_positions(m, f)
         out.extend((f, i) for i in range(1, len(rows_of(s, f)) + 1) if i not in gone)
     return out
 

@@ -8,7 +8,10 @@
 (* TLC and the Python explorer reach the same set of states.               *)
 (*                                                                         *)
 (* The table starts with data file <<0, 1>> (two rows) and, with          *)
-(* DataFiles = 2, <<0, 2>> (one row). Each writer runs one operation of    *)
+(* DataFiles = 2, <<0, 2>> (one row). With PositionDeletes = k > 0 it was  *)
+(* written as v2 and upgraded: <<0, 1>> has 2 + k rows, position delete    *)
+(* file j deletes position j, no file has a first-row-id (next-row-id 0)   *)
+(* until the first v3 commit assigns them. Each writer runs one operation of *)
 (* the kind Roles names for it: Begin (plan at the current version),       *)
 (* WriteData (data file, DV, an append's manifest), WriteMetadata (the     *)
 (* operation applied to the attempt's base: first-row-id assigned here),   *)
@@ -22,7 +25,8 @@ CONSTANTS
     DvPolicy,       \* "conflict" | "merge": what an engine does with concurrent DVs on one file
     AttemptsMax,    \* attempts per operation (num-retries + 1)
     Variant,        \* "v3-correct" or a flawed variant (docs/variants.md)
-    DataFiles       \* 1 or 2 data files in the bootstrap table
+    DataFiles,      \* 1 or 2 data files in the bootstrap table
+    PositionDeletes \* 0: created as v3; 1 or 2: upgraded from v2 with that many position delete files
 
 Writers == 1..Len(Roles)
 OP == 1
@@ -49,14 +53,23 @@ vars == <<cat, metas, content, writers, hist, outcomes>>
 (* Reading a version *)
 
 Row(k) == [key |-> k, id |-> NO_ID]
-BootFiles == IF DataFiles = 1 THEN (<<0, 1>> :> 0) ELSE (<<0, 1>> :> 0 @@ <<0, 2>> :> 2)
+Upgraded == PositionDeletes > 0
+BootFiles == IF Upgraded THEN (<<0, 1>> :> NO_ID)
+             ELSE IF DataFiles = 1 THEN (<<0, 1>> :> 0) ELSE (<<0, 1>> :> 0 @@ <<0, 2>> :> 2)
 BootRows ==
-    IF DataFiles = 1 THEN (<<0, 1>> :> <<Row(<<0, 1, 1>>), Row(<<0, 1, 2>>)>>)
+    IF Upgraded THEN (<<0, 1>> :> [i \in 1..(2 + PositionDeletes) |-> Row(<<0, 1, i>>)])
+    ELSE IF DataFiles = 1 THEN (<<0, 1>> :> <<Row(<<0, 1, 1>>), Row(<<0, 1, 2>>)>>)
     ELSE (<<0, 1>> :> <<Row(<<0, 1, 1>>), Row(<<0, 1, 2>>)>> @@ <<0, 2>> :> <<Row(<<0, 2, 1>>)>>)
+BootPosDeletes == {[file |-> <<0, 1>>, positions |-> {j}] : j \in 1..PositionDeletes}
+BootNextRowId == IF Upgraded THEN 0 ELSE 1 + DataFiles
 
 DvPositions(m, f) == UNION {d.positions : d \in {e \in m.dvs : e.file = f}}
-RowId(m, f, i) == IF content[f][i].id # NO_ID THEN content[f][i].id ELSE m.files[f] + i - 1
-Live(m) == UNION {{<<f, i>> : i \in {j \in 1..Len(content[f]) : j \notin DvPositions(m, f)}} :
+PosDeletePositions(m, f) == UNION {d.positions : d \in {e \in m.pos_deletes : e.file = f}}
+\* Readers ignore position delete files for a data file that has a DV (spec "Deletion Vectors").
+DeletedPositions(m, f) == IF \E d \in m.dvs : d.file = f THEN DvPositions(m, f) ELSE PosDeletePositions(m, f)
+RowId(m, f, i) == IF content[f][i].id # NO_ID THEN content[f][i].id
+                  ELSE IF m.files[f] = NO_ID THEN NO_ID ELSE m.files[f] + i - 1
+Live(m) == UNION {{<<f, i>> : i \in {j \in 1..Len(content[f]) : j \notin DeletedPositions(m, f)}} :
                   f \in DOMAIN m.files}
 KeyAt(p) == content[p[1]][p[2]].key
 LiveKeys(m) == {KeyAt(p) : p \in Live(m)}
@@ -90,29 +103,45 @@ NewRows(m, w, kind, f, pos) ==
     IF kind = "append" THEN <<Row(<<w, OP, 1>>)>>
     ELSE LET keep == IF kind \in FileKinds
                      THEN SortedSeq({i \in 1..Len(content[f]) :
-                                     i \notin DvPositions(m, f) /\ (kind # "cow_delete" \/ i # pos)})
+                                     i \notin DeletedPositions(m, f) /\ (kind # "cow_delete" \/ i # pos)})
                      ELSE IF kind = "row_update" THEN <<pos>> ELSE <<>>
          IN [j \in 1..Len(keep) |-> [key |-> content[f][keep[j]].key, id |-> RowId(m, f, keep[j])]]
 
 NewFile(w) == IF <<w, OP>> \in DOMAIN content THEN <<w, OP>> ELSE NO_FILE
+
+LexLeq(a, b) == a[1] < b[1] \/ (a[1] = b[1] /\ a[2] <= b[2])
+\* files with each file of S (none has a first-row-id) assigned one from `next` on, in order.
+RECURSIVE AssignIds(_, _, _)
+AssignIds(files, next, S) ==
+    IF S = {} THEN files
+    ELSE LET f == CHOOSE g \in S : \A h \in S : LexLeq(g, h)
+         IN AssignIds([files EXCEPT ![f] = next], next + Len(content[f]), S \ {f})
+RECURSIVE SumRows(_)
+SumRows(S) == IF S = {} THEN 0 ELSE LET f == CHOOSE g \in S : TRUE IN Len(content[f]) + SumRows(S \ {f})
 
 ApplyActions(w) ==
     LET wr == writers[w]
         base == metas[wr.base]
         files1 == IF wr.kind \in FileKinds
                   THEN [f \in DOMAIN base.files \ {wr.file} |-> base.files[f]] ELSE base.files
-        dvs1 == IF wr.kind \in FileKinds \/ (wr.kind \in DvKinds /\ Variant # "replacement-dv-keeps-old")
-                THEN {d \in base.dvs : d.file # wr.file} ELSE base.dvs
+        supersede == wr.kind \in FileKinds \/ (wr.kind \in DvKinds /\ Variant # "replacement-dv-keeps-old")
+        dvs1 == IF supersede THEN {d \in base.dvs : d.file # wr.file} ELSE base.dvs
+        pds1 == IF supersede THEN {d \in base.pos_deletes : d.file # wr.file} ELSE base.pos_deletes
         dvs2 == IF wr.kind \in DvKinds
                 THEN dvs1 \cup {[id |-> <<w, OP, wr.attempt>>, file |-> wr.file, positions |-> wr.dv]}
                 ELSE dvs1
         fid == NewFile(w)
         first == IF wr.kind = "append" /\ Variant = "stale-first-row-id-on-retry"
                  THEN wr.mfirst ELSE base.next_row_id
+        files2 == IF fid # NO_FILE THEN (fid :> first) @@ files1 ELSE files1
+        next2 == IF fid # NO_FILE THEN base.next_row_id + Len(content[fid]) ELSE base.next_row_id
+        \* the manifest list assigns first-row-ids: the new manifest's, then an upgraded table's files
+        unassigned == {f \in DOMAIN files2 : files2[f] = NO_ID}
     IN [prev |-> wr.base,
-        files |-> IF fid # NO_FILE THEN (fid :> first) @@ files1 ELSE files1,
+        files |-> AssignIds(files2, next2, unassigned),
         dvs |-> dvs2,
-        next_row_id |-> IF fid # NO_FILE THEN base.next_row_id + Len(content[fid]) ELSE base.next_row_id,
+        pos_deletes |-> pds1,
+        next_row_id |-> next2 + SumRows(unassigned),
         op |-> [kind |-> wr.kind, start |-> wr.start, file |-> wr.file, pos |-> wr.pos, new |-> fid]]
 
 Mergeable == IF Variant = "merge-over-overwrite-dv" THEN {"row_delete", "row_update"} ELSE {"row_delete"}
@@ -138,7 +167,8 @@ Justified(w) ==
 
 Init ==
     /\ cat = BOOT
-    /\ metas = (BOOT :> [prev |-> NO_META, files |-> BootFiles, dvs |-> {}, next_row_id |-> 1 + DataFiles,
+    /\ metas = (BOOT :> [prev |-> NO_META, files |-> BootFiles, dvs |-> {}, pos_deletes |-> BootPosDeletes,
+                         next_row_id |-> BootNextRowId,
                          op |-> [kind |-> "append", start |-> NO_META, file |-> NO_FILE, pos |-> 0,
                                  new |-> NO_FILE]])
     /\ content = BootRows
@@ -168,8 +198,11 @@ WriteData(w) ==
     /\ LET wr == writers[w]
            base == metas[wr.base]
            seed == IF Variant = "dv-seeded-from-start" THEN metas[wr.start] ELSE base
+           \* position delete files are merged into the DV (spec "Deletion Vectors")
+           held == IF Variant = "dv-ignores-position-deletes" THEN DvPositions(seed, wr.file)
+                   ELSE DeletedPositions(seed, wr.file)
        IN writers' = [writers EXCEPT ![w] = [wr EXCEPT !.phase = "metadata",
-              !.dv = IF wr.kind \in DvKinds THEN DvPositions(seed, wr.file) \cup {wr.pos} ELSE wr.dv,
+              !.dv = IF wr.kind \in DvKinds THEN held \cup {wr.pos} ELSE wr.dv,
               !.mfirst = IF wr.kind = "append" /\ Variant = "stale-first-row-id-on-retry"
                          THEN base.next_row_id ELSE wr.mfirst]]
     /\ UNCHANGED <<cat, metas, content, hist, outcomes>>
@@ -225,27 +258,27 @@ OneLiveDV == \A d, e \in metas[cat].dvs : d # e => d.file # e.file
 DeletedRowsStayDeleted ==
     \A i \in 2..Len(hist) :
         /\ \A f \in DOMAIN Pre(i).files \cap DOMAIN Post(i).files :
-               DvPositions(Pre(i), f) \subseteq DvPositions(Post(i), f)
+               DeletedPositions(Pre(i), f) \subseteq DeletedPositions(Post(i), f)
         /\ \A k \in LiveKeys(Post(i)) :
                (\E j \in 1..(i - 1) : k \in LiveKeys(metas[hist[j]])) => k \in LiveKeys(Pre(i))
 
 \* P13: over every version, a _row_id names one row and a row keeps one _row_id.
 RowIdsUnique ==
-    LET pairs == UNION {{<<KeyAt(p), RowId(metas[hist[j]], p[1], p[2])>> : p \in Live(metas[hist[j]])} :
+    LET pairs == UNION {{<<KeyAt(p), RowId(metas[hist[j]], p[1], p[2])>> :
+                         p \in {q \in Live(metas[hist[j]]) : RowId(metas[hist[j]], q[1], q[2]) # NO_ID}} :
                         j \in 1..Len(hist)}
     IN \A a, b \in pairs : (a[1] = b[1]) <=> (a[2] = b[2])
 
-RECURSIVE SumRows(_)
-SumRows(S) == IF S = {} THEN 0 ELSE LET f == CHOOSE g \in S : TRUE IN Len(content[f]) + SumRows(S \ {f})
-
-\* P14: next-row-id grows by the rows added; added files' id ranges lie in between, apart.
+\* P14: next-row-id grows by the rows added (and an upgraded table's rows given ids); those
+\* files' id ranges lie in between, apart; after a v3 commit every file has a first-row-id.
 NextRowIdExact ==
     \A i \in 2..Len(hist) :
-        LET added == DOMAIN Post(i).files \ DOMAIN Pre(i).files
+        LET added == {f \in DOMAIN Post(i).files : f \notin DOMAIN Pre(i).files \/ Pre(i).files[f] = NO_ID}
             lo == Pre(i).next_row_id
             hi == Post(i).next_row_id
             first(f) == Post(i).files[f]
-        IN /\ hi = lo + SumRows(added)
+        IN /\ \A f \in DOMAIN Post(i).files : Post(i).files[f] # NO_ID
+           /\ hi = lo + SumRows(added)
            /\ \A f \in added : lo <= first(f) /\ first(f) + Len(content[f]) <= hi
            /\ \A f, g \in added : f # g =>
                  (first(f) + Len(content[f]) <= first(g) \/ first(g) + Len(content[g]) <= first(f))

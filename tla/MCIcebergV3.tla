@@ -10,12 +10,15 @@
 (*     MCIcebergV3_merge_small.cfg    2,513 states, depth 18               *)
 (*     MCIcebergV3_cow_update.cfg     2,228 states, depth 21               *)
 (*     MCIcebergV3_window.cfg         7,384 states, depth 22               *)
+(*     MCIcebergV3_upgraded.cfg       1,563 states, depth 17               *)
+(*     MCIcebergV3_upgraded_merge.cfg   133 states, depth 13               *)
 (*   flawed (exit 12, the invariant named):                                *)
 (*     MCIcebergV3_stale_first_row_id_on_retry.cfg  RowIdsUnique           *)
 (*     MCIcebergV3_replacement_dv_keeps_old.cfg     OneLiveDV              *)
 (*     MCIcebergV3_dv_validation_over_window.cfg    NoSpuriousConflict     *)
 (*     MCIcebergV3_merge_over_overwrite_dv.cfg      Isolation              *)
 (*     MCIcebergV3_dv_seeded_from_start.cfg         DeletedRowsStayDeleted *)
+(*     MCIcebergV3_dv_ignores_position_deletes.cfg  DeletedRowsStayDeleted *)
 (*                                                                         *)
 (* Run one: .venv/bin/python tests/tla/tlc.py MCIcebergV3_conflict.cfg     *)
 (*          --module MCIcebergV3.tla --workers 1                           *)
@@ -34,15 +37,20 @@ DeleteUpdateDelete == <<"row_delete", "row_update", "row_delete">>
 TwoAppends == <<"append", "append">>
 TwoDeletes == <<"row_delete", "row_delete">>
 DeleteAndUpdate == <<"row_delete", "row_update">>
+\* An upgraded table (position delete files): DVs must merge them; a compaction drops them.
+DeleteUpdateRewrite == <<"row_delete", "row_update", "rewrite">>
+OneDelete == <<"row_delete">>
 
 \* A type invariant: every variable keeps the shape model/v3.py gives it.
 Ids == Nat \X Nat \X Nat
 FileIds == Nat \X Nat
 Kinds == {"append", "rewrite", "row_delete", "row_update", "cow_delete"}
 IsFunctionInto(f, dom, codom) == DOMAIN f \subseteq dom /\ \A x \in DOMAIN f : f[x] \in codom
-DVOK(d) == d.id \in Ids /\ d.file \in FileIds /\ d.positions \subseteq 1..2
+DVOK(d) == d.id \in Ids /\ d.file \in FileIds /\ d.positions \subseteq 1..4
+PosDeleteOK(d) == d.file \in FileIds /\ d.positions \subseteq 1..4
 MetaOK(m) ==
-    /\ m.prev \in Ids /\ IsFunctionInto(m.files, FileIds, Nat) /\ \A d \in m.dvs : DVOK(d)
+    /\ m.prev \in Ids /\ IsFunctionInto(m.files, FileIds, Nat \cup {NO_ID}) /\ \A d \in m.dvs : DVOK(d)
+    /\ \A d \in m.pos_deletes : PosDeleteOK(d)
     /\ m.next_row_id \in Nat /\ m.op.kind \in Kinds /\ m.op.start \in Ids
 TypeOK ==
     /\ cat \in DOMAIN metas

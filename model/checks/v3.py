@@ -34,7 +34,7 @@ def check_deleted_rows_stay_deleted(b, s: V.V3State) -> str | None:
         seen |= set(V.live_keys(s, pre))
         pre_files, post_files = V._dict(pre.files), V._dict(post.files)
         for f in sorted(set(pre_files) & set(post_files)):
-            lost = V.dv_positions(pre, f) - V.dv_positions(post, f)
+            lost = V.deleted_positions(pre, f) - V.deleted_positions(post, f)
             if lost:
                 return f"version {s.hist[i]} undeletes positions {sorted(lost)} of data file {f}"
         before = set(V.live_keys(s, pre))
@@ -54,6 +54,8 @@ def check_row_ids_unique(b, s: V.V3State) -> str | None:
         m = V.meta(s, mid)
         for f, i in V.live(s, m):
             key, rid = V.rows_of(s, f)[i - 1].key, V.row_id(s, m, f, i)
+            if rid == V.NO_ID:
+                continue                # null: an upgraded table's row before ids were assigned
             if row_of.setdefault(rid, key) != key:
                 return f"_row_id {rid} names row {row_of[rid]} and row {key} (version {mid})"
             if id_of.setdefault(key, rid) != rid:
@@ -62,11 +64,16 @@ def check_row_ids_unique(b, s: V.V3State) -> str | None:
 
 
 def check_next_row_id_exact(b, s: V.V3State) -> str | None:
-    """P14: each commit's next-row-id is its base's plus the rows of the data files it adds,
-    and each added file's first-row-id range lies in between, apart from the others'."""
+    """P14: each commit's next-row-id is its base's plus the rows of the data files it adds
+    (and of an upgraded table's files it assigns first-row-ids to), and each such file's
+    first-row-id range lies in between, apart from the others'."""
     for i, (pre, post) in enumerate(_transitions(s), start=1):
         before = V._dict(pre.files)
-        added = [(first, len(V.rows_of(s, f)), f) for f, first in post.files if f not in before]
+        unassigned = [f for f, first in post.files if first == V.NO_ID]
+        if unassigned:
+            return f"data file {unassigned[0]} has no first-row-id after v3 commit {s.hist[i]}"
+        added = [(first, len(V.rows_of(s, f)), f) for f, first in post.files
+                 if before.get(f, V.NO_ID) == V.NO_ID]
         want = pre.next_row_id + sum(n for _, n, _ in added)
         if post.next_row_id != want:
             return (f"version {s.hist[i]} has next-row-id {post.next_row_id}, its base's "

@@ -218,3 +218,55 @@ def test_cli_explores_the_v3_model_with_its_own_bounds(capsys):
     assert "VIOLATION of L3 NoSpuriousConflict" in capsys.readouterr().out
     assert cli.main(["--variant", "v3-correct", "--roles", "append,unknown"]) == 2
     assert cli.main(["--variant", "v3-correct", "--writers", "3"]) == 2
+
+
+UP = v3.make(roles=("row_delete", "row_delete"), position_deletes=2)
+
+
+def test_upgraded_bootstrap_reads_position_deletes_and_has_no_row_ids():
+    """Goal: the upgraded table starts as spec/PROTOCOL.md 19.8 says. Method: read its initial
+    version: four rows, two deleted by position delete files, no first-row-id, next-row-id 0."""
+    s = UP.initial()[0]
+    m = v3.meta(s, s.cat)
+    assert m.files == (((0, 1), v3.NO_ID),) and m.next_row_id == 0 and not m.dvs
+    assert {(d.file, d.positions) for d in m.pos_deletes} == {((0, 1), frozenset({1})), ((0, 1), frozenset({2}))}
+    assert v3.live(s, m) == [((0, 1), 3), ((0, 1), 4)]
+    assert v3.row_id(s, m, (0, 1), 3) == v3.NO_ID
+
+
+def test_dv_merges_the_position_deletes_and_removes_them_in_one_snapshot():
+    """Goal: a DV for a file with position delete files holds their positions and replaces
+    them (19.8), and the first v3 commit assigns the upgraded file's ids. Method: one delete."""
+    s = run(UP, *commit(1, (0, 1), 3))[-1]
+    m = v3.meta(s, s.cat)
+    assert m.dvs == {v3.DV((1, 1, 1), (0, 1), frozenset({1, 2, 3}))} and m.pos_deletes == frozenset()
+    assert m.files == (((0, 1), 0),) and m.next_row_id == 4
+    assert v3.live_keys(s, m) == ((0, 1, 4),)
+    assert all(f(UP.bounds, s) is None for f in C.SAFETY_CHECKS.values())
+
+
+def test_dv_ignoring_position_deletes_brings_their_rows_back():
+    """Goal: P12 rejects a DV that drops the position deletes it supersedes (variant
+    dv-ignores-position-deletes). Method: the same delete under the variant; the checks."""
+    flawed = v3.make(roles=("row_delete", "row_delete"), position_deletes=2, variant="dv-ignores-position-deletes")
+    s = run(flawed, *commit(1, (0, 1), 3))[-1]
+    assert v3.meta(s, s.cat).dvs == {v3.DV((1, 1, 1), (0, 1), frozenset({3}))}
+    assert "undeletes positions [1, 2]" in C.check_deleted_rows_stay_deleted(flawed.bounds, s)
+
+
+@pytest.mark.parametrize("policy", ["conflict", "merge"])
+def test_upgraded_instances_hold_every_property(policy):
+    """Goal: the correct protocol keeps P11-P14, P6 and L3 on the upgraded table. Method:
+    explore a delete, an update and a compaction (and two merging deletes) exhaustively."""
+    for roles in (("row_delete", "row_update", "rewrite"), ("row_delete", "row_delete")):
+        res = explore(v3.make(roles=roles, position_deletes=2, dv_policy=policy))
+        assert res.verdict == "holds", (roles, res.property, res.message)
+
+
+def test_an_update_retried_after_the_upgraded_ids_were_assigned_gets_a_new_row_id():
+    """Goal: record the open edge of 19.8 (a row update that read a null _row_id and retries
+    after another file's commit assigned ids changes the row's id). Method: explore it."""
+    res = explore(v3.make(roles=("row_delete", "row_update", "append"), position_deletes=1))
+    assert res.verdict == "violated" and res.property == "P13 RowIdsUnique", (res.property, res.message)
+    labels = [lab for lab, _ in res.trace[1:]]
+    assert ("Retry", 2) in labels and labels[-1] == ("Swap", 2), labels

@@ -80,4 +80,4 @@ def bounds_from_cfg(path) -> V3Bounds:
     c = {name: parse_value(value) for name, value in _LITERAL.findall(text)}
     c.update({name: mc_definitions()[d] for name, d in _SUBSTITUTED.findall(text)})
     return V3Bounds(roles=tuple(c["Roles"]), dv_policy=c["DvPolicy"], attempts_max=c["AttemptsMax"],
-                    variant=c["Variant"], data_files=c["DataFiles"])
+                    variant=c["Variant"], data_files=c["DataFiles"], position_deletes=c["PositionDeletes"])
