@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="format v3 model: what a writer does with a DV added concurrently for its file")
     ap.add_argument("--data-files", type=int, choices=(1, 2), default=None,
                     help="format v3 model: data files of the initial table")
+    ap.add_argument("--position-deletes", type=int, choices=(1, 2), default=None,
+                    help="format v3 model: the table was upgraded from v2 with this many position delete files "
+                         "on its data file (spec/PROTOCOL.md 19.8)")
     ap.add_argument("--variant", default="correct", help="a protocol variant (see --list-variants)")
     ap.add_argument("--list-variants", action="store_true", help="print the variants' names, one per line")
     ap.add_argument("--all-variants", action="store_true",
@@ -244,6 +247,8 @@ def overrides_from(args) -> dict:
         kw["dv_policy"] = args.dv_policy
     if args.data_files is not None:
         kw["data_files"] = args.data_files
+    if args.position_deletes is not None:
+        kw["position_deletes"] = args.position_deletes
     kw["por"] = not args.no_por
     if args.workload is not None:
         kw["workload"] = args.workload

@@ -6,6 +6,7 @@ shows the matrix; tests/model/test_variants.py asserts it).
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -25,6 +26,10 @@ class Variant:
 def _iceberg(name: str, breaks: tuple[str, ...], **defaults) -> Variant:
     def make(**overrides):
         kw = {**defaults, **overrides, "variant": name}
+        allowed = {f.name for f in dataclasses.fields(iceberg.Bounds)}
+        bad = sorted(set(kw) - allowed)
+        if bad:     # a v3 model's bound given to the v2 model: refused by name, not a TypeError
+            raise ValueError(f"the Iceberg model (variant {name}) has no bound {bad}; it takes {sorted(allowed)}")
         return IcebergSpec(iceberg.Bounds(**kw))
     return Variant(name, iceberg.ICEBERG_VARIANTS[name], make, breaks, defaults)
 

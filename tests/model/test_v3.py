@@ -218,6 +218,10 @@ def test_cli_explores_the_v3_model_with_its_own_bounds(capsys):
     assert "VIOLATION of L3 NoSpuriousConflict" in capsys.readouterr().out
     assert cli.main(["--variant", "v3-correct", "--roles", "append,unknown"]) == 2
     assert cli.main(["--variant", "v3-correct", "--writers", "3"]) == 2
+    assert cli.main(["--variant", "v3-correct", "--roles", "row_delete,row_update,rewrite",
+                     "--position-deletes", "2", "--workers", "1"]) == 0
+    assert "states: 1563" in capsys.readouterr().out
+    assert cli.main(["--position-deletes", "2", "--writers", "2"]) == 2       # a v3 bound to the v2 model
 
 
 UP = v3.make(roles=("row_delete", "row_delete"), position_deletes=2)
