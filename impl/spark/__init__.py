@@ -5,6 +5,9 @@
   `read(spark, table, options, ...)` / `plan(...)` (native_read.py), with partition
   transforms in Spark (transforms_sql.py), DataFile entries from footers on the executors
   (footers.py) and merge-on-read deletes as anti-joins.
+- Row-level deletes: `delete(spark, table, options, row_filter, mode=...)`
+  (native_delete.py): merge-on-read finds the rows with Spark and writes deletion vectors
+  (v3) or position delete files (v2), committed by impl/table's row delta; copy-on-write.
 - The `icefloe` Python data source (source.py, writer.py, reader.py): Arrow batches
   through Spark's Python workers; for S3 tables and list / map columns, and for
   `format("icefloe")` convenience.
@@ -33,6 +36,13 @@ def read(spark, table: str, options: dict | None = None, **kwargs):
     """Plan with icefloe, read with Spark's Parquet reader (native_read.read)."""
     from icefloe.impl.spark.native_read import read as native
     return native(spark, table, options, **kwargs)
+
+
+def delete(spark, table: str, options: dict | None = None, row_filter="true", **kwargs):
+    """Delete the rows matching `row_filter`: DVs (v3) or position deletes (v2) found by a
+    Spark job, or copy-on-write (native_delete.delete)."""
+    from icefloe.impl.spark.native_delete import delete as native
+    return native(spark, table, options, row_filter, **kwargs)
 
 
 def plan(spark, table: str, options: dict | None = None, **kwargs):

@@ -127,10 +127,23 @@ class NativeScan:
 
     def to_dataframe(self):
         """The rows of the plan as a Spark DataFrame (deletes applied, filter applied)."""
+        return self._frame(positions=False)
+
+    def positions_frame(self):
+        """(FILE, POS): each live row the row filter matches, as its data file's canonical
+        location and its row index in that file (`_metadata.row_index`): the rows a
+        merge-on-read delete marks (native_delete.py). Deletes are applied as for a read."""
+        return self._frame(positions=True).select(FILE, POS)
+
+    def _position_columns(self):
+        from pyspark.sql import functions as F
+        return [F.expr(_canon_spark("_metadata.file_path")).alias(FILE), F.col("_metadata.row_index").alias(POS)]
+
+    def _frame(self, positions: bool):
         from pyspark.sql import functions as F
         for k, v in READ_CONF.items():
             self.spark.conf.set(k, v)
-        names = [f.name for f in self.schema.fields]
+        names = [f"`{f.name}`" for f in self.schema.fields] + ([FILE, POS] if positions else [])
         has_deletes = pc.or_(pc.or_(pc.is_valid(self.plan.column("position_deletes")),
                                     pc.is_valid(self.plan.column("equality_deletes"))),
                              pc.is_valid(self.plan.column(DV.DV_COLUMN)))
@@ -140,10 +153,12 @@ class NativeScan:
         merged = self.plan.filter(has_deletes)
         frames = []
         if plain:
-            frames.append(self._data_files(plain))
+            frames.append(self._data_files(plain, self._position_columns() if positions else ()))
         if merged.num_rows:
-            frames.append(self._merge_on_read(merged).select(*[F.col(f"`{n}`") for n in names]))
+            frames.append(self._merge_on_read(merged, positions).select(*[F.col(n) for n in names]))
         if not frames:
+            if positions:
+                return self.spark.createDataFrame([], f"{FILE} string, {POS} long")
             return self.spark.createDataFrame([], self.read_schema())
         df = frames[0]
         for other in frames[1:]:
@@ -155,7 +170,7 @@ class NativeScan:
                 raise SparkOptionError(f"row filter: {e}") from None
         return df
 
-    def _merge_on_read(self, merged: pa.Table):
+    def _merge_on_read(self, merged: pa.Table, positions: bool = False):
         pos_lists = merged.column("position_deletes").to_pylist()
         eq_lists = merged.column("equality_deletes").to_pylist()
         dv_list = merged.column(DV.DV_COLUMN).to_pylist()
@@ -167,7 +182,7 @@ class NativeScan:
         if (merged.num_rows <= MERGE_BRANCHES_MAX and self.io is not None
                 and driver_positions <= DRIVER_POSITIONS_MAX):
             return self._merge_by_files(merged.column("file_path").to_pylist(), pos_lists, eq_lists, dv_list,
-                                        merged.column("record_count").to_pylist())
+                                        merged.column("record_count").to_pylist(), positions)
         return self._merge_by_rows(merged)
 
     def _deleted_frame(self, numbers: np.ndarray, positions: np.ndarray):
@@ -176,7 +191,7 @@ class NativeScan:
                                                     POS: pa.array(positions, pa.int64())}))
 
     def _merge_by_files(self, paths: list[str], pos_lists: list, eq_lists: list, dv_list: list,
-                        record_counts: list[int]):
+                        record_counts: list[int], positions_too: bool = False):
         """Merge-on-read with each data file read as a scan of its own, numbered by a literal
         column: the deleted positions of each file (its DV, or its position delete files:
         read on the driver by icefloe's DeleteReader, as its own scan reads them, paths
@@ -185,7 +200,8 @@ class NativeScan:
         BITSET_WORDS_MAX allows, else a small table of (file number, position)
         anti-joined by broadcast; the equality deletes the planner attached to each file
         (its sequence-number and partition rules) are joined by file number. No data
-        row's file path is spelled out and compared."""
+        row's file path is spelled out and compared. `positions_too`: every row keeps its
+        row index (POS) and its file's canonical location (FILE, a literal per scan)."""
         from pyspark.sql import functions as F
         from icefloe.impl.table.deletes import DeleteReader
         reader = DeleteReader(self.io)
@@ -198,10 +214,14 @@ class NativeScan:
         frames, joined, words = [], {}, 0
         for k, path in enumerate(paths):
             positions = deleted.get(k)
-            if positions is None or not len(positions):
+            named = [F.lit(canonical_location(path)).alias(FILE)] if positions_too else []
+            if (positions is None or not len(positions)) and not positions_too:
                 frames.append(self._data_files([path], [F.lit(k).alias(IDX), F.lit(None).cast("long").alias(POS)]))
                 continue
-            frame = self._data_files([path], [F.lit(k).alias(IDX), F.col("_metadata.row_index").alias(POS)])
+            frame = self._data_files([path], [F.lit(k).alias(IDX), F.col("_metadata.row_index").alias(POS), *named])
+            if positions is None or not len(positions):
+                frames.append(frame)
+                continue
             if words + DV.bitset_words(record_counts[k]) <= DV.BITSET_WORDS_MAX:
                 words += DV.bitset_words(record_counts[k])
                 frame = frame.filter(DV.kept_by_bitset(F.col(POS), positions, record_counts[k]))
@@ -216,7 +236,7 @@ class NativeScan:
             by_ids.setdefault(tuple(self.deletes[i][2].equality_ids or ()), []).append(i)
         for ids, indices in sorted(by_ids.items()):
             df = self._equality_anti_join_by_files(df, eq_lists, ids, indices)
-        return df.drop(IDX, POS)
+        return df.drop(IDX) if positions_too else df.drop(IDX, POS)
 
     def _equality_anti_join_by_files(self, df, eq_lists: list, ids: tuple, indices: list[int]):
         from pyspark.sql import functions as F
