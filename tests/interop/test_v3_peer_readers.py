@@ -109,7 +109,7 @@ def test_finding_duckdb_gives_upgraded_rows_a_last_updated_sequence_number(table
 def test_pyiceberg_reads_v3_dvs_and_defaults_and_v1_but_not_the_lineage_columns(tables):
     """Goal: what pyiceberg 0.12 reads, checked: icefloe's v3 rows with both DVs applied and
     the defaults filled, the v3 metadata's next-row-id and each snapshot's first-row-id and
-    added-rows as icefloe wrote them, a v1 table's rows; `_row_id` and
+    added-rows as icefloe wrote them, an upgraded table's and a v1 table's rows; `_row_id` and
     `_last_updated_sequence_number` are refused by name (ValueError "Could not find column"),
     not read as something else. Method: StaticTable.from_metadata of each metadata file."""
     from pyiceberg.table import StaticTable
@@ -123,6 +123,9 @@ def test_pyiceberg_reads_v3_dvs_and_defaults_and_v1_but_not_the_lineage_columns(
     for column in LINEAGE:
         with pytest.raises(ValueError, match=f"Could not find column: '{column}'"):
             static.scan(selected_fields=("id", column)).to_arrow()
+    upgraded = StaticTable.from_metadata(tables["upgraded"].metadata_location)
+    assert upgraded.metadata.format_version == 3 and upgraded.metadata.next_row_id == 0
+    assert sorted(upgraded.scan().to_arrow().column("id").to_pylist()) == list(range(10))
     v1 = StaticTable.from_metadata(tables["v1"].metadata_location)
     assert v1.metadata.format_version == 1
     assert sorted(v1.scan().to_arrow().column("id").to_pylist()) == [r[0] for r in _ours(tables["v1"], ["id"])]
