@@ -10,6 +10,7 @@ import io as _io
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from icefloe.impl.format.manifest import ManifestContent
 from icefloe.impl.format.metadata import UnsupportedFormatVersion
@@ -240,3 +241,58 @@ def test_a_required_column_cannot_be_set_to_null():
         table.update({"id": None}, "id = 1")
     require_committed(table.update({"cat": None}, "id = 1"))
     assert table.scan().to_pylist() == [{"id": 1, "cat": None}]
+
+
+UPDATE_OPS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.integers(1, 5)),
+    st.tuples(st.sampled_from(["update-cow", "update-mor", "delete-cow", "delete-mor"]), st.integers(0, 30)),
+    st.tuples(st.just("compact"), st.just(0))), min_size=1, max_size=10)
+
+
+@settings(max_examples=30, deadline=None)
+@given(UPDATE_OPS)
+def test_update_programs_keep_each_rows_id_and_last_update(program):
+    """Goal: over any sequence of appends, updates and deletes (both modes) and compactions
+    on a v3 table, every row reads the value its last update gave it, the _row_id it got
+    when first added (never another row's, always below next-row-id) and as
+    _last_updated_sequence_number the sequence number of the snapshot that added or last
+    updated it. Method: random programs against a dict model id -> (value, row id, seq)."""
+    stack = memory_stack()
+    table = _table(stack)
+    model: dict[int, list] = {}          # id -> [cat, _row_id (None until first read), seq]
+    next_id = 0
+    for op, arg in program:
+        if op == "append":
+            new = list(range(next_id, next_id + arg))
+            next_id += arg
+            require_committed(table.append(rows(new)))
+            seq = table.current_snapshot().sequence_number
+            model.update({i: ["a", None, seq] for i in new})
+        elif op == "compact":
+            require_committed(table.rewrite_files(files_min=1))
+        else:
+            victims = sorted(i for i in model if i % 7 == arg % 7)
+            if not victims:
+                continue
+            flt = f"id in ({', '.join(map(str, victims))})"
+            kind, mode = op.split("-")
+            mode = "copy-on-write" if mode == "cow" else "merge-on-read"
+            if kind == "update":
+                value = f"u{arg}"
+                require_committed(table.update({"cat": value}, flt, mode=mode))
+                seq = table.current_snapshot().sequence_number
+                for i in victims:
+                    model[i][0], model[i][2] = value, seq
+            else:
+                require_committed(table.delete(flt, mode=mode))
+                for i in victims:
+                    del model[i]
+        got = _lineage(table)
+        assert sorted(got) == sorted(model)
+        for i, (cat, row_id, seq) in got.items():
+            want = model[i]
+            if want[1] is None:
+                want[1] = row_id
+            assert (cat, row_id, seq) == tuple(want), (i, (cat, row_id, seq), want)
+        ids = [v[1] for v in got.values()]
+        assert len(ids) == len(set(ids)) and all(0 <= i < table.metadata.next_row_id for i in ids)
