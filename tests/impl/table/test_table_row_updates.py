@@ -296,3 +296,20 @@ def test_update_programs_keep_each_rows_id_and_last_update(program):
             assert (cat, row_id, seq) == tuple(want), (i, (cat, row_id, seq), want)
         ids = [v[1] for v in got.values()]
         assert len(ids) == len(set(ids)) and all(0 <= i < table.metadata.next_row_id for i in ids)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_update_of_the_partition_column_moves_rows_with_their_ids(mode):
+    """Goal: setting the column a table is partitioned by writes the updated rows into the
+    new partition's file, keeping their _row_id; the plan for the old partition no longer
+    returns them. Method: partition by cat, move two rows from 'a' to 'b'."""
+    from icefloe.impl.format.transforms import parse_partition_spec
+    stack = memory_stack()
+    table = create_table(stack.catalog, "db.p", SCHEMA, parse_partition_spec("cat", SCHEMA), f"{stack.root}/db/p",
+                         FAST_RETRY, io=stack.io, env=stack.env(), format_version=3)
+    require_committed(table.append(rows([1, 2, 3])))
+    before = _lineage(table)
+    require_committed(table.update({"cat": "b"}, "id in (1, 3)", mode=mode))
+    assert _lineage(table) == {1: ("b", 0, 2), 2: ("a", 1, 1), 3: ("b", 2, 2)} and before[2] == ("a", 1, 1)
+    assert sorted(table.scan(row_filter="cat = 'a'").column("id").to_pylist()) == [2]
+    assert {t.data_file.partition for t in table.plan_files(row_filter="cat = 'b'")} == {("b",)}
