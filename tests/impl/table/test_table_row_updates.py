@@ -125,21 +125,24 @@ def test_a_row_updated_twice_keeps_one_id_and_the_second_updates_sequence_number
     assert len(dvs) == len(set(dvs))
 
 
-def test_an_update_on_an_upgraded_table_gives_rows_ids_from_the_new_file():
+@pytest.mark.parametrize("mode", MODES)
+def test_an_update_on_an_upgraded_table_gives_rows_ids_from_the_new_file(mode):
     """Goal: a row written before the upgrade to v3 has no _row_id; updated, it is written
     with a null id and inherits one from its new file like a new row ("Row Lineage for
     Upgraded Tables"), unique beside the ids the same snapshot assigns to the others.
-    Method: v2 table, append, upgrade, update one row copy-on-write."""
+    Method: v2 table, append, upgrade, update one row in each mode."""
     stack = memory_stack()
     table = _table(stack, version=2)
     require_committed(table.append(rows([1, 2])))
     require_committed(table.upgrade_format_version(3))
     assert {v[1] for v in _lineage(table).values()} == {None}
-    require_committed(table.update({"cat": "z"}, "id = 1"))
+    require_committed(table.update({"cat": "z"}, "id = 1", mode=mode))
     got = _lineage(table)
     assert got[1][0] == "z" and got[1][2] == table.current_snapshot().sequence_number
-    ids = [v[1] for v in got.values()]
-    assert None not in ids and len(set(ids)) == 2 and max(ids) < table.metadata.next_row_id
+    assert got[1][1] is not None and got[1][1] < table.metadata.next_row_id
+    # copy-on-write: both rows in the new file; merge-on-read: row 2 stays in its old file,
+    # whose manifest this first snapshot after the upgrade assigns a first_row_id (spec)
+    assert got[2][1] is not None and got[2][1] != got[1][1] and got[2][1] < table.metadata.next_row_id
 
 
 def test_a_retried_update_keeps_row_ids_and_takes_its_sequence_number_from_its_base():
