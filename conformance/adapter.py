@@ -66,6 +66,9 @@ they allow:
                never an overwrite's); required with row_delete or row_update on v3;
   row_lineage  whether `read_v3` gives each row's _row_id (v3 "Row Lineage"); without
                it the lineage family is out of reach.
+  v3_upgrade   whether `create_table` can build the v3 phase's table upgraded from v2
+               (`TableContext.upgraded_from_v2`); without it the `dvs` classes of a DV
+               merging position delete files are out of reach.
 
 The table. Every run uses one unpartitioned table `TableContext.identifier` with one
 required string column `id` (`COLUMN`); each row is a distinct string such as "1.2".
@@ -246,6 +249,7 @@ class Capabilities:
     v3_operations: frozenset = frozenset()        # on a v3 table: a subset of V3_OPERATIONS
     dv_policy: str | None = None                  # v3: DV_CONFLICT or DV_MERGE
     row_lineage: bool = False                     # v3: read_v3 gives each row's _row_id
+    v3_upgrade: bool = False                      # v3: create_table honours ctx.upgraded_from_v2
 
     @property
     def v3(self) -> bool:
@@ -281,6 +285,9 @@ class Capabilities:
                                    or not set(self.v3_operations) <= set(V3_OPERATIONS)):
             raise EngineSpecError(f"v3_operations need format version 3, must include append and be among "
                                   f"{V3_OPERATIONS}: {sorted(self.v3_operations)}")
+        if self.v3_upgrade and not {ROW_DELETE, ROW_UPDATE} & set(self.v3_operations):
+            raise EngineSpecError("v3_upgrade (a table upgraded from v2 for DVs to merge its position deletes) "
+                                  "needs v3 row_delete or row_update")
         if self.dv_policy not in (None, *DV_POLICIES):
             raise EngineSpecError(f"dv_policy must be one of {DV_POLICIES}, not {self.dv_policy!r}")
         if {ROW_DELETE, ROW_UPDATE} & set(self.v3_operations) and self.dv_policy is None:
@@ -347,6 +354,11 @@ class TableContext:
     partitions: int = 1       # the run's model: > 1, or row-level kinds, need PART_COLUMN
     refs: bool = False        # the run's model has branch BRANCH (created by create_branch)
     format_version: int = 2   # the table's format version (3: the suite's v3 phase)
+    # v3 phase, a table upgraded from v2 (spec/PROTOCOL.md 19.8): (rows, deleted). Create
+    # the table as v2, append one data file of `rows` (COLUMN values, in order), delete each
+    # row of `deleted` by a position delete file of its own, then upgrade it to v3 (no v3
+    # snapshot yet). () : created as v3.
+    upgraded_from_v2: tuple = ()
 
     def access_key(self, writer: int) -> str:
         return self.access_keys.get(writer, self.access_keys.get(0, "testing"))

@@ -13,7 +13,10 @@ twin of a flawed variant of the v3 model (model/v3.py V3_VARIANTS, docs/variants
       was replaced (apache/iceberg #17764, "Can't index multiple DVs"): a spurious conflict, L3;
   merge-over-overwrite-dv  an engine of the `merge` DV policy (apache/iceberg #17754) whose
       row delete, on a retry, merges any DV added meanwhile for its file into its own, an
-      update's (an overwrite's) too: the row the update wrote again survives the delete: P6.
+      update's (an overwrite's) too: the row the update wrote again survives the delete: P6;
+  dv-ignores-position-deletes  on a table upgraded from v2, a row delete's DV for a file with
+      position delete files holds the new positions alone, and still supersedes (removes)
+      those files: the rows they deleted come back (spec/PROTOCOL.md 19.8): P12.
 
 Each is also in engines.flawed's VARIANTS: `icefloe conform --variant NAME` (and the seed gate,
 mutants.seeds), or `--engine icefloe.conformance.engines.flawed_v3:engine_<name, dashes as underscores>`.
@@ -112,6 +115,25 @@ class MergingDeleteRows(DeleteRows):
         super().write_manifests(c)
 
 
+class IgnorePositionDeletes(DeleteRows):
+    """The DV is not seeded from the file's position delete files, which it still removes."""
+
+    def plan(self, c):
+        if not super().plan(c):
+            return False
+        deletes = DeleteReader(c.io)
+        tasks = {t.data_file.file_path: t for t in plan_files(c.tree, c.base, c.starting_snapshot)}
+        out = []
+        for data_file, spec_id, positions in self.dvs:
+            task = tasks[data_file.file_path]
+            if task.deletion_vector is None:
+                gone = {p for d in task.position_deletes for ps in deletes.positions(d).values() for p in ps}
+                positions = sorted(set(positions) - gone)
+            out.append((data_file, spec_id, positions))
+        self.dvs = out
+        return True
+
+
 # -- the engines ------------------------------------------------------------------------------
 
 class FlawedV3Table(I.IcefloeTable):
@@ -153,6 +175,11 @@ class MergeOverOverwriteTable(FlawedV3Table):
         return MergingDeleteRows(op.row) if op.kind == A.ROW_DELETE else operation
 
 
+class IgnorePositionDeletesTable(FlawedV3Table):
+    def flawed(self, op, operation):
+        return IgnorePositionDeletes(V3.row_filter(op.row)) if op.kind == A.ROW_DELETE else operation
+
+
 class FlawedV3Engine(I.IcefloeEngine):
     def __init__(self, name: str, table_class: type, capabilities: A.Capabilities):
         self.name, self.table_class, self.capabilities = name, table_class, capabilities
@@ -179,6 +206,9 @@ SPECS = {
     "merge-over-overwrite-dv": (MergeOverOverwriteTable, _caps(dv_policy=A.DV_MERGE),
                                 "merge policy: a delete's DV merges an update's DV added meanwhile, and the "
                                 "updated row survives the delete (apache/iceberg #17754)"),
+    "dv-ignores-position-deletes": (IgnorePositionDeletesTable, _caps(),
+                                    "on a table upgraded from v2, a DV that drops the file's position deletes "
+                                    "instead of merging them: their rows come back"),
 }
 
 
@@ -197,4 +227,5 @@ engine_stale_first_row_id_on_retry = VARIANTS["stale-first-row-id-on-retry"]
 engine_replacement_dv_keeps_old = VARIANTS["replacement-dv-keeps-old"]
 engine_dv_validation_over_window = VARIANTS["dv-validation-over-window"]
 engine_merge_over_overwrite_dv = VARIANTS["merge-over-overwrite-dv"]
+engine_dv_ignores_position_deletes = VARIANTS["dv-ignores-position-deletes"]
 DESCRIPTIONS = {name: spec[2] for name, spec in SPECS.items()}

@@ -42,7 +42,7 @@ CAPABILITIES = A.Capabilities(
     operations=frozenset(A.OPERATIONS), mode=A.STEPPING, faults=frozenset(A.FAULT_KINDS),
     swap_over_s3=True, reads=frozenset(A.READS), isolation=A.SERIALIZABLE, transport=frozenset(A.TRANSPORTS),
     partitions=2, refs=True, format_versions=frozenset({2, 3}), v3_operations=frozenset(A.V3_OPERATIONS),
-    dv_policy=A.DV_CONFLICT, row_lineage=True)
+    dv_policy=A.DV_CONFLICT, row_lineage=True, v3_upgrade=True)
 
 
 def rows_table(rows, partition: int | None = None) -> pa.Table:
@@ -148,7 +148,10 @@ class IcefloeTable:
         # and orphan removal to get right (every model file is otherwise one manifest's only).
         props = {MIN_COUNT_TO_MERGE: "2"}
         self.format_version = ctx.format_version
-        if self.format_version == 3:
+        if self.format_version == 3 and ctx.upgraded_from_v2:
+            from icefloe.conformance.engines import icefloe_v3
+            icefloe_v3.create_upgraded(base_catalog, ctx, SCHEMA, location, base_store, self.env, self.retry)
+        elif self.format_version == 3:
             # The v3 phase's table (conformance.v3): one manifest per commit, as the model has
             # one per data file, so next-row-id grows by the rows added alone (a merged
             # manifest's EXISTING rows would be assigned ids again: spec "First Row ID Assignment").

@@ -12,10 +12,16 @@ table's state as `read_v3` reports it (adapter.V3Read).
   it, the survivors' ids materialised);
 - rewrite: compaction of the one data file the model names (RewriteFiles with files_min 1,
   the live rows keep their ids).
+
+A table upgraded from v2 (`TableContext.upgraded_from_v2`, spec/PROTOCOL.md 19.8) is built
+by `create_upgraded`: v2, one data file, a position delete file per deleted row, upgraded.
 """
 from __future__ import annotations
 
+import io as _io
+
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from icefloe.conformance import adapter as A
 from icefloe.impl.format import expressions as E
@@ -33,6 +39,45 @@ from icefloe.impl.table.scan import (
 ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False)])
 LINEAGE_ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False), pa.field(ROW_ID, pa.int64()),
                           pa.field(LAST_UPDATED_SEQUENCE_NUMBER, pa.int64())])
+
+
+def create_upgraded(catalog, ctx: A.TableContext, schema, location: str, store, env, retry) -> None:
+    """The v3 phase's table as written by a v2 engine and upgraded (spec/PROTOCOL.md 19.8):
+    a v2 table, one data file of `rows`, one position delete file per row of `deleted` (each
+    naming that data file alone), then the upgrade to v3, which writes no snapshot."""
+    from icefloe.conformance.engines.icefloe_rows import POSITION_ARROW, POSITION_SCHEMA
+    from icefloe.impl.format.manifest import DataFile
+    from icefloe.impl.format.parquet import data_file_metrics
+    from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID
+    from icefloe.impl.table.env import data_file_location
+    from icefloe.impl.table.table import Table, create_table
+
+    rows, deleted = ctx.upgraded_from_v2
+    create_table(catalog, ctx.identifier, schema, location=location, io=store, env=env, format_version=2)
+    table = Table(catalog, ctx.identifier, store, env, retry)
+    _committed(table.append(pa.Table.from_pylist([{A.COLUMN: r} for r in rows], schema=ROWS)), "the v2 append")
+    (path,) = [t.data_file.file_path for t in table.refresh().plan_files()]
+    for row in deleted:
+        positions = pa.table({"file_path": [path], "pos": [rows.index(row)]}, schema=POSITION_ARROW)
+        out = _io.BytesIO()
+        pq.write_table(positions, out)
+        raw = out.getvalue()
+        metrics = data_file_metrics(raw, POSITION_SCHEMA, positions)
+        metrics.pop("record_count")
+        exact = path.encode()           # the one data file it names, untruncated
+        metrics["lower_bounds"] = {**(metrics.get("lower_bounds") or {}), DELETE_FILE_PATH_ID: exact}
+        metrics["upper_bounds"] = {**(metrics.get("upper_bounds") or {}), DELETE_FILE_PATH_ID: exact}
+        location_ = data_file_location(location, "", env.uuid(), "-deletes")
+        store.put_if_absent(location_, raw)
+        delete = DataFile(location_, "PARQUET", (), 1, len(raw), content=DataFileContent.POSITION_DELETES,
+                          **metrics)
+        _committed(table.add_delete_files([delete], [path]), f"the v2 position delete of {row}")
+    _committed(table.upgrade_format_version(3), "the upgrade to v3")
+
+
+def _committed(outcome, what: str) -> None:
+    if not isinstance(outcome, A.Committed):
+        raise RuntimeError(f"the upgraded table's bootstrap: {what} did not commit: {outcome}")
 
 
 def row_filter(row: str | None):

@@ -13,8 +13,11 @@ model's names:
                 commit landed while the operation was in flight, and it ended so;
               ("validation", kind, ((rival kind, where), ...) oldest first, result): a
                 retry validated over the commits since its start;
-              ("commit", kind, "replaces a DV" | "first DV"): a DV writer committed over a
-                file that had a DV, or not;
+              ("commit", kind, "replaces a DV" | "merges position deletes" | "first DV"): a
+                DV writer committed over a file that had a DV, or (a table upgraded from
+                v2, spec/PROTOCOL.md 19.8) position delete files, or neither;
+              ("commit", kind, "drops position deletes"): a compaction or copy-on-write
+                of a file with position delete files committed;
   lineage   row ids (append racing append, a retry after a concurrent append, compaction,
             copy-on-write and updates carrying ids):
               ("commit", kind, "attempt n", (rival kinds since its start, oldest first));
@@ -89,9 +92,14 @@ class DVs(Family):
             for w, wr in enumerate(s.writers, start=1):
                 if w != by and wr.phase not in (V.PLAN, V.DONE):
                     tags = tags | {(w, m.op.kind, _where(m.op, wr.file))}
+            pre = V.meta(s, s.cat)
+            had_pds = any(d.file == m.op.file for d in pre.pos_deletes)
             if m.op.kind in V.DV_KINDS:
-                had = any(d.file == m.op.file for d in V.meta(s, s.cat).dvs)
-                done.append(("commit", m.op.kind, "replaces a DV" if had else "first DV"))
+                had = any(d.file == m.op.file for d in pre.dvs)
+                done.append(("commit", m.op.kind, "replaces a DV" if had else
+                             "merges position deletes" if had_pds else "first DV"))
+            elif m.op.kind in V.FILE_KINDS and had_pds:
+                done.append(("commit", m.op.kind, "drops position deletes"))
         if label[0] == "Retry":
             wr = s.writers[label[1] - 1]
             result = t.outcomes[label[1] - 1].res if t.writers[label[1] - 1].phase == V.DONE else "next attempt"
@@ -133,7 +141,9 @@ FAMILIES = (
         (_instance(roles=(V.ROW_DELETE, V.ROW_DELETE), data_files=2),
          _instance(roles=(V.ROW_DELETE, V.ROW_UPDATE)),
          _instance(roles=(V.ROW_UPDATE, V.REWRITE), data_files=2),
-         _instance(roles=(V.ROW_DELETE, V.ROW_DELETE, V.REWRITE), data_files=2))),
+         _instance(roles=(V.ROW_DELETE, V.ROW_DELETE, V.REWRITE), data_files=2),
+         # a table upgraded from v2: DVs merging its position delete files (PROTOCOL 19.8)
+         _instance(roles=(V.ROW_DELETE, V.ROW_UPDATE, V.REWRITE), position_deletes=2))),
     Lineage("lineage", "row lineage: append racing append, a retry after a concurrent append, compaction, "
                        "copy-on-write and updates keeping each row's _row_id",
             (_instance(roles=(V.APPEND, V.APPEND)),

@@ -27,7 +27,12 @@ def abstract(history: list) -> tuple[V.V3State | None, str | None]:
         files = []
         for f in obs.files:
             fid = fids.setdefault(f.path, (len(fids) + 1, 0))
-            rows = tuple(V.Row(value, rid if rid is not None else V.NO_ID) for value, rid in zip(f.rows, f.row_ids))
+            # An id the engine reads as first-row-id + position is inherited (NO_ID in the
+            # model's rows), so a file of an upgraded table, null ids until a v3 commit
+            # assigned its first-row-id, keeps one content (spec/PROTOCOL.md 19.8).
+            first = f.first_row_id
+            rows = tuple(V.Row(value, V.NO_ID if rid is None or (first is not None and rid == first + i) else rid)
+                         for i, (value, rid) in enumerate(zip(f.rows, f.row_ids)))
             if content.setdefault(fid, rows) != rows:
                 return None, f"data file {f.path} reads _row_ids {[r.id for r in content[fid]]} in one version and " \
                              f"{[r.id for r in rows]} in a later one"
@@ -35,7 +40,7 @@ def abstract(history: list) -> tuple[V.V3State | None, str | None]:
         dvs = frozenset(V.DV((i, j, 0), fids.get(d.data_file, (0, -j - 1)), frozenset(p + 1 for p in d.positions))
                         for j, d in enumerate(obs.dvs))
         mid = (i, 0, 0)
-        metas[mid] = V.Meta(prev, tuple(sorted(files)), dvs, obs.next_row_id,
+        metas[mid] = V.Meta(prev, tuple(sorted(files)), dvs, frozenset(), obs.next_row_id,
                             V.OpInfo("", prev, V.NO_FILE, 0, V.NO_FILE))
         hist.append(mid)
         prev = mid

@@ -38,16 +38,22 @@ ENGINE_PHASES = {V.DATA: (A.DATA, A.MANIFESTS, A.LIST), V.METADATA: (A.METADATA,
 OUTCOME_OF = {V.COMMITTED: A.Committed, V.NOOP: A.Committed, V.CONFLICT: A.Conflict}
 
 
+def _id(x: int) -> int | None:
+    """A model id in the engine's terms: NO_ID (an upgraded table's null) is None."""
+    return None if x == V.NO_ID else x
+
+
 def model_view(s: V.V3State) -> tuple:
     """(next-row-id, sorted per-file (rows, _row_ids, first-row-id, DVs' positions), DVs of no
-    live file) of the model's current version, in the engine's terms (0-based positions)."""
+    live file) of the model's current version, in the engine's terms (0-based positions,
+    None for a null id)."""
     m = V.meta(s, s.cat)
     files = []
     for f, first in m.files:
         rows = V.rows_of(s, f)
         dvs = tuple(sorted(tuple(sorted(p - 1 for p in d.positions)) for d in m.dvs if d.file == f))
         files.append((tuple(key_text(r.key) for r in rows),
-                      tuple(V.row_id(s, m, f, i) for i in range(1, len(rows) + 1)), first, dvs))
+                      tuple(_id(V.row_id(s, m, f, i)) for i in range(1, len(rows) + 1)), _id(first), dvs))
     live = {f for f, _ in m.files}
     stray = tuple(sorted(tuple(sorted(p - 1 for p in d.positions)) for d in m.dvs if d.file not in live))
     return m.next_row_id, tuple(sorted(files)), stray
@@ -55,7 +61,8 @@ def model_view(s: V.V3State) -> tuple:
 
 def model_rows(s: V.V3State) -> tuple:
     m = V.meta(s, s.cat)
-    return tuple(sorted((key_text(V.rows_of(s, f)[i - 1].key), V.row_id(s, m, f, i)) for f, i in V.live(s, m)))
+    return tuple(sorted(((key_text(V.rows_of(s, f)[i - 1].key), _id(V.row_id(s, m, f, i))) for f, i in V.live(s, m)),
+                        key=repr))
 
 
 def engine_view(obs: A.V3Read) -> tuple:
@@ -79,9 +86,18 @@ class V3Lockstep:
         self.commits: dict = {}              # w -> the engine's commit in progress
         self.specs: dict = {}                # w -> its OpSpec
         self.table = None
-        self.table = engine.create_table(self.ctx)
-        for k, rows in ((1, ("0.1.1", "0.1.2")), (2, ("0.2.1",)))[:bounds.data_files]:
-            self._bootstrap(A.OpSpec(A.APPEND, f"0.{k}", rows=rows))
+        if bounds.upgraded:
+            # A table written as v2 and upgraded (spec/PROTOCOL.md 19.8): the model's initial
+            # version is the engine's table as create_table leaves it, with no v3 snapshot.
+            boot = V.initial_state(bounds)
+            rows = tuple(key_text(r.key) for r in V.rows_of(boot, (0, 1)))
+            deleted = tuple(rows[p - 1] for p in sorted(V.pos_delete_positions(V.meta(boot, boot.cat), (0, 1))))
+            self.ctx = replace(self.ctx, upgraded_from_v2=(rows, deleted))
+            self.table = self._engine(0, engine.create_table, self.ctx)
+        else:
+            self.table = engine.create_table(self.ctx)
+            for k, rows in ((1, ("0.1.1", "0.1.2")), (2, ("0.2.1",)))[:bounds.data_files]:
+                self._bootstrap(A.OpSpec(A.APPEND, f"0.{k}", rows=rows))
         self.history = [self._read()]        # the engine's state per committed version
         self._compare(self.history[-1], ("bootstrap", 0))
 
@@ -254,7 +270,7 @@ class V3Lockstep:
             raise Violation(AGREEMENT, f"{where}: the engine cannot read its own table: {obs.scan_error}",
                             model_rows(self.model), obs.scan_error)
         want_rows = model_rows(self.model)
-        if tuple(sorted(obs.rows)) != want_rows:
+        if tuple(sorted(obs.rows, key=repr)) != want_rows:
             prop = "P6 Isolation" if sorted(v for v, _ in obs.rows) != sorted(v for v, _ in want_rows) else AGREEMENT
             raise Violation(prop, f"{where}: rows and _row_ids differ from the model's", want_rows, obs.rows)
         want, got = model_view(self.model), engine_view(obs)

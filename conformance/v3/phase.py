@@ -57,11 +57,14 @@ def plan(engine) -> list:
         total = F.witnesses(family, instances)
         why = _out_of_reach(caps, family)
         if why is None:
-            usable = [b for b in instances if set(b.roles) <= set(caps.v3_operations)]
+            usable = [b for b in instances if set(b.roles) <= set(caps.v3_operations)
+                      and (not b.upgraded or caps.v3_upgrade)]
             mine = F.witnesses(family, usable)
             programs = F.cover(family, mine)
-            why_not = {c: "operation " + ", ".join(sorted({k for b in instances for k in b.roles}
-                                                           - set(caps.v3_operations))) + " not supported on v3"
+            lacking = "operation " + ", ".join(sorted({k for b in instances for k in b.roles}
+                                                      - set(caps.v3_operations))) + " not supported on v3"
+            why_not = {c: lacking if set(total[c].bounds.roles) - set(caps.v3_operations) or caps.v3_upgrade
+                       else "no table upgraded from v2 with position deletes (capability v3_upgrade)"
                        for c in set(total) - set(mine)}
         else:
             mine, programs, why_not = {}, [], {c: why for c in total}

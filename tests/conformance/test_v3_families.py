@@ -47,6 +47,8 @@ def test_families_reach_every_class_on_the_reference():
         assert covered >= p.total, sorted(p.total - covered, key=repr)
     assert WINDOW in plans["dvs"].total and RETRY_AFTER_APPEND in plans["lineage"].total
     assert ("commit", "row_delete", "replaces a DV") in plans["dvs"].total
+    assert {("commit", "row_delete", "merges position deletes"), ("commit", "row_update", "merges position deletes"),
+            ("commit", "rewrite", "drops position deletes")} <= plans["dvs"].total
     assert ("ids kept", "rewrite", "materialised") in plans["lineage"].total
 
 
@@ -122,6 +124,7 @@ CAUGHT = {
     "replacement-dv-keeps-old": ("dvs", {"P11 OneLiveDV"}, "2 live DVs"),
     "dv-validation-over-window": ("dvs", {"L3 NoSpuriousConflict"}, "can't index multiple DVs"),
     "merge-over-overwrite-dv": ("dvs", {"P6 Isolation"}, "row_delete"),
+    "dv-ignores-position-deletes": ("dvs", {"P12 DeletedRowsStayDeleted", "P6 Isolation"}, ""),
 }
 
 
