@@ -6,8 +6,10 @@ own table API on each store the suite runs (issue 30 item 4; spec/PROTOCOL.md 8 
 The model bootstraps its branch and tag once and expires with one retention for every
 branch, so neither a ref's creation racing another creator nor retention per ref is one of
 its transitions. These programs step icefloe's `PendingCommit` by hand (the interleaving
-explicit, no threads) and judge the outcome by an oracle written here from the spec, not by
-icefloe's own retention code:
+explicit, no threads) and judge the outcome by the spec, not by icefloe's own retention
+code: a ref creation by the rule that the ref must not exist, an expiry by the model's
+per-ref retention function (model/retention.py `expire`: the refs and snapshots the spec's
+"Snapshot Retention Policy" keeps), applied to the metadata the expiry planned on:
 
   (where, "create branch" | "create tag", "a rival creates it between plan and swap"): the
       first creator plans while the name is free, a rival creates the ref and commits, the
@@ -138,12 +140,24 @@ def _step_until(commit, phase: str) -> None:
         commit.step()
 
 
-def _retained(t) -> set:
-    return {s.snapshot_id for s in t.refresh().metadata.snapshots}
+def spec_retained(m, now_ms: int, older_than_ms: int | None = None, retain_last: int | None = None):
+    """What the spec keeps of table metadata `m` in an expiry at `now_ms` (model/retention.py),
+    the metadata read into the model's vocabulary."""
+    from icefloe.model import retention as R
+    table = R.Table(tuple(R.Snapshot(s.snapshot_id, s.parent_snapshot_id, s.timestamp_ms) for s in m.snapshots),
+                    {name: R.Ref(r.snapshot_id, r.type, r.min_snapshots_to_keep, r.max_snapshot_age_ms,
+                                 r.max_ref_age_ms) for name, r in m.refs.items()},
+                    dict(m.properties))
+    return R.expire(table, now_ms, older_than_ms, retain_last)
 
 
-def _line(t, head: int) -> list:
-    return [s.snapshot_id for s in t.metadata.ancestors_of(head)]
+def _judge_expiry(t, want, what: str) -> None:
+    """The table after the expiry against what the spec keeps (refs and snapshots)."""
+    m = t.refresh().metadata
+    got, refs = {s.snapshot_id for s in m.snapshots}, set(m.refs)
+    if got != want.snapshots or refs != want.refs:
+        raise RefProblem(f"expiry with {what} kept snapshots {sorted(got)} and refs {sorted(refs)}; the spec keeps "
+                         f"{sorted(want.snapshots)} and {sorted(want.refs)}")
 
 
 def check_create_race(place: Place, ref_type: str) -> None:
@@ -178,13 +192,10 @@ def check_last_n(place: Place) -> None:
         _append(t, "b")
     for _ in range(3):
         _append(t)
-    m = t.refresh().metadata
-    want = set(_line(t, m.refs["b"].snapshot_id)[:KEEP_N]) | {m.refs["main"].snapshot_id}
-    t.expire_snapshots(older_than_ms=place.clock.now_ms + 1)
-    got = _retained(t)
-    if got != want:
-        raise RefProblem(f"expiry with branch b keeping its last {KEEP_N} (min-snapshots-to-keep) and main the "
-                         f"table's 1 kept {sorted(got)}, the spec keeps {sorted(want)}")
+    older_than_ms = place.clock.now_ms + 1
+    want = spec_retained(t.refresh().metadata, place.clock.now_ms, older_than_ms)
+    t.expire_snapshots(older_than_ms=older_than_ms)
+    _judge_expiry(t, want, f"branch b keeping its last {KEEP_N} (min-snapshots-to-keep) and main the table's 1")
 
 
 def check_young(place: Place) -> None:
@@ -199,19 +210,11 @@ def check_young(place: Place) -> None:
     for i in range(4):                                 # b's 3 h apart: the last 9 h, inside b's 10 h, outside 1 h
         place.clock.now_ms += 3 * HOUR_MS if i else 0
         _append(t, "b")
-    m = t.refresh().metadata
-    now = place.clock.now_ms
-    by_id = {s.snapshot_id: s for s in m.snapshots}
-    want = {m.refs["b"].snapshot_id, m.refs["main"].snapshot_id}
-    want |= {s for s in _line(t, m.refs["b"].snapshot_id) if by_id[s].timestamp_ms >= now - 10 * HOUR_MS}
-    want |= {s for s in _line(t, m.refs["main"].snapshot_id) if by_id[s].timestamp_ms >= now - HOUR_MS}
-    if len(want) < 4:
+    want = spec_retained(t.refresh().metadata, place.clock.now_ms)
+    if len(want.snapshots) < 4:
         raise AssertionError(f"the program keeps too little by b's age to tell it from the table's: {want}")
     t.expire_snapshots()
-    got = _retained(t)
-    if got != want:
-        raise RefProblem(f"expiry with branch b's max-snapshot-age-ms 10 h and the table's 1 h kept {sorted(got)}, "
-                         f"the spec keeps {sorted(want)}")
+    _judge_expiry(t, want, "branch b's max-snapshot-age-ms 10 h and the table's 1 h")
 
 
 def check_expiry_race(place: Place) -> None:
@@ -223,20 +226,20 @@ def check_expiry_race(place: Place) -> None:
     for _ in range(3):
         _append(t, "b")
     expirer, writer = place.handle(), place.handle()
-    commit = expirer.begin(ops.ExpireSnapshots(older_than_ms=place.clock.now_ms + 10 * 60_000))
+    older_than_ms = place.clock.now_ms + 10 * 60_000
+    commit = expirer.begin(ops.ExpireSnapshots(older_than_ms=older_than_ms))
     _step_until(commit, "swap")
     if commit.done:
         raise RefProblem(f"the expiry ended before its swap: {commit.outcome}")
     _append(writer, "b")                               # the branch moves under the planned expiry
+    # What the retry must keep: retention planned again on the table the rival left.
+    want = spec_retained(writer.refresh().metadata, place.clock.now_ms, older_than_ms)
     outcome = commit.run()
     expirer.adopt(commit)
     if not isinstance(outcome, Committed):
         raise RefProblem(f"an expiry whose retry can plan again ended {outcome}")
-    m = t.refresh().metadata
-    want = set(_line(t, m.refs["b"].snapshot_id)[:2]) | {m.refs["main"].snapshot_id}
-    if not want <= _retained(t):
-        raise RefProblem(f"an expiry raced by a commit to b dropped {sorted(want - _retained(t))} of b's last 2 "
-                         "after that commit (its retry must plan retention on the new base)")
+    _judge_expiry(t, want, "a commit to b (min-snapshots-to-keep 2) racing it: its retry must plan retention "
+                  "on the new base")
 
 
 CHECKS = (("create branch", CREATE_RACE, lambda p: check_create_race(p, "branch")),
