@@ -89,6 +89,26 @@ def test_capabilities_refuse_a_dv_writer_without_policy():
                        v3_operations=frozenset({A.APPEND, A.ROW_DELETE}))
     with pytest.raises(A.EngineSpecError, match="v3_operations"):
         A.Capabilities(operations=frozenset({A.APPEND}), mode=A.STEPPING, v3_operations=frozenset({A.APPEND}))
+    with pytest.raises(A.EngineSpecError, match="v3_upgrade"):
+        A.Capabilities(operations=frozenset({A.APPEND}), mode=A.STEPPING, format_versions=frozenset({2, 3}),
+                       v3_operations=frozenset({A.APPEND}), v3_upgrade=True)
+
+
+def test_engine_without_upgrade_has_the_position_delete_classes_out_of_reach():
+    """Goal: an engine that cannot build a table upgraded from v2 is told which dvs classes
+    that puts out of reach and why, and is judged on the rest. Method: icefloe's capabilities
+    with v3_upgrade off, planned."""
+    from dataclasses import replace
+    from icefloe.conformance.engines import icefloe_engine as I
+
+    class NoUpgrade:
+        name = "no-upgrade"
+        capabilities = replace(I.CAPABILITIES, v3_upgrade=False)
+    dvs = next(p for p in phase.plan(NoUpgrade()) if p.family.name == "dvs")
+    assert ("commit", "row_delete", "merges position deletes") in dvs.why_not
+    assert set(dvs.why_not.values()) == {"no table upgraded from v2 with position deletes (capability v3_upgrade)"}
+    assert dvs.reachable == dvs.total - set(dvs.why_not) and len(dvs.why_not) == 13
+    assert not any(p.bounds.upgraded for p in dvs.programs)
 
 
 def test_lineage_phase_passes_on_the_reference(backends):
