@@ -19,6 +19,8 @@ import re
 import struct
 from typing import Any, Callable
 
+from icefloe.impl.format import avro_shapes
+
 __all__ = ["compile_reader", "read_long", "Reader", "SCHEMA_DEPTH_MAX"]
 
 SCHEMA_DEPTH_MAX = 64      # nesting bound: a recursive schema is refused
@@ -272,22 +274,69 @@ def _skip_run(shapes: list[tuple[int, str]]) -> Reader:
     return skip_run
 
 
+def _is_text(t: Any) -> bool:
+    """A required string or bytes value (a file path): its length varies from value to
+    value, so it is stepped over by itself rather than in a learned run. An optional one
+    (key_metadata, referenced_data_file) is usually null or alike in one manifest."""
+    if isinstance(t, dict) and isinstance(t.get("type"), str):
+        t = t["type"]
+    return t in ("string", "bytes")
+
+
+def _unwrap_optional(t: Any) -> Any:
+    if isinstance(t, list) and len(t) == 2 and "null" in t:
+        return t[1 - t.index("null")]
+    return t
+
+
+def _learned_runs(steps: list[tuple]) -> list[tuple[str | None, Reader, bool]]:
+    """Consecutive left-out steps (other than text fields) merged into one learned skipper
+    (avro_shapes.py): one regular expression match per value instead of a call per field."""
+    out: list[tuple[str | None, Reader, bool]] = []
+    group: list[tuple] = []
+
+    def flush():
+        if len(group) > 1 or (group and _varint_count(_unwrap_optional(group[0][3][0])) != 1):
+            fns = [fn for _, fn, _, _, _ in group]
+
+            def fallback(buf, pos):
+                for fn in fns:
+                    pos = fn(buf, pos)[1]
+                return None, pos
+            out.append((None, avro_shapes.learned_skipper([t for g in group for t in g[3]], fallback), True))
+        else:
+            out.extend((name, fn, leave_out) for name, fn, leave_out, _, _ in group)
+        group.clear()
+    for step in steps:
+        name, fn, leave_out, types, text = step
+        if leave_out and not text:
+            group.append(step)
+            continue
+        flush()
+        out.append((name, fn, leave_out))
+    flush()
+    return out
+
+
 def _record(schema: dict, skip, skipping: bool, depth: int) -> Reader:
-    fields = []
+    steps: list[tuple] = []  # (name, reader, left out, the types it steps over, a text field)
     run: list[tuple[int, str]] = []
+    run_types: list[Any] = []
     for f in schema.get("fields", []):
         leave_out = skipping or skip(f)
         shape = _optional_array_shape(f.get("type"), depth) if leave_out else None
         if shape is not None:
             run.append(shape)
+            run_types.append(f.get("type"))
             continue
         if run:
-            fields.append((None, _skip_run(run), True))
-            run = []
-        fields.append((f["name"], compile_reader(f.get("type"), skip, skipping=leave_out, depth=depth + 1),
-                       leave_out))
+            steps.append((None, _skip_run(run), True, run_types, False))
+            run, run_types = [], []
+        steps.append((f["name"], compile_reader(f.get("type"), skip, skipping=leave_out, depth=depth + 1),
+                      leave_out, [f.get("type")], _is_text(f.get("type"))))
     if run:
-        fields.append((None, _skip_run(run), True))
+        steps.append((None, _skip_run(run), True, run_types, False))
+    fields = _learned_runs(steps) if not skipping else [(name, fn, out) for name, fn, out, _, _ in steps]
     if skipping or (fields and all(out for _, _, out in fields)):
         steps = [fn for _, fn, _ in fields]
 

@@ -269,15 +269,29 @@ class MetricsEvaluator:
         return metrics_might_match(self.expr, data_file)
 
 
+VERDICTS_MAX = 1 << 16  # partition tuples whose verdict a PartitionEvaluator remembers
+
+
 class PartitionEvaluator:
-    """`PartitionEvaluator(filter, spec, schema).might_match(partition_tuple)`."""
+    """`PartitionEvaluator(filter, spec, schema).might_match(partition_tuple)`: the filter
+    bound and projected once (per spec, per plan), each distinct tuple judged once (equal
+    tuples compare alike under every predicate, so they share a verdict)."""
 
     def __init__(self, expr: Expression, spec: PartitionSpec, schema: T.Schema, case_sensitive: bool = True):
         self.spec = spec
         self.projected = project(bind(expr, schema, case_sensitive), spec, schema)
+        self._position = {pf.field_id: i for i, pf in enumerate(spec.fields)}
+        self._verdicts: dict[tuple, bool] = {}
 
     def might_match(self, partition: tuple) -> bool:
-        return partition_might_match(self.projected, self.spec, partition)
+        verdict = self._verdicts.get(partition)
+        if verdict is None:
+            position = self._position
+            verdict = _evaluate(self.projected,
+                                lambda p: _holds(p.op, partition[position[p.field.field_id]], p.literals))
+            if len(self._verdicts) < VERDICTS_MAX:
+                self._verdicts[partition] = verdict
+        return verdict
 
 
 class ManifestEvaluator:

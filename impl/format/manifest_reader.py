@@ -15,6 +15,13 @@ is decoded at most once per projection, and entries with every field serve any
 projection. Every first decode is checked against the manifest's list entry
 (integrity.py).
 
+`read_matching(may_match)` is a filtered plan's read: a partition index of the manifest
+(each entry's status, record count, partition tuple and first_row_id, every other field
+stepped over; avro_shapes.py) decides which live entries' partitions `may_match` keeps,
+calling it once per distinct partition; only those entries are decoded, with every field.
+The index is checked against the list entry's counts like any first decode; the fields it
+steps over are checked in the entries decoded.
+
 TLA+ (tla/IcebergCommit.tla): no action; readers only read committed snapshots.
 """
 from __future__ import annotations
@@ -49,11 +56,20 @@ def _open(data: bytes, location: str) -> avro_container.Container:
 
 
 def _decode(data: bytes, container: avro_container.Container, location: str, skip=None,
-            positions: avro_container.RecordPositions | None = None) -> list[dict]:
-    """Raw records, the fields for which `skip(field)` holds left out."""
+            positions: avro_container.RecordPositions | None = None,
+            collect: Callable[[dict], None] | None = None) -> list[dict]:
+    """Raw records, the fields for which `skip(field)` holds left out; with `collect`,
+    each record is given to it as soon as it is decoded, and not kept."""
     try:
         read = avro_decode.compile_reader(container.schema, skip) if skip else \
             avro_decode.compile_reader(container.schema)
+        if collect is not None:
+            record = read
+
+            def read(buf, pos):
+                value, pos = record(buf, pos)
+                collect(value)
+                return None, pos
         return avro_container.decode_blocks(data, container, read, positions)
     except DECODE_ERRORS as e:  # malformed input: bad lengths, truncation, broken codec data
         raise ManifestError(f"not a readable Avro file ({type(e).__name__}: {e})", location) from None
@@ -85,6 +101,8 @@ class ManifestReader:
         self._partial: list[ManifestEntry] | None = None      # every entry, without column stats
         self._positions: avro_container.RecordPositions | None = None  # where each record starts
         self._complete: dict[int, ManifestEntry] = {}         # entries decoded in full one by one
+        self._index: tuple[bytes, list[tuple]] | None = None  # every entry's status and raw partition
+        self._row_ids: list[int | None] | None = None         # every entry's first_row_id, inherited
         self._lock = threading.Lock()
 
     def read_entries(self, projection: Projection = Projection.ALL,
@@ -102,6 +120,65 @@ class ManifestReader:
         if projection is Projection.WITHOUT_COLUMN_STATS or self._all is not None:
             return [cheap[i] for i in chosen]
         return [self._entry(i) for i in chosen]
+
+    def read_matching(self, may_match: Callable[[tuple], bool]) -> list[ManifestEntry]:
+        """The live entries, every field decoded, whose partition tuple `may_match` keeps
+        (see the module docstring); `may_match` is called once per distinct partition."""
+        with self._lock:
+            return self._read_matching(may_match)
+
+    def _read_matching(self, may_match) -> list[ManifestEntry]:
+        verdicts: dict[tuple, bool] = {}
+        chosen: list[int] = []
+        source = self._all if self._all is not None else self._partial
+        if source is not None:  # entries built already: judged by their partitions
+            for i, e in enumerate(source):
+                if e.status != ManifestEntryStatus.DELETED:
+                    p = e.data_file.partition
+                    keep = verdicts.get(p)
+                    if keep is None:
+                        keep = verdicts[p] = bool(may_match(p))
+                    if keep:
+                        chosen.append(i)
+            return [source[i] for i in chosen] if self._all is not None else [self._entry(i) for i in chosen]
+        statuses, partitions = self._partition_index()
+        convert = self._fields.partition_of
+        for i, raw in enumerate(partitions):
+            if statuses[i] != DELETED:
+                keep = verdicts.get(raw)
+                if keep is None:
+                    keep = verdicts[raw] = bool(may_match(convert(raw)))
+                if keep:
+                    chosen.append(i)
+        return [self._entry(i) for i in chosen]
+
+    def _partition_index(self) -> tuple[bytes, list[tuple]]:
+        if self._index is None:
+            fields, location = self._fields, self.location
+            positions = avro_container.RecordPositions()
+            columns = statuses, partitions, record_counts, first_row_ids = bytearray(), [], [], []
+            try:
+                _decode(self._data, self._container, location, fields.index_leaves_out, positions,
+                        fields.index_collector(*columns))
+            except ManifestError:
+                raise
+            except (ValueError, TypeError, KeyError, AttributeError, OverflowError) as e:
+                raise ManifestError(f"record {len(statuses)}: {type(e).__name__}: {e}", location) from None
+            files, rows = {s: 0 for s in ManifestEntryStatus}, {s: 0 for s in ManifestEntryStatus}
+            for status, n in zip(statuses, record_counts):
+                files[status] += 1
+                rows[status] += n
+            integrity.check_manifest_counts(self.manifest_file, files, rows, location)
+            m = self.manifest_file
+            if m is not None and m.first_row_id is not None and m.content == ManifestContent.DATA:
+                next_id = m.first_row_id  # as _inherit_row_ids
+                for i, (status, n) in enumerate(zip(statuses, record_counts)):
+                    if status != DELETED and first_row_ids[i] is None:
+                        first_row_ids[i] = next_id
+                        next_id += n
+                self._row_ids = first_row_ids
+            self._index, self._positions = (bytes(statuses), partitions), positions
+        return self._index
 
     def _build(self, records: list[dict], column_stats: bool) -> list[ManifestEntry]:
         fields, manifest_file = self._fields, self.manifest_file
@@ -124,7 +201,7 @@ class ManifestReader:
                 integrity.check_manifest_entries(self.manifest_file, entries, self.location)
                 entries = self._inherit_row_ids(entries)
             self._all = entries
-            self._data = self._positions = self._partial = None  # nothing else is needed now
+            self._data = self._positions = self._partial = self._index = self._row_ids = None  # not needed now
             self._complete = {}
         return self._all
 
@@ -155,7 +232,9 @@ class ManifestReader:
                 raise ManifestError(f"record {index}: not readable ({type(e).__name__}: {e})",
                                     self.location) from None
             entry = self._build([record], True)[0]
-            inherited = self._partial[index].data_file.first_row_id  # _positions came with _partial
+            # _positions came with _partial or the index
+            inherited = self._partial[index].data_file.first_row_id if self._partial is not None else \
+                self._row_ids[index] if self._row_ids is not None else entry.data_file.first_row_id
             if inherited != entry.data_file.first_row_id:
                 entry = replace(entry, data_file=replace(entry.data_file, first_row_id=inherited))
             self._complete[index] = entry
@@ -190,6 +269,7 @@ def read_manifest(data: bytes, manifest_file: ManifestFile | None = None, locati
 
 _PLAIN_LOGICAL = frozenset({None})  # partition values read as stored unless a logical type says otherwise
 _STATUS = {s.value: s for s in ManifestEntryStatus}
+DELETED = ManifestEntryStatus.DELETED
 _CONTENT = {c.value: c for c in DataFileContent}
 # data_file fields read by id: (field id, label, DataFile attribute, required, kind)
 _FILE_FIELDS = (
@@ -245,7 +325,50 @@ class _EntryFields:
         self.stats_fields = [f for fid, f in file_.fields.items() if fid in COLUMN_STATS_IDS]
         self.part_fields = [(pf["name"], pf["type"] if _needs_conversion(pf["type"]) else None)
                             for pf in part_fields]
+        self.converts = any(t is not None for _, t in self.part_fields)
         self.read_record = None  # every field of one record (avro_decode), compiled when first needed
+        # the partition index's read: status, data_file's partition, record_count and first_row_id
+        index_ids = {(entry, 0), (entry, 2), (file_, 102), (file_, 103), (file_, 142)}
+        kept = {id(rec.fields[fid]) for rec, fid in index_ids if fid in rec.fields}
+        records = (branch(schema), branch(entry.field(2, "data_file")["type"]))
+        left_out = {id(f) for rec in records for f in rec["fields"] if id(f) not in kept}
+        self.index_leaves_out = lambda f: id(f) in left_out
+        self.first_row_id = file_.fields[142]["name"] if 142 in file_.fields else None
+        self.record_count = file_.fields[103]["name"]
+
+    def index_collector(self, statuses: bytearray, partitions: list, counts: list, row_ids: list):
+        """A function taking each record of the partition index's read (its status,
+        raw partition tuple, record count and first_row_id appended to the lists, the
+        required ones checked as `entry` checks them), so no record outlives its decoding."""
+        names = [name for name, _ in self.part_fields]
+        status_name, file_name, part_name = self.status, self.data_file, self.partition
+        count_name, row_id_name = self.record_count, self.first_row_id
+
+        def collect(r: dict) -> None:
+            f = r.get(file_name)
+            if f is None:
+                self._null(2, "data_file")
+            raw_part = f.get(part_name)
+            if raw_part is None:
+                self._null(102, "partition")
+            status = r.get(status_name)
+            if status is None:
+                self._null(0, "status")
+            n = f.get(count_name)
+            if n is None:
+                self._null(103, "record_count")
+            check_int(n, "103 record_count", self.location)
+            statuses.append(_STATUS[status])
+            partitions.append(tuple([raw_part.get(name) for name in names]))
+            counts.append(n)
+            row_ids.append(None if row_id_name is None else f.get(row_id_name))
+        return collect
+
+    def partition_of(self, raw: tuple) -> tuple:
+        """A raw partition tuple in the form DataFile.partition holds (as `entry` converts it)."""
+        if not self.converts:
+            return raw
+        return tuple(v if t is None else from_avro_value(t, v) for (_, t), v in zip(self.part_fields, raw))
 
     def _null(self, fid: int, label: str):
         raise ManifestError("required field is null", self.location, f"{fid} {label}")

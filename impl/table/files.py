@@ -89,6 +89,18 @@ class TreeReader:
         """The manifest's entries in `projection`, only those `keep` keeps (see
         ManifestReader.read_entries): a scan plan with no column predicate needs no column
         statistics, and a plan pruning by partition needs them for the survivors only."""
+        reader = self._reader(manifest)
+        with self.reading():
+            return reader.read_entries(projection, keep)
+
+    def matching_entries(self, manifest: ManifestFile, may_match: Callable[[tuple], bool]) -> list[ManifestEntry]:
+        """The manifest's live entries whose partition tuple `may_match` keeps, with every
+        field (ManifestReader.read_matching): a filtered plan decodes no other entry."""
+        reader = self._reader(manifest)
+        with self.reading():
+            return reader.read_matching(may_match)
+
+    def _reader(self, manifest: ManifestFile) -> ManifestReader:
         location = manifest.manifest_path
         # v3: one manifest may be listed without a first_row_id (before an upgrade) and with
         # one (after), or with different ones on two branches; its files inherit from the
@@ -100,8 +112,7 @@ class TreeReader:
             reader = ManifestReader(self.io.get(location), manifest, location)
             with self._lock:
                 reader = self._manifests.setdefault(key, reader)
-        with self.reading():
-            return reader.read_entries(projection, keep)
+        return reader
 
     def reading(self):
         """A context for a read that builds many objects: the GC is paused only if the

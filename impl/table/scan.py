@@ -125,16 +125,14 @@ def _plan_files(tree: TreeReader, metadata: TableMetadata, snapshot: Snapshot,
                 if e.status in (0, 1) and e.data_file.record_count != 0:
                     tasks.append(FileScanTask(e.data_file, m.partition_spec_id, e.sequence_number))
             continue
-        for e in tree.entries(m, Projection.ALL, keep=_may_hold_rows(partition_eval)):
+        if isinstance(partition_eval.projected, E.AlwaysTrue):  # no partition predicate: every entry
+            entries = [e for e in tree.entries(m) if e.status in LIVE]
+        else:  # a partition index first: only entries whose partition may match are decoded
+            entries = tree.matching_entries(m, partition_eval.might_match)
+        for e in entries:
             if metrics.might_match(e.data_file):
                 tasks.append(FileScanTask(e.data_file, m.partition_spec_id, e.sequence_number))
     return attach_deletes(tasks, deletes)
-
-
-def _may_hold_rows(partition_eval: EV.PartitionEvaluator):
-    """Keeps the live entries whose partition may hold matching rows (decided before
-    their column statistics are decoded)."""
-    return lambda e: e.status in LIVE and partition_eval.might_match(e.data_file.partition)
 
 
 def attach_deletes(tasks: list[FileScanTask], deletes) -> list[FileScanTask]:

@@ -151,6 +151,31 @@ def read_selectively(data: bytes, manifest_file: ManifestFile | None = None):
     return partial, some, reader.read_entries(Projection.ALL, keep=lambda e: True)
 
 
+@given(st.lists(manifest_entries(), max_size=8), st.data())
+def test_read_matching_keeps_the_live_entries_whose_partition_matches(entries, data):
+    """Goal: the filtered plan's read (a partition index, then the kept entries in full)
+    gives exactly the live entries whose partition tuple the predicate keeps, asking once
+    per distinct partition, from a fresh reader and after each other read. Method:
+    Hypothesis entries over every partition value kind (decimal, uuid, fixed: converted
+    from their Avro form), a predicate keeping a drawn subset of their partitions; compare
+    with a plain filter of the full read."""
+    written = write_manifest(entries, SCHEMA, SPEC)
+    partitions = [e.data_file.partition for e in entries]
+    chosen = {partitions[i] for i in data.draw(st.sets(st.integers(0, max(len(entries) - 1, 0))))} \
+        if entries else set()
+    expected = [e for e in entries if e.status != ManifestEntryStatus.DELETED and e.data_file.partition in chosen]
+    live = {e.data_file.partition for e in entries if e.status != ManifestEntryStatus.DELETED}
+    for before in ([], [NO_STATS], [Projection.ALL], [NO_STATS, Projection.ALL]):
+        reader = ManifestReader(written)
+        for projection in before:
+            reader.read_entries(projection)
+        asked = []
+        assert reader.read_matching(lambda p: asked.append(p) or p in chosen) == expected, before
+        assert len(asked) == len(live) and set(asked) == live
+        assert reader.read_matching(lambda p: p in chosen) == expected  # the index (or entries) reused
+    assert read_selectively(written)[2] == entries
+
+
 @given(st.lists(manifest_entries(), max_size=4), st.integers(0, 100))
 def test_manifest_list_round_trip(entries, seq):
     """Goal: manifest_file_of + manifest list round trip keep counts and summaries. Method:
@@ -436,6 +461,10 @@ def test_truncated_or_corrupt_files_raise_manifest_error(cut, junk):
     except ManifestError:
         pass
     try:
+        assert all(e == entry for e in ManifestReader(broken).read_matching(lambda p: True))
+    except ManifestError:
+        pass
+    try:
         read_manifest_list(broken)
     except ManifestError:
         pass
@@ -456,7 +485,8 @@ def test_corrupted_bytes_raise_manifest_error_or_read_validly(position, xor, lis
     broken = bytearray(data)
     broken[position % len(data)] ^= xor
     readers = [read_manifest_list] if list_file else [read_manifest, partial(read_manifest, projection=NO_STATS),
-                                                      lambda data: read_selectively(data)[2]]
+                                                      lambda data: read_selectively(data)[2],
+                                                      lambda data: ManifestReader(data).read_matching(bool)]
     for read in readers:
         try:
             result = read(bytes(broken))
