@@ -28,11 +28,27 @@ line, and answers each with one line carrying the request's "id":
         on); answers [[attempts, the metadata file written]] (then) or [] (Java's own
         form, which does not say);
     {"id": n, "op": "head", "table": "..."}  [[main's head snapshot id, current metadata
-        file]] by the Table API (no Spark job; so are "tagged" and "data_files");
+        file]] by the Table API (no Spark job; so are "tagged", "data_files", "rows",
+        "current_rows" and "table_append": each one call of java_tables.SOURCE);
     {"id": n, "op": "tagged", "table": "...", "property": "...", "value": "..."}
         [[snapshot id]] of the newest snapshot whose summary carries property = value;
+    {"id": n, "op": "committed", "table": "...", "catalog": "...", "property": "...",
+     "value": "..."}  [[tagged's snapshot id or None, last_commit's answer or []]];
     {"id": n, "op": "data_files", "table": "...", "snapshot_id": n}  [[path, record
         count]] of the data files live in the snapshot (its scan plan);
+    {"id": n, "op": "rows", "table": "...", "snapshot_id": n, "column": "id"}  [[data
+        file, value], ...]: the snapshot read by Iceberg's generic reader, deletes applied;
+    {"id": n, "op": "current_rows", "table": "...", "column": "id"}  [[main's head or
+        None, current metadata file, rows as "rows" answers them]] from one table load;
+    {"id": n, "op": "appended", "table": "...", "since": n, "column": "id"}  [[data file,
+        value], ...] appended since snapshot `since` (exclusive): Iceberg's incremental
+        append scan, what the read option start-snapshot-id plans;
+    {"id": n, "op": "create", "catalog": "...", "namespace": "...", "name": "...",
+     "column": "id", "properties": {...}}  the suite's table by the catalog's createTable
+        (its namespace first if missing): [[metadata file]];
+    {"id": n, "op": "table_append", "table": "...", "column": "id", "values": [...],
+     "properties": {...}}  one data file appended by the Table API (AppendFiles, what a
+        Spark batch append commits), `properties` in its snapshot summary;
     {"id": n, "op": "set_main", "table": "...", "target": n, "expected_head": n, "attempts": n}
         rollback as the spec's: main to target while its head is still expected_head;
     {"id": n, "op": "last_commit", "catalog": "..."}  [[snapshot id, attempts,
@@ -211,6 +227,19 @@ class Worker:
         gateway.callback_server_parameters.propagate_java_exceptions = True
         self.jvm = self.spark._jvm
         self.out_lock = threading.Lock()
+        self.tables = self._compile_tables()
+
+    def _compile_tables(self):
+        """java_tables.SOURCE compiled in this JVM by Spark's own Janino (no JDK needed), its
+        classes resolved through the loader that holds Iceberg's runtime jar."""
+        import java_tables     # beside this script (the script's directory is on sys.path)
+        jvm, gateway = self.jvm, self.spark.sparkContext._gateway
+        compiler = jvm.org.codehaus.janino.SimpleCompiler()
+        compiler.setParentClassLoader(jvm.org.apache.iceberg.data.IcebergGenerics._java_lang_class.getClassLoader())
+        compiler.cook(java_tables.SOURCE)
+        cls = compiler.getClassLoader().loadClass(java_tables.CLASS_NAME)
+        return cls.getDeclaredConstructor(gateway.new_array(jvm.java.lang.Class, 0)) \
+            .newInstance(gateway.new_array(jvm.java.lang.Object, 0))
 
     def versions(self) -> dict:
         return {"spark": self.spark.version,
@@ -364,35 +393,58 @@ class Worker:
         """[[main's head snapshot id or None, the table's current metadata file]], by
         Iceberg's Table API (what the `refs` and `metadata_log_entries` metadata tables
         say, without a Spark job)."""
-        table = self._table(req["table"])
-        snapshot = table.currentSnapshot()
-        return [[None if snapshot is None else snapshot.snapshotId(),
-                 table.operations().current().metadataFileLocation()]]
+        return json.loads(self.tables.head(self._table(req["table"])))
 
     def op_tagged(self, req) -> list:
         """[[snapshot id]] of the newest snapshot whose summary has `property` = `value`,
         or [] (the `snapshots` metadata table's question, by the Table API)."""
-        found = None
-        for snapshot in self._table(req["table"]).snapshots():
-            if snapshot.summary().get(req["property"]) == req["value"]:
-                key = (snapshot.timestampMillis(), snapshot.sequenceNumber())
-                if found is None or key > found[0]:
-                    found = (key, snapshot.snapshotId())
-        return [] if found is None else [[found[1]]]
+        return json.loads(self.tables.tagged(self._table(req["table"]), req["property"], req["value"]))
+
+    def op_committed(self, req) -> list:
+        """What the adapter asks once an operation ended: "tagged" and "last_commit" in one
+        request."""
+        tagged = self.op_tagged(req)
+        return [[tagged[0][0] if tagged else None, self.op_last_commit(req)]]
 
     def op_data_files(self, req) -> list:
         """[[path, record count]] of every data file live in snapshot `snapshot_id` (its
         scan plan, by the Table API: no Spark job)."""
-        scan = self._table(req["table"]).newScan().useSnapshot(int(req["snapshot_id"]))
-        tasks = scan.planFiles()
-        out, it = [], tasks.iterator()
-        try:
-            while it.hasNext():
-                data_file = it.next().file()
-                out.append([str(data_file.location()), data_file.recordCount()])
-            return out
-        finally:
-            tasks.close()
+        return json.loads(self.tables.dataFiles(self._table(req["table"]), int(req["snapshot_id"])))
+
+    def op_rows(self, req) -> list:
+        """[[data file, value], ...] of snapshot `snapshot_id`: IcebergGenerics' read (scan
+        planning, the generic Parquet reader, GenericDeleteFilter), no Spark job."""
+        return json.loads(self.tables.rows(self._table(req["table"]), int(req["snapshot_id"]),
+                                           req.get("column", "id")))
+
+    def op_current_rows(self, req) -> list:
+        """[[main's head or None, current metadata file, its rows as op_rows answers them]],
+        from one load of the table (the head and the rows of the same version)."""
+        table = self._table(req["table"])
+        (head, location), = json.loads(self.tables.head(table))
+        rows = [] if head is None else json.loads(self.tables.rows(table, int(head), req.get("column", "id")))
+        return [[head, location, rows]]
+
+    def op_appended(self, req) -> list:
+        """[[data file, value], ...] appended since snapshot `since`: Iceberg's incremental
+        append scan (table.newIncrementalAppendScan().fromSnapshotExclusive, what Spark's
+        start-snapshot-id read plans), each task read by Iceberg's generic reader."""
+        return json.loads(self.tables.appended(self._table(req["table"]), int(req["since"]), req.get("column", "id")))
+
+    def op_create(self, req) -> list:
+        """The suite's one-column table, created through the Spark catalog's Iceberg catalog
+        (Catalog.createTable, what CREATE TABLE ... USING iceberg calls): [[metadata file]]."""
+        catalog = self.spark._jsparkSession.sessionState().catalogManager().catalog(req["catalog"]).icebergCatalog()
+        return json.loads(self.tables.create(catalog, req["namespace"], req["name"], req.get("column", "id"),
+                                             {str(k): str(v) for k, v in (req.get("properties") or {}).items()}))
+
+    def op_table_append(self, req) -> list:
+        """One data file of `values` appended through Iceberg's Table API
+        (java_tables: AppendFiles, the commit a Spark batch append makes, its retries the
+        table's), `properties` in the snapshot's summary. Answers [[data files added]]."""
+        return json.loads(self.tables.append(self._table(req["table"]), req.get("column", "id"),
+                                             [str(v) for v in req["values"]],
+                                             {str(k): str(v) for k, v in (req.get("properties") or {}).items()}))
 
     def op_set_main(self, req) -> list:
         """Rollback as spec/PROTOCOL.md's table has it: main moves to `target` only while its

@@ -17,6 +17,8 @@ ENGINE_SHORTCUTS = {
     "pyiceberg-sql": "icefloe.conformance.engines.pyiceberg_engine:engine",
     "java": "icefloe.conformance.engines.java_engine:engine",          # needs `make java-venv`
     "java-mor": "icefloe.conformance.engines.java_engine:engine_mor",
+    "java-v3": "icefloe.conformance.engines.java_engine:engine_v3",          # the same on format v3 tables
+    "java-mor-v3": "icefloe.conformance.engines.java_engine:engine_mor_v3",
     "duckdb": "icefloe.conformance.engines.duckdb_engine:engine",       # through a REST catalog
 }
 DEFAULT_ENGINE = "icefloe"

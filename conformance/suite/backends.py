@@ -8,6 +8,7 @@ import itertools
 import logging
 import os
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from icefloe.conformance import adapter as A
@@ -69,6 +70,13 @@ class Backends:
         return self.postgres.dsn
 
     def context(self, engine, store: str, seed: int, attempts_max: int, catalog: str | None = None) -> A.TableContext:
+        """A fresh table's context (format v2, or the oldest version an engine that makes no
+        v2 table declares: Iceberg-Java's `java-v3` runs the families on v3 tables)."""
+        ctx = self._context(engine, store, seed, attempts_max, catalog)
+        versions = engine.capabilities.format_versions
+        return ctx if ctx.format_version in versions else replace(ctx, format_version=min(versions))
+
+    def _context(self, engine, store: str, seed: int, attempts_max: int, catalog: str | None = None) -> A.TableContext:
         """A fresh table's context. On S3 every engine talks to the FaultProxy (transport
         faults, gates); its pointer is in SQLite or, for stepping engines, in the S3 catalog:
         `catalog` "sqlite" / "s3", or alternating between examples when None."""
