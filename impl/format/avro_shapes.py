@@ -10,7 +10,8 @@ for a short string or bytes value. Every token is decided by the bytes it meets,
 match is the one parse of a value of that shape, made by the C regex engine with no
 Python call per field or item; a value of another shape does not match (some literal
 differs) and takes the skipper. A pattern is kept only if it ends where the skipper ended.
-Up to SHAPES_MAX shapes are learned per run, so mixed shapes never compile per value.
+Up to SHAPES_MAX shapes are learned per run, so mixed shapes never compile per value, and
+after MISSES_MAX values of yet other shapes the patterns are no longer tried.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ SHORT_MAX = 63              # the longest value whose length is one zig-zag byte
 PATTERN_BYTES_MAX = 1 << 16  # a bound on one learned pattern (a table of thousands of columns)
 UNROLLED_BYTES_MAX = 4096   # a block's like items are written out one by one up to this size
 WALK_DEPTH_MAX = 32
+MISSES_MAX = 256            # values no learned shape matched, after which none is tried any more
 _VARINT = rb"[\x80-\xff]{0,9}+[\x00-\x7f]"  # possessive: a varint never gives bytes back
 _SHORT = b"(?:" + b"|".join(re.escape(bytes([2 * n])) + (b".{%d}" % n if n else b"")
                             for n in range(SHORT_MAX + 1)) + b")"
@@ -137,6 +139,8 @@ def learned_skipper(types: list[Any], fallback: Reader) -> Reader:
             if walked == end and found is not None and found.end() == end:
                 matchers.append(match)
 
+    misses = [0]
+
     def skip(buf: bytes, pos: int):
         for match in matchers:
             m = match(buf, pos)
@@ -145,6 +149,10 @@ def learned_skipper(types: list[Any], fallback: Reader) -> Reader:
         end = fallback(buf, pos)[1]
         if learned[0] < SHAPES_MAX:
             learn(buf, pos, end)
+        elif matchers:
+            misses[0] += 1
+            if misses[0] > MISSES_MAX:  # values of too many shapes: trying patterns only costs
+                matchers.clear()
         return None, end
     skip.shapes = matchers  # what was learned, for tests
     return skip

@@ -80,3 +80,23 @@ def test_a_value_of_another_shape_is_not_matched():
         buf = encode([other])
         assert learned.shapes[0](buf, 0) is None, other
         assert learned(buf, 0)[1] == len(buf)
+
+
+def test_values_of_many_shapes_stop_the_patterns_being_tried():
+    """Goal: a run whose values keep taking new shapes costs the skipper alone, not the
+    skipper plus failed matches. Method: step over more than SHAPES_MAX + MISSES_MAX values
+    each with another count of items; every end must be right and the learned patterns
+    dropped at the end."""
+    base = {"f0": None, "f1": None, "f2": None, "f3": None, "f4": False, "f5": 0.0, "f6": b"abc", "f7": None,
+            "f8": {}, "f9": "B"}
+    n = avro_shapes.SHAPES_MAX + avro_shapes.MISSES_MAX + 2
+    sequence = [dict(base, f3=list(range(i + 1))) for i in range(n)]
+    buf = encode(sequence)
+    compiled = avro_decode.compile_reader(RECORD, skipping=True)
+    learned = avro_shapes.learned_skipper(RUN, compiled)
+    pos = 0
+    for _ in sequence:
+        end = compiled(buf, pos)[1]
+        pos = learned(buf, pos)[1]
+        assert pos == end
+    assert pos == len(buf) and learned.shapes == []
