@@ -143,7 +143,7 @@ def manifest_list(data: bytes) -> None:
 
 
 def manifest(data: bytes) -> None:
-    """Read with the seed's list entry, in every projection and selectively."""
+    """Read with the seed's list entry, in every projection, selectively and by partition."""
     COUNTS["manifest"] += 1
     _, mf = seed_manifest()
     for projection in Projection:
@@ -157,6 +157,10 @@ def manifest(data: bytes) -> None:
         reader = ManifestReader(data, mf)
         reader.read_entries(Projection.WITHOUT_COLUMN_STATS)
         reader.read_entries(Projection.ALL, keep=lambda e: e.data_file.record_count % 2 == 0)
+    except (ManifestError, CorruptMetadata):
+        pass
+    try:  # a filtered plan's read: the partition index, then the kept entries
+        ManifestReader(data, mf).read_matching(lambda p: len(repr(p)) % 2 == 0)
     except (ManifestError, CorruptMetadata):
         pass
 
