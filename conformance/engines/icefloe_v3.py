@@ -3,11 +3,21 @@ icefloe.model.v3, spec/PROTOCOL.md 19): each model kind as icefloe.impl does it,
 table's state as `read_v3` reports it (adapter.V3Read).
 
 - append: a FastAppend (its first-row-id assigned by each attempt's manifest list);
-- row_delete: impl's DeleteRows, one deletion vector (a DV for a file that has one holds
-  its positions and replaces it); icefloe's DV policy is `conflict` (a DV added for the
-  same file meanwhile fails the validation, as Iceberg-Java 1.10 does);
-- row_update: the same DV, and the row written again with its _row_id materialised (table
-  spec "Row Lineage": an updated row keeps its id), in one snapshot;
+- row_delete, by two paths so that conform judges both on every run (the model expects the
+  same of each): writer 1's as an engine that writes its own DVs commits them
+  (`EngineDVDelete`: it finds the row at the starting snapshot, writes one DV holding the
+  file's earlier positions and the row's, and hands it to impl's RowDelta, which removes
+  what the DV supersedes and validates every attempt: Spark's merge-on-read path,
+  impl/spark/native_delete.py), every other writer's through impl's DeleteRows (Table.delete
+  with merge-on-read). Writer 1 is the row_delete of every instance that has one, so the
+  RowDelta path meets a DV to replace, position deletes to merge and rivals on both files;
+  the others (and UpdateRows, a DeleteRows) meet the same. icefloe's DV policy is
+  `conflict` on both paths (a DV added for the same file meanwhile fails the validation,
+  as Iceberg-Java 1.10 does);
+- row_update: impl's merge-on-read update (UpdateRows, what Table.update(mode=
+  "merge-on-read") runs): a DV for the row's old position and the row written again with
+  its _row_id materialised (table spec "Row Lineage": an updated row keeps its id), in one
+  snapshot; the model's update sets the row's value to itself;
 - cow_delete: copy-on-write delete of the row (DeleteWhere: the data file rewritten without
   it, the survivors' ids materialised);
 - rewrite: compaction of the one data file the model names (RewriteFiles with files_min 1,
@@ -26,19 +36,20 @@ import pyarrow.parquet as pq
 from icefloe.conformance import adapter as A
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format.expression_parser import parse as parse_filter
-from icefloe.impl.format.manifest import DataFileContent, ManifestContent
+from icefloe.impl.format.manifest import DataFile, DataFileContent, ManifestContent
 from icefloe.impl.format.integrity import CorruptMetadata
+from icefloe.impl.format.puffin import PuffinWriter
 from icefloe.impl.io.base import StoreError
+from icefloe.impl.io.locations import comparable_location
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.deletes import DeleteReader, not_true
-from icefloe.impl.table.row_deletes import DeleteRows
+from icefloe.impl.table.row_deletes import DeleteRows, dv_location
+from icefloe.impl.table.row_updates import UpdateRows
 from icefloe.impl.table.scan import (
-    LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, FileScanTask, lineage_schema, plan_files, read_task, snapshot_schema,
+    ROW_ID, FileScanTask, lineage_schema, plan_files, read_task, snapshot_schema,
 )
 
 ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False)])
-LINEAGE_ROWS = pa.schema([pa.field(A.COLUMN, pa.string(), nullable=False), pa.field(ROW_ID, pa.int64()),
-                          pa.field(LAST_UPDATED_SEQUENCE_NUMBER, pa.int64())])
 
 
 def create_upgraded(catalog, ctx: A.TableContext, schema, location: str, store, env, retry) -> None:
@@ -85,32 +96,72 @@ def row_filter(row: str | None):
     return E.AlwaysFalse() if row is None else parse_filter(f"{A.COLUMN} = {row!r}")
 
 
-class UpdateRow(DeleteRows):
-    """row_update on v3: a DV deleting the row where it lives, and the row written again in a
-    new data file with its _row_id (null _last_updated_sequence_number: the commit's)."""
-    operation = "overwrite"
+ENGINE_DV_WRITER = 1   # the writer whose row deletes go through RowDelta with a DV it wrote
 
-    def __init__(self, row: str | None, isolation: str = P.SERIALIZABLE):
-        super().__init__(row_filter(row), isolation=isolation)
+
+def writer_of(op: A.OpSpec) -> int:
+    """The writer of an operation: its op id is "w.k" (adapter.OpSpec)."""
+    return int(op.op_id.split(".", 1)[0])
+
+
+def live_position(c, row: str):
+    """(task, position, positions already deleted) of the data file in which `row` is live
+    at the commit's starting snapshot (its DV, else the position deletes that apply to it:
+    a DV replaces them); None if the row is live nowhere."""
+    schema = c.base.schema()
+    deletes = DeleteReader(c.io)
+    for task in plan_files(c.tree, c.base, c.starting_snapshot, row_filter(row), schema):
+        path = task.data_file.file_path
+        values = read_task(c.io, FileScanTask(task.data_file, task.spec_id, task.data_sequence_number),
+                           schema).column(A.COLUMN).to_pylist()
+        if task.deletion_vector is not None:
+            gone = {int(p) for p in deletes.dv_positions(task.deletion_vector)}
+        else:
+            key = comparable_location(path)
+            gone = {p for d in task.position_deletes for k, ps in deletes.positions(d).items()
+                    if comparable_location(k) == key for p in ps}
+        for pos, value in enumerate(values):
+            if value == row and pos not in gone:
+                return task, pos, gone
+    return None
+
+
+class EngineDVDelete(P.RowDelta):
+    """row_delete as an engine that writes its own deletion vectors commits it: at the
+    starting snapshot it finds the row, writes a Puffin file with one DV for the row's data
+    file holding every position deleted there before and the row's (spec "Deletion
+    Vectors"), and gives that DV to impl's RowDelta (row filter `id = row`, serializable),
+    whose plan works out what the DV supersedes (superseding.supersede) and whose
+    validations run on every attempt. The Puffin file is the commit's own write, deleted
+    with the commit's other files if it ends in conflict (spec/PROTOCOL.md 9.5)."""
+
+    def __init__(self, row: str | None):
+        super().__init__([], (), (), row_filter=row_filter(row), isolation=P.SERIALIZABLE)
         self.row = row
 
     def plan(self, c):
-        if not super().plan(c):
-            return False
-        schema = lineage_schema(c.base.schema())
-        for data_file, spec_id, _ in self.dvs:
-            task = next(t for t in plan_files(c.tree, c.base, c.starting_snapshot)
-                        if t.data_file.file_path == data_file.file_path)
-            rows = read_task(c.io, task, schema).filter(E.to_arrow(E.bind(self.row_filter, schema)))
-            ids = rows.column(ROW_ID).to_pylist()
-            self.rows_to_add.append(pa.table({A.COLUMN: [self.row] * len(ids), ROW_ID: ids,
-                                              LAST_UPDATED_SEQUENCE_NUMBER: [None] * len(ids)},
-                                             schema=LINEAGE_ROWS))
-        return True
+        found = None if self.row is None else live_position(c, self.row)
+        if found is None:
+            return False                 # the row is live nowhere: a no-op (5.4)
+        task, pos, gone = found
+        writer = PuffinWriter()
+        offset, length, cardinality = writer.add_dv(task.data_file.file_path, gone | {pos})
+        data = writer.finish()
+        location = dv_location(c.base.location, c.env.uuid())
+        c.write(location, data)
+        dv = DataFile(location, "puffin", task.data_file.partition, cardinality, len(data),
+                      DataFileContent.POSITION_DELETES, referenced_data_file=task.data_file.file_path,
+                      content_offset=offset, content_size_in_bytes=length)
+        self.added_deletes = [dv]
+        self.added_delete_specs[id(dv)] = task.spec_id
+        return super().plan(c)
 
-    def write_data(self, c):
-        super().write_data(c)                    # the DVs, one Puffin file
-        P.FileChange.write_data(self, c)         # the rows written again
+
+def update_row(row: str | None) -> UpdateRows:
+    """row_update as impl's merge-on-read update: `SET id = row WHERE id = row` (no row: a
+    filter that matches nothing, so the value, which must not be null for the required
+    column, is never written)."""
+    return UpdateRows({A.COLUMN: row if row is not None else ""}, row_filter(row), isolation=P.SERIALIZABLE)
 
 
 class CowDeleteRow(P.DeleteWhere):
@@ -165,9 +216,11 @@ def operation(table, op: A.OpSpec):
     if op.kind == A.APPEND:
         return P.FastAppend(pa.Table.from_pylist([{A.COLUMN: r} for r in op.rows], schema=ROWS), op.ref)
     if op.kind == A.ROW_DELETE:
+        if writer_of(op) == ENGINE_DV_WRITER:
+            return EngineDVDelete(op.row)
         return DeleteRows(row_filter(op.row), isolation=P.SERIALIZABLE)
     if op.kind == A.ROW_UPDATE:
-        return UpdateRow(op.row)
+        return update_row(op.row)
     if op.kind == A.COW_DELETE:
         return CowDeleteRow(op.row)
     assert op.kind == A.REWRITE, op.kind
