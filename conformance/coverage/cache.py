@@ -26,6 +26,7 @@ import pickle
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -84,12 +85,36 @@ def _cached(name: str, compute, valid):
     try:
         where.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=where, delete=False, suffix=".tmp") as f:
-            f.write(pickle.dumps(found, protocol=pickle.HIGHEST_PROTOCOL))
+            f.write(pickle.dumps(_lean(found), protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(f.name, path)
     except OSError:
         pass                          # a read-only home: search again next time
     else:
         prune(where)
+    return found
+
+
+def _lean(found):
+    """What is stored of a Graph or a list of Programs: the same, each Bounds a fresh copy of
+    its fields alone. The model memoizes what a step plans and writes on the Bounds object
+    itself (model/iceberg.py: `_planned`, `_written`), megabytes after a family's search:
+    pickled beside the programs, they made every file ~3.5 MB and a warm plan ~5 s of
+    unpickling per run (issue 32). Bounds compare by their fields, so a copy is the same key."""
+    copies: dict = {}
+
+    def bounds(b):
+        if id(b) not in copies:
+            copies[id(b)] = (b, replace(b))       # (the original kept alive: its id stays its own)
+        return copies[id(b)][1]
+
+    def program(p):
+        return replace(p, bounds=bounds(p.bounds)) if isinstance(p, C.Program) else p
+
+    if isinstance(found, C.Graph):
+        return replace(found, bounds=bounds(found.bounds),
+                       witnesses={c: program(p) for c, p in found.witnesses.items()})
+    if isinstance(found, list):
+        return [program(p) for p in found]
     return found
 
 
