@@ -68,6 +68,7 @@ class Transport:
         self.lock = lock
         self.held: dict = {}          # w -> (thread, box, gate, rule) while its answer is held
         self.held_at: dict = {}       # w -> the model's pointer when its answer was held
+        self.unfired: set = set()     # writers whose last fault found no request to hit (counted nowhere)
 
     # -- where a fault can hit ----------------------------------------------------------
 
@@ -139,7 +140,11 @@ class Transport:
             lock.advance(mirrored, nxt)
         if label[0] == HOLD:
             self.held_at[w] = lock.model.cat
-        lock.stats.faults[f"transport {label[0]}"] += 1
+        if w in self.unfired:            # no request was faulted: no fault counted, no class covered
+            self.unfired.discard(w)
+            classes = []
+        else:
+            lock.stats.faults[f"transport {label[0]}"] += 1
         for observe in lock.observers:
             note = getattr(observe, "note", None)
             for cls in classes if note is not None else ():
@@ -166,6 +171,13 @@ class Transport:
             finally:
                 missed = lock.hooks.disarm_commit(w)
             if missed is not None:
+                if wr.phase == SWAP and rec.commit.phase in (RETRY, DONE):
+                    # No COMMIT was sent because the conditional UPDATE matched no row (a stale
+                    # base): the swap was refused inside the transaction, which then rolled
+                    # back, so the fault had nothing to hit and the engine knows its answer.
+                    # The model's plain Swap mirrors that (its answer is compared as usual).
+                    self.unfired.add(w)
+                    return ["Swap"]
                 raise Violation(AGREEMENT, f"writer {w}: no COMMIT in phase {wr.phase} for the {name} fault",
                                 "a COMMIT", "none")
             return mirror(wr.phase, name == RESPONSE_LOST, rec.commit, w)
