@@ -173,7 +173,11 @@ def test_read_matching_keeps_the_live_entries_whose_partition_matches(entries, d
         assert reader.read_matching(lambda p: asked.append(p) or p in chosen) == expected, before
         assert len(asked) == len(live) and set(asked) == live
         assert reader.read_matching(lambda p: p in chosen) == expected  # the index (or entries) reused
-    assert read_selectively(written)[2] == entries
+        assert reader.read_entries(Projection.ALL) == entries  # after the index: each record again
+    reader = ManifestReader(written)
+    assert reader.read_matching(lambda p: p in chosen) == expected
+    assert reader.read_entries(NO_STATS) == [without_stats(e) for e in entries]
+    assert reader.read_matching(lambda p: p in chosen) == expected
 
 
 @given(st.lists(manifest_entries(), max_size=4), st.integers(0, 100))
