@@ -357,7 +357,8 @@ def test_pyiceberg_reads_our_manifest_list_and_manifests(tmp_path: Path):
 def test_we_read_what_pyiceberg_wrote(tmp_path: Path, format_version: int):
     """Goal: we read pyiceberg's v1 and v2 manifest lists and manifests as pyiceberg does.
     Method: a SqlCatalog table on temp SQLite, append twice, delete and overwrite; for
-    every snapshot compare our reading of its list and manifests with pyiceberg's."""
+    every snapshot compare our reading of its list and manifests with pyiceberg's, and our
+    read by partition with a filter of our full read."""
     from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.io.pyarrow import PyArrowFileIO
     from pyiceberg.partitioning import PartitionField as PiField, PartitionSpec as PiSpec
@@ -403,6 +404,11 @@ def test_we_read_what_pyiceberg_wrote(tmp_path: Path, format_version: int):
                      e.data_file.file_path, tuple(e.data_file.partition), e.data_file.record_count,
                      e.data_file.value_counts, e.data_file.lower_bounds) for e in their_entries]
             assert sum(e.status == ManifestEntryStatus.ADDED for e in our_entries) == o.added_files_count
+            for cat in ("a", "b", None):  # a filtered plan's read of pyiceberg's manifest
+                by_partition = ManifestReader(Path(o.manifest_path.removeprefix("file://")).read_bytes(),
+                                              o).read_matching(lambda p, cat=cat: p == (cat,))
+                assert by_partition == [e for e in our_entries if e.status != ManifestEntryStatus.DELETED
+                                        and e.data_file.partition == (cat,)]
             if format_version == 1:
                 assert o.sequence_number == 0 and all(e.sequence_number == 0 for e in our_entries)
 
