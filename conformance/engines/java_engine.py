@@ -349,10 +349,11 @@ class JavaTable:
 
     def read_current(self) -> A.ReadResult:
         if self.table_api:
-            (sid, _, rows), = worker().call("current_rows", table=self.table_name(READER), column=A.COLUMN)
+            (sid, _, (rows, record_counts)), = worker().call("current_rows", table=self.table_name(READER),
+                                                             column=A.COLUMN)
             if sid is None:
                 return A.ReadResult(None, (), frozenset())
-            return self._read_result(int(sid), rows)
+            return self._read_result(int(sid), rows, record_counts)
         sid = self.current_snapshot_id()
         if sid is None:
             return A.ReadResult(None, (), frozenset())
@@ -363,13 +364,13 @@ class JavaTable:
         (worker op "rows": scan planning, deletes applied, no Spark job), or with
         table_api=False a Spark SQL `VERSION AS OF` query."""
         if self.table_api:
-            rows = worker().call("rows", table=self.table_name(READER), snapshot_id=int(snapshot_id), column=A.COLUMN)
-        else:
-            rows = worker().sql(f"SELECT _file, {A.COLUMN} FROM {self.table_name(READER)} "
-                                f"VERSION AS OF {int(snapshot_id)}")
+            return self._read_result(snapshot_id, *worker().call(
+                "rows", table=self.table_name(READER), snapshot_id=int(snapshot_id), column=A.COLUMN))
+        rows = worker().sql(f"SELECT _file, {A.COLUMN} FROM {self.table_name(READER)} VERSION AS OF {int(snapshot_id)}")
         return self._read_result(snapshot_id, rows)
 
-    def _read_result(self, snapshot_id: int, rows) -> A.ReadResult:
+    def _read_result(self, snapshot_id: int, rows, record_counts=()) -> A.ReadResult:
+        self._record_counts.update((path, int(n)) for path, n in record_counts)
         files = self._live[snapshot_id] = self._file_names(rows, snapshot_id)
         return A.ReadResult(snapshot_id, tuple(sorted(r[1] for r in rows)), files)
 

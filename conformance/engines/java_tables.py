@@ -14,7 +14,10 @@ worker did call by call, through public Iceberg-Java 1.10.2 classes only:
       each data file, deletes applied by GenericDeleteFilter (position deletes, deletion
       vectors, equality deletes, by sequence number: the DeleteFilter Spark's reader
       extends), the `_file` metadata column filled as Spark fills it (PartitionUtil's
-      constants);
+      constants); and each planned data file's record count;
+  appended(table, since, column)  the rows of the incremental append scan since a
+      snapshot (what Spark's start-snapshot-id read plans), read by the same reader;
+  create(catalog, namespace, name, column, properties)  Catalog.createTable;
   append(table, column, values, properties)  one data file written by Iceberg's generic
       Parquet writer (GenericAppenderFactory, the table's write properties) and committed
       by `table.newAppend().appendFile(f).set(k, v).commit()`: the AppendFiles a Spark
@@ -96,17 +99,15 @@ public class IcefloeTables {
         return ((HasTableOperations) table).operations().current().metadataFileLocation();
     }
 
-    /** [[data file, value], ...]: every row of the snapshot, deletes applied. */
+    /** [[[data file, value], ...], [[data file, record count], ...]]: every row of the
+     *  snapshot, deletes applied, and every data file of its scan plan with the rows
+     *  written in it; what IcebergGenerics.read(table).useSnapshot(id) reads, task by task. */
     public String rows(Table table, long snapshotId, String column) throws Exception {
-        CloseableIterable records = IcebergGenerics.read(table).useSnapshot(snapshotId)
-            .project(project(table, column)).build();
-        StringBuilder out = new StringBuilder("[");
-        try {
-            appendRows(out, records, column);
-        } finally {
-            records.close();
-        }
-        return out.append(']').toString();
+        Schema projection = project(table, column);
+        TableScan scan = (TableScan) table.newScan().useSnapshot(snapshotId).project(projection);
+        StringBuilder counts = new StringBuilder("[");
+        String rows = read(scan, scan.planFiles(), column, counts);
+        return "[" + rows + "," + counts.append(']').toString() + "]";
     }
 
     /** [[data file, value], ...]: the rows appended after snapshot `start` (exclusive) up
@@ -114,22 +115,32 @@ public class IcefloeTables {
      *  (table.newIncrementalAppendScan().fromSnapshotExclusive(start): the data files of
      *  append snapshots, no delete files), each file read by Iceberg's GenericReader. */
     public String appended(Table table, long start, String column) throws Exception {
-        Schema projection = project(table, column);
-        // GenericReader (what IcebergGenerics runs for each task) is package-private and
-        // IcebergGenerics has no incremental append scan: the same reader, by reflection.
+        IncrementalAppendScan scan = (IncrementalAppendScan) table.newIncrementalAppendScan().fromSnapshotExclusive(start);
+        return read((TableScan) table.newScan().project(project(table, column)), scan.planFiles(), column, null);
+    }
+
+    /** Every task of `planned` read by Iceberg's GenericReader over `scan` (its projection and
+     *  file IO): deletes applied by GenericDeleteFilter, `_file` filled from the task. The
+     *  reader is package-private (IcebergGenerics builds it for a table scan's tasks, and
+     *  has no incremental append scan), hence reflection. */
+    private static String read(TableScan scan, CloseableIterable planned, String column, StringBuilder counts)
+            throws Exception {
         Class readerClass = Class.forName("org.apache.iceberg.data.GenericReader", true,
                                           IcebergGenerics.class.getClassLoader());
         Constructor make = readerClass.getDeclaredConstructor(new Class[] {TableScan.class, boolean.class});
         make.setAccessible(true);
-        Object reader = make.newInstance(new Object[] {(TableScan) table.newScan().project(projection), Boolean.FALSE});
+        Object reader = make.newInstance(new Object[] {scan, Boolean.FALSE});
         Method open = readerClass.getMethod("open", new Class[] {FileScanTask.class});
         open.setAccessible(true);
-        IncrementalAppendScan scan = (IncrementalAppendScan) table.newIncrementalAppendScan().fromSnapshotExclusive(start);
-        CloseableIterable planned = scan.planFiles();
         StringBuilder out = new StringBuilder("[");
         try {
             for (Iterator tasks = planned.iterator(); tasks.hasNext();) {
-                CloseableIterable records = (CloseableIterable) open.invoke(reader, new Object[] {tasks.next()});
+                FileScanTask task = (FileScanTask) tasks.next();
+                if (counts != null) {
+                    counts.append(counts.length() > 1 ? ",[" : "[").append(quote(task.file().location()))
+                          .append(',').append(task.file().recordCount()).append(']');
+                }
+                CloseableIterable records = (CloseableIterable) open.invoke(reader, new Object[] {task});
                 try {
                     appendRows(out, records, column);
                 } finally {

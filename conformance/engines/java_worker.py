@@ -36,10 +36,11 @@ line, and answers each with one line carrying the request's "id":
      "value": "..."}  [[tagged's snapshot id or None, last_commit's answer or []]];
     {"id": n, "op": "data_files", "table": "...", "snapshot_id": n}  [[path, record
         count]] of the data files live in the snapshot (its scan plan);
-    {"id": n, "op": "rows", "table": "...", "snapshot_id": n, "column": "id"}  [[data
-        file, value], ...]: the snapshot read by Iceberg's generic reader, deletes applied;
+    {"id": n, "op": "rows", "table": "...", "snapshot_id": n, "column": "id"}  [[[data
+        file, value], ...], [[data file, record count], ...]]: the snapshot read by
+        Iceberg's generic reader, deletes applied, and the data files it planned;
     {"id": n, "op": "current_rows", "table": "...", "column": "id"}  [[main's head or
-        None, current metadata file, rows as "rows" answers them]] from one table load;
+        None, current metadata file, what "rows" answers for it]] from one table load;
     {"id": n, "op": "appended", "table": "...", "since": n, "column": "id"}  [[data file,
         value], ...] appended since snapshot `since` (exclusive): Iceberg's incremental
         append scan, what the read option start-snapshot-id plans;
@@ -412,8 +413,9 @@ class Worker:
         return json.loads(self.tables.dataFiles(self._table(req["table"]), int(req["snapshot_id"])))
 
     def op_rows(self, req) -> list:
-        """[[data file, value], ...] of snapshot `snapshot_id`: IcebergGenerics' read (scan
-        planning, the generic Parquet reader, GenericDeleteFilter), no Spark job."""
+        """[[[data file, value], ...], [[data file, record count], ...]] of snapshot
+        `snapshot_id`: IcebergGenerics' read (scan planning, the generic Parquet reader,
+        GenericDeleteFilter) and the files it planned, no Spark job."""
         return json.loads(self.tables.rows(self._table(req["table"]), int(req["snapshot_id"]),
                                            req.get("column", "id")))
 
@@ -422,7 +424,7 @@ class Worker:
         from one load of the table (the head and the rows of the same version)."""
         table = self._table(req["table"])
         (head, location), = json.loads(self.tables.head(table))
-        rows = [] if head is None else json.loads(self.tables.rows(table, int(head), req.get("column", "id")))
+        rows = [[], []] if head is None else json.loads(self.tables.rows(table, int(head), req.get("column", "id")))
         return [[head, location, rows]]
 
     def op_appended(self, req) -> list:
