@@ -1,4 +1,4 @@
-"""The directed phase's searched instances kept on disk (conformance.coverage.cache), and the
+"""The directed phase's searched instances kept on disk (conformance.coverage.cache), a run's frozen heap, and the
 vacuity guard of a random search (suite.vacuity over the search's own share of a run)."""
 from __future__ import annotations
 
@@ -117,3 +117,38 @@ def test_the_search_share_of_a_run_is_what_it_did_after_the_directed_phase():
     search = stats.since(before)
     assert search.rules == {"Begin": 1} and search.faults == {"ack_lost": 1} and search.retries == 0
     assert PROFILES["deep"].search_guard and not PROFILES["ci"].search_guard
+
+
+def test_a_cached_instance_stores_the_bounds_fields_and_not_the_models_memos(tmp_path, monkeypatch):
+    """Goal: a file of the cache holds each Bounds' fields alone, not what the model memoized
+    on the object while searching (megabytes: a warm plan spent seconds unpickling it). Method:
+    search the orphans family's instance, unpickle its file and its programs' file, and look
+    at every Bounds' attributes; the programs are equal to those searched."""
+    import pickle
+    from dataclasses import fields
+    from icefloe.model import iceberg
+    monkeypatch.setenv(G.ENV, str(tmp_path))
+    C.explore.cache_clear()
+    graph = G.explore(ORPHANS, _bounds(), False)
+    programs = G.cover(graph, False)
+    names = {f.name for f in fields(iceberg.Bounds)}
+    stored_graph = pickle.loads(next(tmp_path.glob("orphans-*[0-9a-f].pickle")).read_bytes())
+    stored_programs = pickle.loads(next(tmp_path.glob("orphans-*-cover.pickle")).read_bytes())
+    for b in [stored_graph.bounds] + [p.bounds for p in stored_graph.witnesses.values()] + \
+            [p.bounds for p in stored_programs]:
+        assert set(vars(b)) == names, sorted(set(vars(b)) - names)
+    assert stored_graph.witnesses == graph.witnesses and stored_programs == programs
+
+
+def test_a_run_thaws_the_heap_it_froze_even_when_it_raises():
+    """Goal: the objects a run keeps out of the GC's full collections are handed back after
+    it, and the GC's thresholds restored, however it ends. Method: suite.frozen_heap around
+    a block that raises; gc's frozen count and thresholds inside, then after."""
+    import gc
+    import pytest
+    before = gc.get_threshold()
+    with pytest.raises(RuntimeError):
+        with suite.frozen_heap():
+            assert gc.get_freeze_count() > 0 and gc.get_threshold()[2] >= suite.FULL_COLLECTION_EVERY
+            raise RuntimeError("the run failed")
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before
