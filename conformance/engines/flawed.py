@@ -155,7 +155,8 @@ _MEMORY = {"stores": frozenset({"memory"})} if "stores" in A.Capabilities.__data
 
 
 # The v2 controls' flaws are in v2 commits: no v3 table (the v3 phase's are flawed_v3.py's).
-_V2_ONLY = {"format_versions": frozenset({2}), "v3_operations": frozenset(), "dv_policy": None, "row_lineage": False}
+_V2_ONLY = {"format_versions": frozenset({2}), "v3_operations": frozenset(), "dv_policy": None, "row_lineage": False,
+            "v3_upgrade": False}
 
 
 def _caps(operations, faults=(), **changes) -> A.Capabilities:
