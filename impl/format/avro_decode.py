@@ -77,7 +77,17 @@ def _string(buf, pos):
 
 
 def _skip_bytes(buf, pos):
-    return None, _length(buf, pos)[0]
+    n = buf[pos]
+    if n < 0x80:  # lengths up to 63 (one byte) and up to 8191 (two: file paths) inline
+        pos += 1
+    elif buf[pos + 1] < 0x80:
+        n = (n & 0x7F) | (buf[pos + 1] << 7)
+        pos += 2
+    else:
+        return None, _length(buf, pos)[0]
+    if n & 1 or pos + (n >> 1) > len(buf):
+        raise ValueError(f"length {(n >> 1) ^ -(n & 1)} outside the data")
+    return None, pos + (n >> 1)
 
 
 def _null(buf, pos):
