@@ -516,7 +516,42 @@ V3 = (
            "from the new file's first_row_id", "Iceberg spec 'Row Lineage': ids stable through compaction",
            unit_tests=("tests/impl/table",)),
 )
-MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3
+# Format v3, the paths conform drives since the v3 adapter goes through them (issue 30 items
+# 3, 8): the merge-on-read update (row_updates.UpdateRows, what Table.update runs) and the row
+# delta of DVs an engine wrote itself (producer.RowDelta with superseding.supersede), which
+# the adapter's writer 1 takes for its row deletes (conformance/engines/icefloe_v3.py).
+V3_PATHS = (
+    Mutant("v3-update-new-row-ids", "impl/table/row_updates.py",
+           "            parts.append(updated(raw.take(pa.array(positions, pa.int64())), with_lineage, checked))\n",
+           "            part = updated(raw.take(pa.array(positions, pa.int64())), with_lineage, checked)\n"
+           "            parts.append(part.set_column(part.schema.get_field_index(ROW_ID), part.schema.field(ROW_ID),\n"
+           "                                         pa.nulls(part.num_rows, pa.int64())))  # mutant: new ids\n",
+           FORMAT_V3, "a merge-on-read update writes the updated rows without their _row_id: each gets a new id "
+           "from the new file's first_row_id, as if deleted and inserted",
+           "Iceberg spec 'Row Lineage': an updated row keeps its _row_id", unit_tests=("tests/impl/table",)),
+    Mutant("v3-update-keeps-old-dv", "impl/table/row_updates.py",
+           "        if not super().plan(c):  # the DVs (UnsupportedFormatVersion below v3)\n"
+           "            return False\n",
+           "        if not super().plan(c):  # the DVs (UnsupportedFormatVersion below v3)\n"
+           "            return False\n"
+           "        self.removed_deletes.clear()  # mutant: the update's DV leaves what it supersedes live\n",
+           FORMAT_V3, "a merge-on-read update's new DV holds the file's earlier positions but the DV (or the "
+           "position delete files) it replaces stay live", "apache/iceberg-go #1868",
+           unit_tests=("tests/impl/table",)),
+    Mutant("v3-row-delta-superseded-dv-live", "impl/table/superseding.py",
+           "            superseded.append(task.deletion_vector)\n",
+           "            pass  # mutant: the DV an engine's new DV replaces stays live\n",
+           FORMAT_V3, "a row delta of an engine's DV for a file that has one does not remove the old DV: two "
+           "live DVs on one file", "apache/iceberg-go #1868", unit_tests=("tests/impl/table",)),
+    Mutant("v3-row-delta-dvs-skip-new-deletes-check", PRODUCER_PY,
+           "            self.reqs.append(NoNewDeletesForFiles(named, self.ref))\n",
+           "            if not dvs:  # mutant: an engine's DVs are not validated against deletes added meanwhile\n"
+           "                self.reqs.append(NoNewDeletesForFiles(named, self.ref))\n",
+           FORMAT_V3, "a row delta of an engine's DVs skips the check for delete files added for its data files "
+           "since its start: a rival's DV for the same file and ours both live", "apache/iceberg-go #1868",
+           unit_tests=("tests/impl/table",)),
+)
+MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3 + V3_PATHS
 
 _BY_NAME = {m.name: m for m in MUTANTS}
 assert len(_BY_NAME) == len(MUTANTS), "mutant names are unique"
