@@ -479,15 +479,20 @@ ISSUE_30: tuple[Mutant, ...] = (
            REFS, "a ref's creation retried after a rival created the same ref passes its 'must not exist' check "
            "and moves the rival's ref", "REST AssertRefSnapshotId(ref, null); branch create racing"),
     Mutant("retention-ignores-branch-min-keep", "impl/table/operations.py",
-           "(ref.min_snapshots_to_keep or min_keep_default)",
-           "(min_keep_default)  # mutant: the table's default for every branch",
+           "ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else min_keep_default",
+           "min_keep_default  # mutant: the table's default for every branch",
            REFS, "expiry keeps the table's min-snapshots-to-keep on every branch, ignoring a branch's own",
            "Iceberg spec 'Snapshot Retention Policy': per-ref min-snapshots-to-keep"),
     Mutant("retention-ignores-branch-age", "impl/table/operations.py",
-           "now_ms - (ref.max_snapshot_age_ms or age_default)",
-           "now_ms - age_default  # mutant: the table's age for every branch",
+           "now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else cutoff_default",
+           "cutoff_default  # mutant: the table's age (or the call's) for every branch",
            REFS, "expiry ages every branch by the table's max-snapshot-age-ms, ignoring a branch's own",
            "Iceberg spec 'Snapshot Retention Policy': per-ref max-snapshot-age-ms"),
+    Mutant("retention-ignores-ref-age", "impl/table/operations.py",
+           "        if head is None or (max_age is not None and now_ms - head.timestamp_ms > max_age):\n",
+           "        if head is None:  # mutant: max-ref-age-ms never expires a ref\n",
+           REFS, "expiry keeps every ref, however old its snapshot (max-ref-age-ms ignored)",
+           "Iceberg spec 'Snapshot References': max-ref-age-ms; found by the per-ref retention model (issue 30)"),
 )
 # Format v3 (issue 30 item 8): the classes of this year's v3 bugs, planted in icefloe's own
 # v3 commit path; the suite's v3 phase (conformance/v3, families dvs and lineage) must kill each.

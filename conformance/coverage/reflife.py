@@ -36,13 +36,15 @@ import itertools
 import pyarrow as pa
 
 FAMILY_NAME = "ref-lifecycle"
-FAMILY_DESCRIPTION = ("a ref created while a rival creates it, retention per branch (last N, age), an expiry "
+FAMILY_DESCRIPTION = ("a ref created while a rival creates it, retention per branch (last N, age), refs "
+                      "expiring by max-ref-age, an expiry "
                       "racing a branch commit: icefloe's API on each store")
 SQLITE, S3_CATALOG, POSTGRES = "memory + SQLite", "s3 + S3 catalog", "memory + PostgreSQL"
 WHERES = (SQLITE, S3_CATALOG, POSTGRES)
 CREATE_RACE = "a rival creates it between plan and swap"
 LAST_N, YOUNG, EXPIRY_RACE = ("branch keeps its last N", "branch keeps its young snapshots",
                               "expiry races a commit to the branch")
+REF_AGE = "a ref older than its max-ref-age expires"
 KEEP_N = 3
 HOUR_MS = 3_600_000
 
@@ -53,7 +55,7 @@ class RefProblem(Exception):
 
 def classes(wheres=WHERES) -> frozenset:
     return frozenset({(w, kind, CREATE_RACE) for w in wheres for kind in ("create branch", "create tag")}
-                     | {(w, "retention", r) for w in wheres for r in (LAST_N, YOUNG, EXPIRY_RACE)})
+                     | {(w, "retention", r) for w in wheres for r in (LAST_N, YOUNG, EXPIRY_RACE, REF_AGE)})
 
 
 class Clock:
@@ -193,9 +195,11 @@ def check_last_n(place: Place) -> None:
     for _ in range(3):
         _append(t)
     older_than_ms = place.clock.now_ms + 1
-    want = spec_retained(t.refresh().metadata, place.clock.now_ms, older_than_ms)
-    t.expire_snapshots(older_than_ms=older_than_ms)
-    _judge_expiry(t, want, f"branch b keeping its last {KEEP_N} (min-snapshots-to-keep) and main the table's 1")
+    # The call's retain_last replaces the table's default, never b's own setting.
+    want = spec_retained(t.refresh().metadata, place.clock.now_ms, older_than_ms, retain_last=1)
+    t.expire_snapshots(older_than_ms=older_than_ms, retain_last=1)
+    _judge_expiry(t, want, f"branch b keeping its last {KEEP_N} (its own min-snapshots-to-keep, over the call's "
+                  "retain_last 1) and main 1")
 
 
 def check_young(place: Place) -> None:
@@ -242,11 +246,29 @@ def check_expiry_race(place: Place) -> None:
                   "on the new base")
 
 
+def check_ref_age(place: Place) -> None:
+    t = place.create()
+    t.set_properties({"history.expire.max-ref-age-ms": str(2 * HOUR_MS)})
+    first = _append(t)
+    t.create_tag("short-tag", first, max_ref_age_ms=HOUR_MS)      # expires by its own age
+    t.create_branch("by-default", first)                          # by the table's 2 h
+    t.create_branch("long", first, max_ref_age_ms=10 * HOUR_MS)   # stays
+    place.clock.now_ms += 3 * HOUR_MS
+    _append(t)
+    _append(t)                                                    # main's head is young; main never expires
+    want = spec_retained(t.refresh().metadata, place.clock.now_ms)
+    if want.refs != {"main", "long"}:
+        raise AssertionError(f"the program must expire two refs and keep one: {want}")
+    t.expire_snapshots()
+    _judge_expiry(t, want, "a tag's max-ref-age-ms 1 h, the table's 2 h for a branch, a branch's own 10 h")
+
+
 CHECKS = (("create branch", CREATE_RACE, lambda p: check_create_race(p, "branch")),
           ("create tag", CREATE_RACE, lambda p: check_create_race(p, "tag")),
           ("retention", LAST_N, check_last_n),
           ("retention", YOUNG, check_young),
-          ("retention", EXPIRY_RACE, check_expiry_race))
+          ("retention", EXPIRY_RACE, check_expiry_race),
+          ("retention", REF_AGE, check_ref_age))
 
 
 def judge(backends, wheres, seed: int = 0) -> tuple[set, list]:

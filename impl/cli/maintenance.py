@@ -55,7 +55,7 @@ def cmd_expire(args) -> int:
               + ", ".join(f"{rule} {n}" for rule, n in sorted(rules.items())))
     if not expired and operation.kept:
         print("nothing was old enough: a snapshot goes only when no rule keeps it "
-              "(try --older-than now to drop the age rule; refs are always kept)")
+              "(try --older-than now to drop the age rule; refs are kept until their max-ref-age)")
     if expired:
         _cleanup_report(operation.deleted_files, "committed")
     return code
@@ -89,14 +89,19 @@ def register(sub) -> None:
     p = add_command(sub, "expire", "expire old snapshots and delete the files only they reached", f"""
         Remove snapshots no retention rule keeps, then delete the files only they
         reached (inside the table's location only). A snapshot is KEPT if any rule keeps it:
-          ref          it is the head of a branch or tag (always kept)
-          retain-last  it is one of the last N snapshots of a branch
-                       (N: --retain-last, else the branch's min-snapshots-to-keep, else the
-                       table property history.expire.min-snapshots-to-keep, default
+          ref          it is the head of a branch or tag that does not expire (main never
+                       does; another ref expires, and is removed, when its snapshot is older
+                       than its max-ref-age, else the table property
+                       history.expire.max-ref-age-ms, default: never)
+          retain-last  it is one of the last N snapshots of a branch (N: the branch's own
+                       min-snapshots-to-keep, else --retain-last, else the table property
+                       history.expire.min-snapshots-to-keep, default
                        {MIN_SNAPSHOTS_TO_KEEP_DEFAULT})
-          age          it is not older than --older-than; without --older-than, younger than
-                       the branch's max-snapshot-age, else the table property
+          age          it is not older than the branch's own max-snapshot-age, else
+                       --older-than, else the table property
                        history.expire.max-snapshot-age-ms (default {age})
+        A branch's own settings win over the options, as the spec's ref-level properties
+        override the table's.
         So `--retain-last 5` alone expires nothing younger than {age}: add --older-than
         (e.g. --older-than now) to expire by count. Each kept snapshot is printed with
         the rule that kept it.""", """

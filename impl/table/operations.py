@@ -133,9 +133,9 @@ class UpgradeFormatVersion(_MetadataOnly):
 
 def retained_snapshot_ids(m: TableMetadata, now_ms: int, older_than_ms: int | None = None,
                           retain_last: int | None = None) -> set[int]:
-    """Retention (11.2): the head of every ref; each branch's ancestors kept by its
-    min-snapshots-to-keep or younger than its max-snapshot-age-ms; snapshots on no ref's
-    ancestry that are younger than the age cutoff."""
+    """Retention (11.2): the head of every ref kept; each kept branch's ancestors kept by its
+    min-snapshots-to-keep or while not older than its max-snapshot-age-ms; snapshots on no
+    kept ref's line that are not older than the age cutoff."""
     return set(retention_reasons(m, now_ms, older_than_ms, retain_last))
 
 
@@ -143,13 +143,40 @@ def retained_snapshot_ids(m: TableMetadata, now_ms: int, older_than_ms: int | No
 KEPT_BY_REF, KEPT_BY_RETAIN_LAST, KEPT_BY_AGE = "ref", "retain-last", "age"
 
 
+def expired_refs(m: TableMetadata, now_ms: int) -> set[str]:
+    """The refs an expiry at `now_ms` removes (Iceberg spec "Snapshot References"; PROTOCOL
+    11.2.1): a branch or tag other than main whose snapshot is older than its
+    max-ref-age-ms (else the table's history.expire.max-ref-age-ms; neither: kept forever),
+    or whose snapshot the table no longer has. Main never expires."""
+    default = m.properties.get("history.expire.max-ref-age-ms")
+    default_ms = int(default) if default is not None else None
+    by_id = {s.snapshot_id: s for s in m.snapshots}
+    out = set()
+    for name, ref in m.refs.items():
+        if name == MAIN_BRANCH:
+            continue
+        head = by_id.get(ref.snapshot_id)
+        max_age = ref.max_ref_age_ms if ref.max_ref_age_ms is not None else default_ms
+        if head is None or (max_age is not None and now_ms - head.timestamp_ms > max_age):
+            out.add(name)
+    return out
+
+
 def retention_reasons(m: TableMetadata, now_ms: int, older_than_ms: int | None = None,
                       retain_last: int | None = None) -> dict[int, list[tuple[str, str]]]:
     """Every retained snapshot -> the rules that keep it, as (rule, detail): `ref` (the head
-    of a branch or tag), `retain-last` (one of a branch's last N), `age` (younger than the
-    cutoff). The same retention as `retained_snapshot_ids`, explained (icefloe expire)."""
+    of a branch or tag that does not expire), `retain-last` (one of a branch's last N), `age`
+    (not older than the cutoff). A ref's own min-snapshots-to-keep / max-snapshot-age-ms
+    win over the call's `retain_last` / `older_than_ms`, which replace the table's
+    history.expire.* defaults (spec "Snapshot Retention Policy": ref-level settings
+    override the table's; Iceberg-Java's RemoveSnapshots does the same). A branch's walk
+    from its head stops at the first ancestor neither rule keeps. The model of this is
+    icefloe.model.retention.expire (the conformance family ref-lifecycle judges by it)."""
     min_keep_default = int(m.properties.get("history.expire.min-snapshots-to-keep", MIN_SNAPSHOTS_TO_KEEP_DEFAULT))
     age_default = int(m.properties.get("history.expire.max-snapshot-age-ms", MAX_SNAPSHOT_AGE_MS_DEFAULT))
+    if retain_last is not None:
+        min_keep_default = retain_last
+    cutoff_default = older_than_ms if older_than_ms is not None else now_ms - age_default
     keep: dict[int, list[tuple[str, str]]] = {}
 
     def kept(snapshot_id: int, rule: str, detail: str) -> None:
@@ -158,28 +185,35 @@ def retention_reasons(m: TableMetadata, now_ms: int, older_than_ms: int | None =
             reasons.append((rule, detail))
 
     def age_detail(cutoff: int, ref_age_ms: int | None) -> str:
-        if older_than_ms is not None:
+        if ref_age_ms is None and older_than_ms is not None:
             return f"not older than --older-than ({cutoff} ms)"
         return f"younger than {(ref_age_ms or age_default) // 3_600_000} h (max-snapshot-age-ms)"
 
-    on_some_branch: set[int] = set()
+    gone = expired_refs(m, now_ms)
+    on_some_line: set[int] = set()
     for name, ref in sorted(m.refs.items()):
+        if name in gone:
+            continue
         kept(ref.snapshot_id, KEPT_BY_REF, f"head of {ref.type} {name}")
+        on_some_line.add(ref.snapshot_id)
         if ref.type != "branch":
             continue
-        min_keep = retain_last if retain_last is not None else (ref.min_snapshots_to_keep or min_keep_default)
-        cutoff = older_than_ms if older_than_ms is not None else now_ms - (ref.max_snapshot_age_ms or age_default)
+        min_keep = ref.min_snapshots_to_keep if ref.min_snapshots_to_keep is not None else min_keep_default
+        cutoff = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else cutoff_default
         for i, s in enumerate(m.ancestors_of(ref.snapshot_id)):
-            on_some_branch.add(s.snapshot_id)
-            if i < min_keep and i > 0:
+            on_some_line.add(s.snapshot_id)
+            if i == 0:
+                continue
+            if i < min_keep:
                 kept(s.snapshot_id, KEPT_BY_RETAIN_LAST, f"one of the last {min_keep} of {name}")
-            if s.timestamp_ms >= cutoff and i > 0:
+            elif s.timestamp_ms >= cutoff:
                 kept(s.snapshot_id, KEPT_BY_AGE, age_detail(cutoff, ref.max_snapshot_age_ms))
-    cutoff = older_than_ms if older_than_ms is not None else now_ms - age_default
+            else:
+                break
     for s in m.snapshots:
-        if s.snapshot_id not in on_some_branch and s.timestamp_ms >= cutoff:
-            kept(s.snapshot_id, KEPT_BY_AGE, age_detail(cutoff, None) + ", on no branch")
-    assert all(r.snapshot_id in keep for r in m.refs.values())
+        if s.snapshot_id not in on_some_line and s.timestamp_ms >= cutoff_default:
+            kept(s.snapshot_id, KEPT_BY_AGE, age_detail(cutoff_default, None) + ", on no branch")
+    assert all(r.snapshot_id in keep for n, r in m.refs.items() if n not in gone)
     return keep
 
 
@@ -195,9 +229,9 @@ class ExpireSnapshots(_MetadataOnly):
         self.deleted_files = Cleanup()
         self.kept: dict[int, list[tuple[str, str]]] = {}
 
-    def _expired(self, c, m: TableMetadata) -> set[int]:
+    def _expired(self, m: TableMetadata, now_ms: int) -> set[int]:
         # The reasons of the last base planned on are kept for the caller's report.
-        self.kept = retention_reasons(m, c.env.wall_ms(), self.older_than_ms, self.retain_last)
+        self.kept = retention_reasons(m, now_ms, self.older_than_ms, self.retain_last)
         keep = set(self.kept)
         if self.snapshot_ids is not None:
             referenced = {r.snapshot_id for r in m.refs.values()}
@@ -205,13 +239,16 @@ class ExpireSnapshots(_MetadataOnly):
         return {s.snapshot_id for s in m.snapshots} - keep
 
     def plan(self, c):
-        return bool(self._expired(c, c.base))
+        now = c.env.wall_ms()
+        return bool(self._expired(c.base, now)) or bool(expired_refs(c.base, now))
 
     def validations(self, c):
         return []
 
     def updates(self, c, snapshot):
-        return [U.remove_snapshots(self._expired(c, c.base), c.env.wall_ms())]
+        now = c.env.wall_ms()
+        refs = sorted(expired_refs(c.base, now))
+        return [*(U.remove_ref(name, now) for name in refs), U.remove_snapshots(self._expired(c.base, now), now)]
 
     def after_acknowledged(self, c, pre, post):
         from icefloe.impl.table.confinement import Confinement

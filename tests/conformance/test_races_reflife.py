@@ -97,6 +97,7 @@ def test_per_ref_retention_and_ref_creation_bugs_are_found():
     retry, is named; method: each mutant planted in a fresh process, the family judged."""
     for mutant, named in (("retention-ignores-branch-min-keep", reflife.LAST_N),
                           ("retention-ignores-branch-age", reflife.YOUNG),
+                          ("retention-ignores-ref-age", reflife.REF_AGE),
                           ("ref-absent-assertion-ignored", reflife.CREATE_RACE)):
         done = subprocess.run([sys.executable, "-c", REFLIFE_PLANTED, mutant], cwd=ROOT, env=ENV,
                               capture_output=True, text=True, timeout=600)
