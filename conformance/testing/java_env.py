@@ -276,6 +276,12 @@ class JavaWorker:
 
 _shared = None
 _shared_lock = threading.Lock()
+# The shared worker's JVM: the C1 compiler only and the serial collector. A verdict's JVM runs
+# thousands of small Spark jobs and Table API calls on 2 shared cores, where C2's compile
+# threads and the parallel collector's threads cost more CPU than their code saves: on ci
+# --shard 1/10 (54 programs, load 4.6) 94 -> 71 s wall and 63 -> 40 s of the JVM's CPU, the
+# same verdict.json (docs/verdicts.md, "A Java verdict's time").
+WORKER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 def shared_worker() -> JavaWorker:
@@ -287,6 +293,7 @@ def shared_worker() -> JavaWorker:
             require()
             base = {k: v for k, v in spark_conf("_", "hadoop", warehouse="file:///").items()
                     if not k.startswith("spark.sql.catalog._")}
+            base["spark.driver.extraJavaOptions"] = WORKER_JAVA_OPTIONS
             _shared = JavaWorker(base)
             atexit.register(_shared.close)
         return _shared
