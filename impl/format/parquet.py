@@ -324,6 +324,9 @@ def _child(by_id: dict, f: T.NestedField, length: int, location: str) -> pa.Arra
     return _project(array, f.type, location)
 
 
+READ_THREADS_MIN_BYTES = 4 << 20      # files below this are decoded on the caller's thread
+
+
 def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>", *,
                    row_filter: pc.Expression | None = None, data_file: DataFile | None = None,
                    name_mapping: dict[str, int] | None = None) -> pa.Table:
@@ -337,7 +340,11 @@ def read_data_file(data: bytes, schema: T.Schema, location: str = "<data file>",
     claimed by a 1 KB file)."""
     try:
         parquet_file = _open_checked(data, location, data_file)
-        file_table = parquet_file.read(columns=_wanted_columns(parquet_file, schema))
+        # Arrow's thread pool pays off on large files only: a small one decodes faster on this
+        # thread than it takes to hand its columns to the pool (0.11 vs 0.73 ms a one-row file
+        # under load: the conformance suite reads ~46,000 of them a ci run).
+        file_table = parquet_file.read(columns=_wanted_columns(parquet_file, schema),
+                                       use_threads=len(data) >= READ_THREADS_MIN_BYTES)
         out = _project_table(file_table.schema, file_table.columns, file_table.num_rows, schema, location,
                              name_mapping)
     except (DataFileError, integrity.CorruptMetadata):
