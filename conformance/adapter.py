@@ -142,8 +142,10 @@ its data file by the rows it was written with (`where`, deletes not applied) and
 in it (`row`, None when none is). `read_v3(snapshot_id=None)` returns a `V3Read` of main's
 head (or of that snapshot): next-row-id, every live data file with its first-row-id, its
 rows by position and their _row_ids (deletes not applied), every live DV (all of them:
-two for one data file is what P11 forbids, so list what the manifests hold), and the rows
-the engine's own scan returns with their _row_ids (None, with the error, if it refuses).
+two for one data file is what P11 forbids, so list what the manifests hold), the rows
+the engine's own scan returns with their _row_ids (None, with the error, if it refuses), and
+every live position delete file that is not a DV, once per data file it names with the
+positions it deletes there (`position_deletes`; an upgraded table's, spec/PROTOCOL.md 19.8).
 """
 from __future__ import annotations
 
@@ -447,6 +449,9 @@ class V3Read:
     dvs: tuple                       # V3DeletionVector per live DV (every one the manifests hold)
     rows: tuple | None               # sorted (COLUMN value, _row_id) the engine's scan returns
     scan_error: str | None = None    # why the scan refused, when rows is None
+    # V3DeletionVector per (live position delete file, data file it names): an upgraded
+    # table's v2 files, which a DV written for the file merges and removes (PROTOCOL 19.8)
+    position_deletes: tuple = ()
 
 
 # SnapshotRecord, VersionRecord, TableHistory: the history checker's input types

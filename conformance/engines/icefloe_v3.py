@@ -229,8 +229,9 @@ def operation(table, op: A.OpSpec):
 
 def read_v3(table, tree, snapshot_id: int | None = None) -> A.V3Read:
     """The v3 table's state at main's head (or `snapshot_id`): what the manifests hold
-    (every live DV, even two for one file), each data file's rows and _row_ids as written
-    and inherited, and what icefloe's own scan returns."""
+    (every live DV, even two for one file, and every live position delete file per data
+    file it names), each data file's rows and _row_ids as written and inherited, and what
+    icefloe's own scan returns."""
     table.refresh()
     m = table.metadata
     snap = m.current_snapshot() if snapshot_id is None else m.snapshot_by_id(snapshot_id)
@@ -248,9 +249,18 @@ def read_v3(table, tree, snapshot_id: int | None = None) -> A.V3Read:
                                    frozenset(int(p) for p in deletes.dv_positions(e.data_file)))
                 for _, e in tree.live_entries(snap, ManifestContent.DELETES)
                 if e.data_file.content == DataFileContent.POSITION_DELETES and e.data_file.is_deletion_vector)
+    # Each live v2 position delete file, per data file it names (canonical paths matched to
+    # the live files' spelling): what a DV written for the file must merge and remove (19.8).
+    spelled = {comparable_location(f.path): f.path for f in files}
+    pos_deletes = tuple(A.V3DeletionVector(spelled.get(comparable_location(k), k), frozenset(int(p) for p in ps))
+                        for _, e in tree.live_entries(snap, ManifestContent.DELETES)
+                        if e.data_file.content == DataFileContent.POSITION_DELETES
+                        and not e.data_file.is_deletion_vector
+                        for k, ps in sorted(deletes.positions(e.data_file).items()))
     try:
         scanned = table.scan(snapshot_id=snap.snapshot_id, columns=[A.COLUMN, ROW_ID])
         rows, error = tuple(sorted(zip(scanned.column(A.COLUMN).to_pylist(), scanned.column(ROW_ID).to_pylist()))), None
     except (CorruptMetadata, StoreError) as e:
         rows, error = None, f"{type(e).__name__}: {e}"
-    return A.V3Read(snap.snapshot_id, m.next_row_id, tuple(sorted(files, key=lambda f: f.path)), dvs, rows, error)
+    return A.V3Read(snap.snapshot_id, m.next_row_id, tuple(sorted(files, key=lambda f: f.path)), dvs, rows, error,
+                    pos_deletes)

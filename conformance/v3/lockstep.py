@@ -17,7 +17,10 @@ validation fails P5 ValidationSound, unless the table shows a sharper property f
 whenever main's head moves, the engine's table state (`read_v3`) is judged first by P11-P14
 over the engine's history (conformance.v3.judge) and P6 for the commit, then compared with
 the model's: rows and their _row_ids (P6 when the rows differ), and per live data file its
-rows, their ids, first-row-id and DVs, and next-row-id (A0 ModelAgreement).
+rows, their ids, first-row-id, DVs and live position delete files (an upgraded table's:
+a DV written for the file removes them, PROTOCOL 19.8), and next-row-id (A0
+ModelAgreement; P11 OneLiveDV counts DVs only, so a position delete file left beside a DV
+is a disagreement with the model, not a P11 violation).
 """
 from __future__ import annotations
 
@@ -43,17 +46,33 @@ def _id(x: int) -> int | None:
     return None if x == V.NO_ID else x
 
 
+def _positions(deletes, f) -> tuple:
+    """The sorted position sets (0-based) of the deletes (model DVs or PosDeletes, 1-based)
+    of data file f."""
+    return tuple(sorted(tuple(sorted(p - 1 for p in d.positions)) for d in deletes if d.file == f))
+
+
+def _read_positions(deletes, path) -> tuple:
+    """The same of an engine's V3DeletionVectors (0-based) of the data file at path."""
+    return tuple(sorted(tuple(sorted(d.positions)) for d in deletes if d.data_file == path))
+
+
 def model_view(s: V.V3State) -> tuple:
-    """(next-row-id, sorted per-file (rows, _row_ids, first-row-id, DVs' positions), DVs of no
-    live file) of the model's current version, in the engine's terms (0-based positions,
-    None for a null id)."""
+    """(next-row-id, sorted per-file (rows, _row_ids, first-row-id, DVs' positions, position
+    delete files' positions), DVs of no live file) of the model's current version, in the
+    engine's terms (0-based positions, None for a null id). A DV written for a file merges
+    and removes its position delete files (PROTOCOL 19.8): one left live beside the DV is a
+    disagreement here, though the rows agree. Position delete files of no live data file are
+    not compared: the model drops them with the file a compaction or copy-on-write removes,
+    icefloe (as Iceberg-Java's rewrite without remove-dangling-deletes) leaves them live,
+    naming a file no snapshot holds, where they delete no row."""
     m = V.meta(s, s.cat)
     files = []
     for f, first in m.files:
         rows = V.rows_of(s, f)
-        dvs = tuple(sorted(tuple(sorted(p - 1 for p in d.positions)) for d in m.dvs if d.file == f))
         files.append((tuple(key_text(r.key) for r in rows),
-                      tuple(_id(V.row_id(s, m, f, i)) for i in range(1, len(rows) + 1)), _id(first), dvs))
+                      tuple(_id(V.row_id(s, m, f, i)) for i in range(1, len(rows) + 1)), _id(first),
+                      _positions(m.dvs, f), _positions(m.pos_deletes, f)))
     live = {f for f, _ in m.files}
     stray = tuple(sorted(tuple(sorted(p - 1 for p in d.positions)) for d in m.dvs if d.file not in live))
     return m.next_row_id, tuple(sorted(files)), stray
@@ -66,10 +85,9 @@ def model_rows(s: V.V3State) -> tuple:
 
 
 def engine_view(obs: A.V3Read) -> tuple:
-    files = []
-    for f in obs.files:
-        dvs = tuple(sorted(tuple(sorted(d.positions)) for d in obs.dvs if d.data_file == f.path))
-        files.append((tuple(f.rows), tuple(f.row_ids), f.first_row_id, dvs))
+    """model_view's shape from the engine's read (adapter.V3Read)."""
+    files = [(tuple(f.rows), tuple(f.row_ids), f.first_row_id, _read_positions(obs.dvs, f.path),
+              _read_positions(obs.position_deletes, f.path)) for f in obs.files]
     live = {f.path for f in obs.files}
     stray = tuple(sorted(tuple(sorted(d.positions)) for d in obs.dvs if d.data_file not in live))
     return obs.next_row_id, tuple(sorted(files)), stray
@@ -276,7 +294,8 @@ class V3Lockstep:
         want, got = model_view(self.model), engine_view(obs)
         if got != want:
             raise Violation(AGREEMENT, f"{where}: the table (next-row-id, data files with rows, _row_ids, "
-                            "first-row-id, DV positions) differs from the model's", want, got)
+                            "first-row-id, DV positions, position delete files' positions) differs from the "
+                            "model's", want, got)
 
     # -- liveness and the end ------------------------------------------------------------------
 
