@@ -555,6 +555,25 @@ V3_PATHS = (
            FORMAT_V3, "a row delta of an engine's DVs skips the check for delete files added for its data files "
            "since its start: a rival's DV for the same file and ours both live", "apache/iceberg-go #1868",
            unit_tests=("tests/impl/table",)),
+    # On a table upgraded from v2 (spec/PROTOCOL.md 19.8): the DV merges the file's position
+    # delete files' positions but leaves those files live beside it (rows read right, the
+    # table's delete structures wrong); conform sees them since read_v3 reports them (A0).
+    Mutant("v3-row-delta-position-deletes-live", "impl/table/superseding.py",
+           "                if names_only(d, task.data_file.file_path):\n"
+           "                    superseded.append(d)\n",
+           "                pass  # mutant: the position delete files an engine's DV merges stay live\n",
+           FORMAT_V3, "a row delta of an engine's DV for a file of an upgraded table holds its position delete "
+           "files' positions but leaves those files live beside the DV",
+           "Iceberg spec 'Deletion Vectors' (PROTOCOL 19.8); the class of apache/iceberg-go #1868",
+           unit_tests=("tests/impl/table",)),
+    Mutant("v3-dv-delete-position-deletes-live", "impl/table/row_deletes.py",
+           "                    if names_only(d, path):\n"
+           "                        self.removed_deletes.add(delete_key(d))\n",
+           "                    pass  # mutant: the position delete files the new DV merges stay live\n",
+           FORMAT_V3, "a merge-on-read delete's (and update's) DV for a file of an upgraded table holds its position "
+           "delete files' positions but leaves those files live beside the DV",
+           "Iceberg spec 'Deletion Vectors' (PROTOCOL 19.8); the class of apache/iceberg-go #1868",
+           unit_tests=("tests/impl/table",)),
 )
 MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3 + V3_PATHS
 
