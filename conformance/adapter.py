@@ -313,7 +313,9 @@ class Capabilities:
         return {"operations": sorted(self.operations), "mode": self.mode, "faults": sorted(self.faults),
                 "swap_over_s3": self.swap_over_s3, "reads": sorted(self.reads), "isolation": self.isolation,
                 "stores": sorted(self.stores), "transport": sorted(self.transport), "partitions": self.partitions,
-                "refs": self.refs, "commit_attempts_max": self.commit_attempts_max}
+                "refs": self.refs, "commit_attempts_max": self.commit_attempts_max,
+                "format_versions": sorted(self.format_versions), "v3_operations": sorted(self.v3_operations),
+                "dv_policy": self.dv_policy, "row_lineage": self.row_lineage, "v3_upgrade": self.v3_upgrade}
 
     @property
     def interleaving(self) -> str:
