@@ -255,8 +255,17 @@ class RestFaults:
             return await self._answer(send, x, fault.status, _error_body(
                 fault.status, "CommitStateUnknownException", "injected: applied, then the answer failed"))
         if kind == LOST:
+            whole = b"".join(chunks)
+            if not whole:
+                # An answer without a body (a transaction's 204) is whole once its status line
+                # is out: the client would see it and keep the connection for its next request,
+                # which the drop then resets. Claim a body and cut it, so the answer is lost.
+                status = 200 if status in (204, 304) else status
+                response_headers = [(k, v) for k, v in response_headers if k.lower() != b"content-length"]
+                response_headers.append((b"content-length", b"2"))
+                whole = b"{}"
             await send({"type": "http.response.start", "status": status, "headers": response_headers})
-            await send({"type": "http.response.body", "body": b"".join(chunks)[:1], "more_body": True})
+            await send({"type": "http.response.body", "body": whole[:1], "more_body": True})
             raise Dropped(f"injected: request {x.id} applied, its answer dropped")
         x.client_status = status
         await send({"type": "http.response.start", "status": status, "headers": response_headers})

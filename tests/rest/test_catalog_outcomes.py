@@ -125,7 +125,9 @@ def test_transaction_under_the_rest_fault_layer_is_all_or_nothing(catalog_uri, w
         s.faults.add_rule(F.Rule(F.Fault(kind, status or 500), F.Match(writer=1)))
         changes = [_snapshot_change(client, "t", 2), _snapshot_change(client, "u", 3)]
         key = new_key()
-        client.transaction(changes, key=key)
+        first = client.transaction(changes, key=key)
+        if kind == "lost":      # a 204 has no body: the fault layer must still cut the answer
+            assert first.status is None, first
         t, u = main_ancestry(client), main_ancestry(client, name="u")
         assert (t, u) in (([2], [3]), ([], [])), (t, u)
         assert client.transaction(changes, key=key).status == 204
