@@ -239,16 +239,20 @@ class ExpireSnapshots(_MetadataOnly):
         return {s.snapshot_id for s in m.snapshots} - keep
 
     def plan(self, c):
+        # One clock reading per attempt: what plan() decided is what updates() removes.
         now = c.env.wall_ms()
-        return bool(self._expired(c.base, now)) or bool(expired_refs(c.base, now))
+        self._planned = (c.base, now, sorted(expired_refs(c.base, now)), self._expired(c.base, now))
+        return bool(self._planned[2]) or bool(self._planned[3])
 
     def validations(self, c):
         return []
 
     def updates(self, c, snapshot):
-        now = c.env.wall_ms()
-        refs = sorted(expired_refs(c.base, now))
-        return [*(U.remove_ref(name, now) for name in refs), U.remove_snapshots(self._expired(c.base, now), now)]
+        base, now, refs, snapshots = getattr(self, "_planned", (None, 0, [], set()))
+        if base is not c.base:  # not planned on this base (a caller that skips plan())
+            now = c.env.wall_ms()
+            refs, snapshots = sorted(expired_refs(c.base, now)), self._expired(c.base, now)
+        return [*(U.remove_ref(name, now) for name in refs), U.remove_snapshots(snapshots, now)]
 
     def after_acknowledged(self, c, pre, post):
         from icefloe.impl.table.confinement import Confinement

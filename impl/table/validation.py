@@ -100,11 +100,15 @@ class NoConflictingData:
             return problem
         schema = base.schema()
         metrics = EV.MetricsEvaluator(self.row_filter, schema)
+        by_spec: dict[int, EV.PartitionEvaluator | None] = {}  # one evaluator per partition spec
         for snap in between:
             for e in tree.changes(snap).added_data:
-                spec = base.spec_by_id(_spec_id_of(tree, snap, e))
-                if spec is not None and not EV.PartitionEvaluator(self.row_filter, spec, schema).might_match(
-                        e.data_file.partition):
+                spec_id = _spec_id_of(tree, snap, e)
+                if spec_id not in by_spec:
+                    spec = base.spec_by_id(spec_id)
+                    by_spec[spec_id] = None if spec is None else EV.PartitionEvaluator(self.row_filter, spec, schema)
+                partitions = by_spec[spec_id]
+                if partitions is not None and not partitions.might_match(e.data_file.partition):
                     continue
                 if metrics.might_match(e.data_file):
                     return f"snapshot {snap.snapshot_id} added {e.data_file.file_path}, which may match the filter"
