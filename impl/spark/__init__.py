@@ -32,10 +32,24 @@ def write(df, table: str, options: dict | None = None, **kwargs):
     return native(df, table, options, **kwargs)
 
 
-def read(spark, table: str, options: dict | None = None, **kwargs):
-    """Plan with icefloe, read with Spark's Parquet reader (native_read.read)."""
+def read(spark, table: str, options: dict | None = None, *, columns: list[str] | None = None, **kwargs):
+    """Plan with icefloe, read with Spark's Parquet reader (native_read.read). `columns`
+    selects columns by name, as Table.scan's and `icefloe scan --columns` do; on v3 tables
+    they may name the row lineage columns `_row_id` and `_last_updated_sequence_number`
+    (lineage.py)."""
+    from icefloe.impl.spark import lineage
+    if lineage.lineage_asked(columns):
+        return lineage.read(spark, table, options, columns=list(columns), **kwargs)
     from icefloe.impl.spark.native_read import read as native
-    return native(spark, table, options, **kwargs)
+    df = native(spark, table, options, **kwargs)
+    if columns is None:
+        return df
+    unknown = [c for c in columns if c not in df.columns]
+    if unknown:
+        from icefloe.impl.spark.options import SparkOptionError
+        raise SparkOptionError(f"columns: no top-level column {', '.join(map(repr, unknown))} "
+                               f"(columns: {', '.join(df.columns)})")
+    return df.select(*[f"`{c}`" for c in columns])
 
 
 def delete(spark, table: str, options: dict | None = None, row_filter="true", **kwargs):
