@@ -8,6 +8,9 @@
 - Row-level deletes: `delete(spark, table, options, row_filter, mode=...)`
   (native_delete.py): merge-on-read finds the rows with Spark and writes deletion vectors
   (v3) or position delete files (v2), committed by impl/table's row delta; copy-on-write.
+- Row-level updates: `update(spark, table, options, set={...}, row_filter=..., mode=...)`
+  (native_update.py), the rows read and written by Spark; row lineage readable with
+  `read(..., columns=[..., "_row_id", "_last_updated_sequence_number"])` (lineage.py).
 - The `icefloe` Python data source (source.py, writer.py, reader.py): Arrow batches
   through Spark's Python workers; for S3 tables and list / map columns, and for
   `format("icefloe")` convenience.
@@ -57,6 +60,15 @@ def delete(spark, table: str, options: dict | None = None, row_filter="true", **
     Spark job, or copy-on-write (native_delete.delete)."""
     from icefloe.impl.spark.native_delete import delete as native
     return native(spark, table, options, row_filter, **kwargs)
+
+
+def update(spark, table: str, options: dict | None = None, *, set, row_filter="true", **kwargs):
+    """Set columns (`set`: column -> Spark SQL expression, Column or literal) of the rows
+    matching `row_filter`: merge-on-read (DVs on v3, position deletes on v2, and the
+    updated rows) or copy-on-write, rows written by Spark, `_row_id` kept on v3
+    (native_update.update)."""
+    from icefloe.impl.spark.native_update import update as native
+    return native(spark, table, options, set=set, row_filter=row_filter, **kwargs)
 
 
 def plan(spark, table: str, options: dict | None = None, **kwargs):

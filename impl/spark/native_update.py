@@ -1,0 +1,346 @@
+"""Row-level updates through Spark: `UPDATE t SET col = expr, ... WHERE filter` (Iceberg
+spec "Row-level Deletes", "Deletion Vectors", "Row Lineage"; spec/PROTOCOL.md 7.3
+"row_update"; docs/spark.md "Updating rows"). The Spark counterpart of impl/table's
+Table.update (row_updates.py), with the row data moving through Spark only.
+
+    from icefloe.impl.spark import update
+    update(spark, "cat.db.t", opts, set={"status": "'done'", "n": "n + 1"}, row_filter="id < 10")
+    update(spark, "cat.db.t", opts, set={"v": 2.5}, row_filter="cat = 'a'", mode="merge-on-read")
+
+`set`: column -> a Spark SQL expression over the row's columns (a `str`), a Spark Column,
+or a Python literal (None, numbers, booleans, dates...). Each value is cast to its
+column's type where Spark's cast is a safe widening (an int literal into a long or a
+double column); anything else is SchemaMismatch naming the column, a null for a required
+column fails the job. Refused by name before any Spark job, nothing committed: an unknown
+or nested column, a row lineage column, a non-primitive column (InvalidArgument), a bad
+expression (SparkOptionError), merge-on-read on a v1 table (UnsupportedFormatVersion).
+A partition source column may be set: the updated rows are written in their new
+partitions, as the table's writers write them.
+
+The mode is `mode`, else the option `update-mode`, else the table's `write.update.mode`,
+else copy-on-write (as Table.update and Iceberg-Java).
+
+1. icefloe plans the branch head with the filter (native_read.plan); a first Spark job
+   collects each matching live row's (data file, row index) to the driver
+   (native_delete._matched_positions: positions, not rows).
+2. A second Spark job reads the rows to write, with their lineage on v3 (lineage.py:
+   `_row_id` materialised, inherited ones filled from first_row_id + row index), applies
+   `set`, and writes them with Spark's Parquet writer under the job prefix (as
+   native_write does: field ids, partition columns, footers, fsyncs; job.py's rules):
+   - merge-on-read: the matching rows only, updated, `_row_id` kept and
+     `_last_updated_sequence_number` null (it reads as the update's sequence number);
+     then the driver writes one DV per touched data file on v3 (holding its earlier DV or
+     position-delete positions; the row delta removes what it supersedes in the same
+     snapshot) or one position delete file per touched data file on v2
+     (native_delete._write_dvs / _write_position_deletes);
+   - copy-on-write: every live row of the touched files, survivors as they were (their
+     `_row_id` and `_last_updated_sequence_number` materialised on v3), matching rows
+     updated as above; the touched files are removed (with their DVs).
+3. One snapshot (operation overwrite) through the commit loop (job.commit_job), its
+   starting snapshot the one the jobs read: the touched files must still be live, no
+   delete may have been added for them meanwhile and, serializable, no data matching the
+   filter added (UpdateDelta is native_delete's FoundRowDelta with data files;
+   RewriteForUpdate is DeleteWhere's validations). next-row-id advances by the added
+   files' rows (commit.py).
+
+A refused commit (Conflict, a failed validation) removes the job's files and the delete
+files written for it; after Unknown nothing is removed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any, Callable, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from icefloe.impl.format import expressions as E
+from icefloe.impl.format import types as T
+from icefloe.impl.format.manifest import DataFile
+from icefloe.impl.format.metadata import MAIN_BRANCH, UnsupportedFormatVersion
+from icefloe.impl.io.locations import comparable_location
+from icefloe.impl.outcomes import Committed, Conflict, InvalidArgument, Outcome, require_committed
+from icefloe.impl.table import producer as P
+from icefloe.impl.table.files import TreeReader
+from icefloe.impl.table.row_deletes import DV_FORMAT_VERSION_MIN
+from icefloe.impl.table.row_updates import ASSIGNMENTS_MAX
+from icefloe.impl.table.scan import (
+    LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID, lineage_schema, plan_files, snapshot_schema,
+)
+from icefloe.impl.table.table import COPY_ON_WRITE, DELETE_MODES, MERGE_ON_READ
+from icefloe.impl.table.validation import (
+    FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
+)
+from icefloe.impl.spark import lineage as L
+from icefloe.impl.spark import native_delete as ND
+from icefloe.impl.spark import sql_filters as SF
+from icefloe.impl.spark.footers import driver_pool
+from icefloe.impl.spark.job import JobFiles, abort_job, check_now, commit_job, set_starting_snapshot
+from icefloe.impl.spark.job_tasks import tagged, wait_for_tasks
+from icefloe.impl.spark.native_read import plan as native_plan
+from icefloe.impl.spark.native_write import (
+    HADOOP_OPTIONS, _widens, conform, fallback_reason, session_conf, spark_type, write_conf,
+)
+from icefloe.impl.spark.options import SparkOptionError, open_table, table_ref
+from icefloe.impl.spark.producers import SUMMARY_JOB_ID
+from icefloe.impl.spark.task_commits import TaskCommitWatch
+from icefloe.impl.spark.transforms_sql import partition_chains, with_partition_columns
+
+MATCHED = "__icefloe_matched"
+
+
+class UpdateDelta(ND.FoundRowDelta):
+    """Merge-on-read update: the delete files (DVs on v3, position deletes on v2) for the
+    rows' old positions and the data files of the updated rows, in one snapshot, validated
+    from the snapshot the Spark jobs read (FoundRowDelta's validations)."""
+
+    def __init__(self, delete_files: list[DataFile], spec_ids: list[int], referenced_paths,
+                 data_files: list[DataFile], row_filter, job_snapshot_id: int | None, ref: str, isolation: str,
+                 job_id: str):
+        super().__init__(delete_files, spec_ids, referenced_paths, row_filter, job_snapshot_id, ref, isolation)
+        self.added, self.job_id = list(data_files), job_id
+        self.operation = "overwrite"
+
+    def summary(self, c):
+        return {**super().summary(c), SUMMARY_JOB_ID: self.job_id}
+
+
+class RewriteForUpdate(P.FileChange):
+    """Copy-on-write update: the touched data files (planned at the job's snapshot) are
+    replaced by the files Spark wrote, with DeleteWhere's validations."""
+    operation = "overwrite"
+
+    def __init__(self, removed: list[DataFile], added: list[DataFile], row_filter, job_snapshot_id: int | None,
+                 ref: str, isolation: str, job_id: str):
+        super().__init__(ref, isolation)
+        self.planned_removed, self.new_files = list(removed), list(added)
+        self.row_filter, self.job_snapshot_id, self.job_id = row_filter, job_snapshot_id, job_id
+
+    def plan(self, c):
+        set_starting_snapshot(c, self.job_snapshot_id)
+        self.removed = {f.file_path: f for f in self.planned_removed}
+        self.added = list(self.new_files)
+        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(frozenset(self.removed), self.ref)]
+        if self.isolation == P.SERIALIZABLE:
+            self.reqs.append(NoConflictingData(self.row_filter, self.ref))
+        self.reqs.append(NoNewDeletesForFiles(tuple(self.planned_removed), self.ref))
+        check_now(c, self.reqs)  # a conflict the table already shows: typed, before any manifest
+        return bool(self.removed)
+
+    def summary(self, c):
+        return {**super().summary(c), SUMMARY_JOB_ID: self.job_id}
+
+
+def check_set(schema: T.Schema, assignments: Mapping[str, Any]) -> None:
+    """InvalidArgument naming the column, as row_updates.check_assignments names it (the
+    values are checked by Spark's analysis, `_assigned`)."""
+    if not assignments:
+        raise InvalidArgument("an update sets at least one column")
+    if len(assignments) > ASSIGNMENTS_MAX:
+        raise InvalidArgument(f"an update sets at most {ASSIGNMENTS_MAX} columns, not {len(assignments)}")
+    for name in assignments:
+        if name in LINEAGE_COLUMNS:
+            raise InvalidArgument(f"{name} is a row lineage column: readers derive it, an update cannot set it")
+        f = schema.field_by_name(name) if "." not in name else None
+        if f is None or f not in schema.fields:
+            nested = " (a column inside a struct, list or map cannot be set)" if "." in name else ""
+            raise InvalidArgument(f"no top-level column {name!r} in the table's schema{nested}")
+        if not isinstance(f.type, T.PrimitiveType):
+            raise InvalidArgument(f"{name} is a {f.type}; an update sets primitive columns only")
+
+
+def _castable(src, dst) -> bool:
+    """Spark casts that change no value: _widens, a null, an integer into a floating or
+    decimal column."""
+    from pyspark.sql import types as S
+    if _widens(src, dst) or isinstance(src, S.NullType):
+        return True
+    ints = (S.ByteType, S.ShortType, S.IntegerType, S.LongType)
+    return isinstance(src, ints) and isinstance(dst, (S.FloatType, S.DoubleType, S.DecimalType))
+
+
+def _assigned(spark, schema: T.Schema, read_schema, assignments: Mapping[str, Any]) -> dict:
+    """name -> Spark Column of the column's type. Analysed over an empty frame of the table's
+    columns (no Spark job): a bad expression or a type that does not fit is refused here."""
+    from pyspark.sql import Column
+    from pyspark.sql import functions as F
+    from icefloe.impl.table.append_schema import SchemaMismatch
+    columns = {}
+    for name, value in assignments.items():
+        if isinstance(value, Column):
+            columns[name] = value
+        elif isinstance(value, str):
+            columns[name] = F.expr(value)
+        else:
+            columns[name] = F.lit(value)
+    probe = spark.createDataFrame([], read_schema)
+    try:
+        found = probe.select(*[c.alias(f"__set{k}") for k, c in enumerate(columns.values())]).schema.fields
+    except Exception as e:  # Spark's AnalysisException / ParseException: the user's expression
+        raise SparkOptionError(f"set {sorted(columns)}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
+    out = {}
+    for (name, column), got in zip(columns.items(), found):
+        f = schema.field_by_name(name)
+        target = spark_type(f.type)
+        if f.required and got.dataType.simpleString() == "void":
+            raise InvalidArgument(f"{name} is required; it cannot be set to null")
+        if not _castable(got.dataType, target):
+            raise SchemaMismatch(f"set {name}: {got.dataType.simpleString()} does not fit {target.simpleString()} "
+                                 f"({f.type})")
+        out[name] = column.cast(target)
+    return out
+
+
+def _written(job: JobFiles) -> list[str]:
+    marker_dir = f"{job.prefix}_job/"  # as native_write._written
+    return sorted(p for p in job.data_files()
+                  if p.endswith(".parquet") and "/_temporary/" not in p and not p.startswith(marker_dir))
+
+
+def write_frame(frame, table, schema: T.Schema, spec):
+    """Spark's Parquet writer writes `frame` (the columns of `schema`) under a new job
+    prefix as native_write.write does (field ids, partition columns, footers read and
+    files fsynced while the job runs); returns (job, DataFiles, the fsyncs' future, the
+    watch). A failed job leaves no file."""
+    spark = frame.sparkSession
+    names = [f.name for f in schema.fields]
+    chains, partition_columns = partition_chains(schema, spec, names)
+    one_step = all(len(chain) == 1 for chain in chains)
+    out = conform(frame, schema, frame.schema, [chain[0] for chain in chains] if one_step else ())
+    if not one_step:
+        out, partition_columns = with_partition_columns(out, schema, spec, names)
+    job = JobFiles(table.io, table.location, uuid.uuid4().hex)
+    durable = watch = None
+    with tagged(spark) as tag:
+        try:
+            with session_conf(spark, write_conf(schema)):
+                writer = out.write.mode("append").options(**HADOOP_OPTIONS)
+                if partition_columns:
+                    writer = writer.partitionBy(*partition_columns)
+                with TaskCommitWatch(job.prefix, schema, spec, driver_pool(), job.fsyncing_store()) as watch:
+                    writer.parquet(job.prefix)
+            written = _written(job)
+            durable = driver_pool().submit(lambda: job.persist(written, synced=watch.synced(written)))
+            files = watch.describe(spark, written)
+        except BaseException:
+            wait_for_tasks(spark, tag)
+            if durable is not None:
+                durable.exception()
+            if watch is not None:
+                watch.settle()
+            abort_job(job)
+            raise
+    return job, files, durable, watch
+
+
+def _rows_to_write(scan, snapshot, schema: T.Schema, assigned: dict, lineage: bool, all_rows: bool):
+    """The frame Spark writes: the scan's rows (lineage filled on v3), `assigned` applied to
+    the rows the filter matches; with `all_rows` (copy-on-write) every live row of the
+    scan's files, survivors unchanged."""
+    from pyspark.sql import functions as F
+    expr = scan.row_filter
+    if all_rows:
+        scan = dataclasses.replace(scan, row_filter=E.AlwaysTrue())
+    df = L.with_lineage(scan, snapshot) if lineage else scan.to_dataframe()
+    if all_rows:
+        try:
+            matched = SF.to_column(E.bind(expr, schema)) if not isinstance(expr, E.AlwaysTrue) else F.lit(True)
+        except SF.NotConvertible as e:
+            raise SparkOptionError(f"row filter: {e}") from None
+        df = df.withColumn(MATCHED, F.coalesce(matched, F.lit(False)))
+        is_matched = F.col(MATCHED)
+    else:
+        is_matched = F.lit(True)
+    out = []
+    for f in schema.fields:
+        column = F.col(f"`{f.name}`")
+        if f.name in assigned:
+            column = F.when(is_matched, assigned[f.name]).otherwise(column) if all_rows else assigned[f.name]
+        out.append(column.alias(f.name))
+    if lineage:
+        null = F.lit(None).cast("long")
+        out += [F.col(ROW_ID), (F.when(is_matched, null).otherwise(F.col(LAST_UPDATED_SEQUENCE_NUMBER))
+                                if all_rows else null).alias(LAST_UPDATED_SEQUENCE_NUMBER)]
+    return df.select(*out)
+
+
+def update(spark, path: str, options: dict | None = None, *, set: Mapping[str, Any], row_filter="true",
+           mode: str | None = None, branch: str | None = None, isolation_level: str | None = None,
+           planning: str = "auto", before_swap: Callable[[], None] | None = None) -> Outcome:
+    """Set columns of the rows of `path` matching `row_filter` (see the module docstring).
+    Returns the Committed outcome (snapshot_id None when no row matched);
+    CommitConflictError / CommitStateUnknownError as the writes raise. `before_swap`
+    (injected scheduling) is called when the commit's first attempt is about to swap."""
+    opts = dict(options or {})
+    ref = table_ref(opts, path)
+    if ref.read_only:
+        raise SparkOptionError(f"{ref.metadata_file} is a metadata file: name a catalog table to update")
+    branch = branch or ref.get("branch", MAIN_BRANCH)
+    isolation = isolation_level or ref.get("isolation-level", P.SERIALIZABLE)
+    if isolation not in (P.SERIALIZABLE, P.SNAPSHOT):
+        raise SparkOptionError(f"isolation-level must be {P.SERIALIZABLE!r} or {P.SNAPSHOT!r}, not {isolation!r}")
+    table = open_table(ref)
+    metadata = table.metadata
+    mode = mode or ref.get("update-mode") or metadata.properties.get("write.update.mode", COPY_ON_WRITE)
+    if mode not in DELETE_MODES:
+        raise SparkOptionError(f"update mode must be one of {', '.join(DELETE_MODES)}, not {mode!r}")
+    schema = metadata.schema()
+    check_set(schema, set)
+    if mode == MERGE_ON_READ and metadata.format_version < 2:
+        raise UnsupportedFormatVersion(f"merge-on-read updates need format v2 (position deletes) or v3 "
+                                       f"(deletion vectors); table {ref.identifier} is v1 (update "
+                                       f"copy-on-write, or upgrade it)")
+    reason = fallback_reason(table, schema)
+    if reason is not None:
+        raise SparkOptionError(f"an update through Spark needs the native path: {reason}")
+    opts.pop("branch", None)
+    scan = native_plan(spark, path, opts, branch=branch, row_filter=row_filter, planning=planning)
+    scan = dataclasses.replace(scan, schema=schema)  # the table's schema, as Table.update writes in
+    assigned = _assigned(spark, schema, scan.read_schema(), set)
+    if scan.snapshot_id is not None and metadata.snapshot_by_id(scan.snapshot_id) is None:
+        table.refresh()  # a commit landed between loading and planning
+        metadata = table.metadata
+    snapshot = metadata.snapshot_by_id(scan.snapshot_id) if scan.snapshot_id is not None else None
+    found = ND._matched_positions(scan)  # Spark job 1: (file, row index) of each matching row
+    if not found:
+        return require_committed(Committed(None, 0, table.metadata_location))  # nothing to do (5.4)
+    expr = scan.row_filter
+    tasks = [t for t in plan_files(TreeReader(table.io), metadata, snapshot, expr, snapshot_schema(metadata, snapshot))
+             if comparable_location(t.data_file.file_path) in found]
+    keep = pc.is_in(scan.plan.column("file_path"), value_set=pa.array([t.data_file.file_path for t in tasks], pa.string()))
+    touched = dataclasses.replace(scan, plan=scan.plan.filter(keep))
+    lineage = metadata.format_version >= 3
+    write_schema = lineage_schema(schema) if lineage else schema
+    copy_on_write = mode == COPY_ON_WRITE
+    frame = _rows_to_write(touched, snapshot, schema, assigned, lineage, all_rows=copy_on_write)
+    job, files, durable, watch = write_frame(frame, table, write_schema, metadata.spec())  # Spark job 2
+    written: list[str] = []
+    filter_or_none = None if isinstance(expr, E.AlwaysTrue) else expr
+    try:
+        if copy_on_write:
+            operation = RewriteForUpdate([t.data_file for t in tasks], files, expr, scan.snapshot_id, branch,
+                                         isolation, job.job_id)
+        else:
+            if metadata.format_version >= DV_FORMAT_VERSION_MIN:
+                written, deletes = ND._write_dvs(table, tasks, found)
+            else:
+                written, deletes = ND._write_position_deletes(table, tasks, found)
+            operation = UpdateDelta([f for f, _ in deletes], [s for _, s in deletes],
+                                    [t.data_file.file_path for t in tasks], files, filter_or_none,
+                                    scan.snapshot_id, branch, isolation, job.job_id)
+        result = commit_job(table, job, operation, "overwrite", files, [t.data_file.file_path for t in tasks],
+                            starting_snapshot_id=scan.snapshot_id, before_swap=before_swap, fence=False,
+                            ready=durable.result)
+    except BaseException:
+        watch.settle()
+        if job.read_marker("started") is None:  # nothing was swapped: our delete files go too
+            ND._remove(table, written)
+        abort_job(job)  # deletes nothing once `started` was put
+        raise
+    if isinstance(result.outcome, Conflict):
+        ND._remove(table, written)
+    return require_committed(result.outcome)
+
+
+__all__ = ["update", "UpdateDelta", "RewriteForUpdate", "check_set", "write_frame"]
