@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from icefloe.model import rows as R
 from icefloe.model.state import (
-    APPEND, BRANCH, DELETE, EQUALITY, EXPIRE, FAST_FORWARD, MAIN, MANIFESTS, METADATA, NO_PART,
+    APPEND, BRANCH, CDC_UPDATE, DELETE, EQUALITY, EXPIRE, FAST_FORWARD, MAIN, MANIFESTS, METADATA, NO_PART,
     OVERWRITE, POSITION, REWRITE, ROLLBACK, ROW_DELETE, ROW_UPDATE, SERIALIZABLE, SNAPSHOT,
     TAG, TAG_OP, UPSERT, DelFile, Meta, OpInfo, Snap, State, Writer, ancestors, mget, mput, reach,
     ref_head, ref_heads, snap_of,
@@ -86,6 +86,13 @@ def plan_operation(b, s: State, w: int, new: Writer) -> Plan | None:
         return Plan(new, rows, DelFile(POSITION, part, frozenset({row})))
     if kind == UPSERT:
         return Plan(new, frozenset({fid}), DelFile(EQUALITY, part, frozenset()))
+    if kind == CDC_UPDATE:
+        # The row is written, then written again within the same commit: its first version
+        # is deleted by position in the data file this commit adds (the position delete
+        # and the data file get one data sequence number: it applies, spec "Scan Planning").
+        first = fid + (0,)
+        target = (fid, first)
+        return Plan(new._replace(row=target), frozenset({first, fid}), DelFile(POSITION, part, frozenset({target})))
     if kind == ROLLBACK:
         if snap_of(meta, start.parent) is None:
             return None
@@ -118,8 +125,8 @@ def validate(b, s: State, wr: Writer) -> bool:
     between its starting snapshot and the ref's head in the refreshed base."""
     meta = current(s)
     kind = wr.kind
-    if kind in (APPEND, EXPIRE, UPSERT):
-        return True
+    if kind in (APPEND, EXPIRE, UPSERT, CDC_UPDATE):
+        return True     # a cdc_update names no file live before it (Flink's commit validates nothing)
     if kind == TAG_OP:
         return ref_head(meta, TAG) == wr.start and snap_of(meta, wr.target) is not None
     if kind == FAST_FORWARD:
@@ -201,7 +208,7 @@ def apply_actions(b, s: State, w: int, wr: Writer) -> Meta:
     elif kind == ROW_DELETE:
         deletes, manifests = head.deletes | {fid}, head.manifests | {mobj}
     else:
-        assert kind in (ROW_UPDATE, UPSERT), kind
+        assert kind in (ROW_UPDATE, UPSERT, CDC_UPDATE), kind
         files, deletes, manifests = head.files | {fid}, head.deletes | {fid}, head.manifests | {mobj}
     dseq = tuple(sorted((f, mget(head.dseq, f) if f in head.files or f in head.deletes
                          else (wr.mseq or seq)) for f in files | deletes))

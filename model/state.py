@@ -21,7 +21,9 @@ from typing import NamedTuple
 
 SnapId = tuple[int, int]            # (writer, op): kept across attempts
 FileId = tuple[int, int]            # the data file (or delete file) an operation writes
-RowId = tuple[int, int]             # the operation that first wrote the row
+RowId = tuple                       # (writer, op): the operation that first wrote the row;
+                                    # (writer, op, 0): the version a cdc_update wrote and
+                                    # then deleted by position in the same commit
 MetaId = tuple[int, int, int]       # (writer, op, attempt)
 ObjId = tuple[str, int, int, int]   # (kind, writer, op, attempt)
 
@@ -43,15 +45,19 @@ APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE = (
     "append", "overwrite", "delete", "rewrite", "rollback", "expire")
 # Row-level (merge-on-read) operations: row deltas that add delete files (PROTOCOL 7.3).
 ROW_DELETE, ROW_UPDATE, UPSERT = "row_delete", "row_update", "upsert"
+# A row inserted and updated within one commit, as a change-data-capture writer does it
+# (Flink's, one checkpoint): one data file holding both versions and a position delete of
+# the first version naming that same file, of the commit's own sequence number (PROTOCOL 7.3).
+CDC_UPDATE = "cdc_update"
 # Ref operations (PROTOCOL 8): point the tag at main's head; fast-forward main to the branch.
 TAG_OP, FAST_FORWARD = "tag", "fast_forward"
 OP_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ROW_DELETE, ROW_UPDATE, UPSERT,
-            TAG_OP, FAST_FORWARD)
+            TAG_OP, FAST_FORWARD, CDC_UPDATE)
 # The kinds of the single-partition table without delete files or refs (the default bounds).
 CLASSIC_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE)
-DATA_KINDS = (APPEND, OVERWRITE, REWRITE, ROW_UPDATE, UPSERT)   # write a data file
-DELETE_FILE_KINDS = (ROW_DELETE, ROW_UPDATE, UPSERT)              # write a delete file
-SNAPSHOT_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROW_DELETE, ROW_UPDATE, UPSERT)
+DATA_KINDS = (APPEND, OVERWRITE, REWRITE, ROW_UPDATE, UPSERT, CDC_UPDATE)   # write a data file
+DELETE_FILE_KINDS = (ROW_DELETE, ROW_UPDATE, UPSERT, CDC_UPDATE)              # write a delete file
+SNAPSHOT_KINDS = (APPEND, OVERWRITE, DELETE, REWRITE, ROW_DELETE, ROW_UPDATE, UPSERT, CDC_UPDATE)
 # Kinds scoped to one partition (chosen at Begin when the table has more than one).
 PARTITION_KINDS = SNAPSHOT_KINDS
 # Delete file contents (Iceberg spec "Row-level Deletes").
@@ -107,7 +113,8 @@ class OpInfo(NamedTuple):
     target: SnapId              # rollback, tag, fast_forward: the snapshot the ref moves to
     part: int                   # its partition (1..P), NO_PART when not partition-scoped
     ref: str                    # the ref it commits to
-    row: tuple                  # row_delete/row_update: (FileId, RowId) it deletes; else NO_ROW
+    row: tuple                  # row_delete/row_update: (FileId, RowId) it deletes; cdc_update:
+                                # (its own FileId, the first version's RowId); else NO_ROW
 
 
 class Meta(NamedTuple):

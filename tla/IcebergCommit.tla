@@ -36,7 +36,7 @@ CONSTANTS
     Partitions,     \* partitions of the table (1 or 2)
     Refs            \* TRUE: branch "b" (at main's head) and tag "t" exist or may
 
-OpKinds == {"append", "overwrite", "delete", "rewrite", "rollback", "expire", "row_delete", "row_update", "upsert", "tag", "fast_forward"}
+OpKinds == {"append", "overwrite", "delete", "rewrite", "rollback", "expire", "row_delete", "row_update", "upsert", "tag", "fast_forward", "cdc_update"}
 FaultKinds == {"write_fail", "swap_fail", "ack_lost", "swap_delayed", "crash"}
 IcebergVariants == {"correct", "no-revalidate", "cleanup-after-unknown",
                     "rename-commit", "pointer-status-check", "no-lineage-check",
@@ -45,11 +45,14 @@ IcebergVariants == {"correct", "no-revalidate", "cleanup-after-unknown",
                     "rewrite-takes-new-sequence", "stale-sequence-number-on-retry",
                     "expire-keeps-main-only", "validation-ignores-partitions",
                     "branch-commit-on-main"}
-SnapshotKinds == {"append", "overwrite", "delete", "rewrite", "row_delete", "row_update", "upsert"}
+SnapshotKinds == {"append", "overwrite", "delete", "rewrite", "row_delete", "row_update", "upsert", "cdc_update"}
 PartitionKinds == SnapshotKinds
-DataKinds == {"append", "overwrite", "rewrite", "row_update", "upsert"}
-DeleteFileKinds == {"row_delete", "row_update", "upsert"}
+DataKinds == {"append", "overwrite", "rewrite", "row_update", "upsert", "cdc_update"}
+DeleteFileKinds == {"row_delete", "row_update", "upsert", "cdc_update"}
 RefNames == {"main", "b", "t"}
+\* Orphan removal by age (spec/PROTOCOL.md 12.2; Python: Bounds.orphan_age). Off here;
+\* a configuration turns it on by substitution: `OrphanAge <- OrphanAgeOn`.
+OrphanAge == FALSE
 
 ASSUME /\ Writers = 1..Cardinality(Writers) /\ Writers # {}
        /\ Ops \in Nat \ {0} /\ AttemptsMax \in Nat \ {0}
@@ -140,7 +143,8 @@ Before(s, e) == SubSeq(s, 1, MinOf({i \in DOMAIN s : s[i] = e}) - 1)
 \* Python orders FileIds as tuples: lexicographically.
 FileLeq(f, g) == f[1] < g[1] \/ (f[1] = g[1] /\ f[2] <= g[2])
 MinFile(S) == CHOOSE f \in S : \A g \in S : FileLeq(f, g)
-\* (data file, row) pairs, also lexicographically (Python: min of tuples).
+\* (data file, row) pairs, also lexicographically (Python: min of tuples). A cdc_update's
+\* first version <<w, k, 0>> is never live, so never a row MinPair compares.
 PairLeq(p, q) == (p[1] # q[1] /\ FileLeq(p[1], q[1])) \/ (p[1] = q[1] /\ FileLeq(p[2], q[2]))
 MinPair(S) == CHOOSE p \in S : \A q \in S : PairLeq(p, q)
 \* f with key set to v (Python: mput on a sorted tuple of pairs).
@@ -342,7 +346,7 @@ Validate(wr) ==
         head == RefHead(meta, wr.ref)
         btw == Between(meta, head, wr.start)
         filesLive == \A x \in btw : wr.files \subseteq x.files
-    IN IF wr.kind \in {"append", "expire", "upsert"} THEN TRUE
+    IN IF wr.kind \in {"append", "expire", "upsert", "cdc_update"} THEN TRUE
        ELSE IF wr.kind = "tag"
             THEN RefHead(meta, "t") = wr.start /\ HasSnap(meta, wr.target)
        ELSE IF wr.kind = "fast_forward"   \* still a fast-forward among retained snapshots
@@ -390,9 +394,9 @@ ApplyActions(w, wr) ==
                    [] wr.kind = "delete" -> head.files \ wr.files
                    [] wr.kind = "rewrite" -> (head.files \ wr.files) \cup {fid}
                    [] wr.kind = "row_delete" -> head.files
-                   [] wr.kind \in {"row_update", "upsert"} -> head.files \cup {fid}
+                   [] wr.kind \in {"row_update", "upsert", "cdc_update"} -> head.files \cup {fid}
         deletes == IF wr.kind \in DeleteFileKinds THEN head.deletes \cup {fid} ELSE head.deletes
-        manifests == IF wr.kind \in {"append", "row_delete", "row_update", "upsert"}
+        manifests == IF wr.kind \in {"append", "row_delete", "row_update", "upsert", "cdc_update"}
                      THEN head.manifests \cup {mobj} ELSE {mobj}
         dseq == [f \in files \cup deletes |->
                     IF f \in head.files \cup head.deletes THEN head.dseq[f]
@@ -494,6 +498,12 @@ Begin(w, kind, part, ref) ==
             [] kind = "upsert" ->
                  /\ Plan(new) /\ Rows({fid})
                  /\ dels' = Put(dels, fid, [kind |-> "equality", part |-> part, targets |-> {}])
+            \* The row written twice in one commit: its first version <<w, k, 0>> is deleted
+            \* by position in the data file the same commit adds (one sequence number).
+            [] kind = "cdc_update" ->
+                 LET first == <<w, wr.k, 0>> IN
+                 /\ Plan([new EXCEPT !.row = <<fid, first>>]) /\ Rows({first, fid})
+                 /\ dels' = Put(dels, fid, [kind |-> "position", part |-> part, targets |-> {<<fid, first>>}])
             [] kind = "rollback" ->
                  IF ~HasSnap(meta, start.parent) THEN Noop
                  ELSE Plan([new EXCEPT !.target = start.parent, !.phase = "metadata"])
@@ -795,7 +805,7 @@ ValidationsHold(pre, post) ==
     LET op == post.op
         head == RefHead(pre, op.ref)
         btw == Between(pre, head, op.start)
-    IN IF op.kind \in {"append", "expire", "upsert"} THEN TRUE
+    IN IF op.kind \in {"append", "expire", "upsert", "cdc_update"} THEN TRUE
        ELSE IF op.kind = "tag" THEN RefHead(pre, "t") = op.start
        ELSE IF op.kind = "fast_forward"
             THEN pre.head = op.start /\ IsAncestor(pre, op.target, op.start)
@@ -850,6 +860,8 @@ IsolationHolds(pre, post, mid) ==
                  /\ IsolationLevel = "serializable" => op.files = FilesIn(preSnap.files, op.part)
                  /\ after = BagPlus(outside, RowBag({fid}))
             [] op.kind = "upsert" -> after = BagPlus(outside, RowBag({fid}))
+            \* The row's last version is added; the first, deleted in the same commit, is not.
+            [] op.kind = "cdc_update" -> after = BagPlus(before, (fid :> 1))
             [] op.kind = "delete" ->
                  op.files \subseteq RefFiles(pre, ref) /\ after = BagMinus(before, LiveBag(preSnap, op.files))
             [] op.kind = "rewrite" -> op.files \subseteq RefFiles(pre, ref) /\ after = before

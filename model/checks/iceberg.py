@@ -18,7 +18,7 @@ from icefloe.model.iceberg import SERIALIZABLE, Bounds, current
 from icefloe.model.checks.liveness import lone_not_committed, pending_operation
 from icefloe.model.state import (
     CONFLICT, APPEND, BRANCH, COMMITTED, DELETE, EXPIRE, FAST_FORWARD, MAIN, NO_SNAP, NOOP, OVERWRITE,
-    REWRITE, ROLLBACK, ROW_DELETE, ROW_UPDATE, TAG, TAG_OP, UPSERT,
+    REWRITE, ROLLBACK, ROW_DELETE, ROW_UPDATE, TAG, TAG_OP, UPSERT, CDC_UPDATE,
     Meta, State, ancestors, chain, meta_obj, mget, reach, reach_all, ref_head, snap_of,
 )
 
@@ -123,7 +123,7 @@ def check_readers_see_committed(b: Bounds, s: State) -> str | None:
 def _validations_hold(b: Bounds, s: State, pre: Meta, post: Meta) -> str | None:
     op = post.op
     kind = op.kind
-    if kind in (APPEND, EXPIRE, UPSERT):
+    if kind in (APPEND, EXPIRE, UPSERT, CDC_UPDATE):
         return None
     if kind == TAG_OP:
         if ref_head(pre, TAG) != op.start:
@@ -209,6 +209,9 @@ def _effect(b: Bounds, s: State, pre: Meta, post: Meta, mid) -> str | None:
         want = tuple(sorted(R.rows_outside(s, head, op.part) + _rows(s, [fid])))
     elif kind == UPSERT:
         want = tuple(sorted(R.rows_outside(s, _ref_snap(pre, ref), op.part) + _rows(s, [fid])))
+    elif kind == CDC_UPDATE:
+        # The row's last version is added; the first, deleted in the same commit, is not.
+        want = tuple(sorted(before + tuple(r for r in _rows(s, [fid]) if r != op.row[1])))
     elif kind == DELETE:
         if not op.files <= _head_files(pre, ref):
             return f"delete {mid} removed {sorted(op.files)}, not all live in {ref_head(pre, ref)}"

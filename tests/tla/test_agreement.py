@@ -49,9 +49,10 @@ def check_agreement(cfg: str, tlc_result) -> None:
 
 
 # The CI configurations: the classic one (one partition, no deletes, no refs, every
-# fault, with the liveness properties) and one per feature of issue 12.
+# fault, with the liveness properties), one per feature of issue 12, and cdc_update (a
+# position delete of a data file of its own commit, issue 30).
 SMALL_CONFIGS = ("MCIcebergCommit_small.cfg", "MCIcebergCommit_partitions.cfg",
-                 "MCIcebergCommit_deletes.cfg", "MCIcebergCommit_refs.cfg")
+                 "MCIcebergCommit_deletes.cfg", "MCIcebergCommit_refs.cfg", "MCIcebergCommit_cdc_update.cfg")
 
 
 @pytest.mark.parametrize("cfg", SMALL_CONFIGS)
