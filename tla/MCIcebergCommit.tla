@@ -15,6 +15,8 @@ AllKinds == OpKinds
 ClassicKinds == {"append", "overwrite", "delete", "rewrite", "rollback", "expire"}
 AllFaults == FaultKinds
 NoFaults == {}
+\* Orphan removal by age on (OrphanAge <- OrphanAgeOn).
+OrphanAgeOn == TRUE
 
 \* A type invariant: every variable keeps the shape model/state.py gives it.
 \* Checked by the correct configurations only (it cannot catch a flawed variant).
@@ -25,7 +27,9 @@ Phases == {"plan", "data", "manifests", "list", "metadata", "swap", "rename", "r
            "resolve", "done"}
 Results == {"pending", "committed", "conflict", "unknown", "crashed", "noop"}
 PartIds == 0..Partitions
-Rows == {NO_ROW} \cup (SnapIds \X SnapIds)
+\* A row: a SnapId, or a cdc_update's first version <<w, k, 0>>.
+RowIds == SnapIds \cup (Nat \X Nat \X {0})
+Rows == {NO_ROW} \cup (SnapIds \X RowIds)
 IsFunctionInto(f, dom, codom) == DOMAIN f \subseteq dom /\ \A x \in DOMAIN f : f[x] \in codom
 SnapOK(x) ==
     /\ x.id \in SnapIds /\ x.parent \in SnapIds /\ x.files \subseteq SnapIds
@@ -44,13 +48,14 @@ WriterRec == [k : 1..(Ops + 1), kind : OpKinds \cup {""}, phase : Phases,
               lone : BOOLEAN, healed : BOOLEAN, part : PartIds, ref : RefNames, row : Rows,
               mseq : Nat]
 OutcomeRec == [res : Results, lone : BOOLEAN, healed : BOOLEAN, spurious : BOOLEAN]
-DelRec == [kind : {"position", "equality"}, part : 1..Partitions, targets : SUBSET (SnapIds \X SnapIds)]
+DelRec == [kind : {"position", "equality"}, part : 1..Partitions, targets : SUBSET (SnapIds \X RowIds)]
 
 TypeOK ==
     /\ cat \in DOMAIN metas
     /\ \A m \in DOMAIN metas : m \in MetaIds /\ MetaOK(metas[m])
     /\ store \subseteq ObjIds
-    /\ IsFunctionInto(content, SnapIds, SUBSET SnapIds)
+    /\ aged \subseteq ObjIds
+    /\ IsFunctionInto(content, SnapIds, SUBSET RowIds)
     /\ DOMAIN parts = DOMAIN content /\ IsFunctionInto(parts, SnapIds, 1..Partitions)
     /\ IsFunctionInto(dels, SnapIds, DelRec)
     /\ inflight \subseteq Writers \X MetaIds \X MetaIds
