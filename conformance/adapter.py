@@ -158,8 +158,12 @@ APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ORPHANS = (
     "append", "overwrite", "delete", "rewrite", "rollback", "expire", "orphans")
 # Row-level (merge-on-read) operations and ref operations (spec/PROTOCOL.md 7.3, 8).
 ROW_DELETE, ROW_UPDATE, UPSERT, TAG, FAST_FORWARD = "row_delete", "row_update", "upsert", "tag", "fast_forward"
+# A row inserted and updated within one commit (a CDC writer's checkpoint, Flink's): one data
+# file holding `rows` in that order and, in the same row delta, a position delete of `row`
+# (the first version) naming that new file.
+CDC_UPDATE = "cdc_update"
 COMMIT_OPERATIONS = (APPEND, OVERWRITE, DELETE, REWRITE, ROLLBACK, EXPIRE, ROW_DELETE, ROW_UPDATE, UPSERT,
-                     TAG, FAST_FORWARD)
+                     TAG, FAST_FORWARD, CDC_UPDATE)
 OPERATIONS = COMMIT_OPERATIONS + (ORPHANS,)
 
 STEPPING, BLACK_BOX = "stepping", "black-box"
@@ -377,7 +381,8 @@ class OpSpec:
     None means every row (`true`), otherwise the rows whose id is in `where`."""
     kind: str
     op_id: str
-    rows: tuple = ()                      # append / overwrite / upsert / row_update: the rows to add
+    rows: tuple = ()                      # append / overwrite / upsert / row_update / cdc_update:
+                                          # the rows to add (cdc_update: in this order, one data file)
     where: frozenset | None = None        # overwrite / delete / rewrite: rows selected
     target_snapshot_id: int | None = None  # rollback: main's new head (an ancestor); tag,
                                            # fast_forward: the snapshot the ref moves to
@@ -385,7 +390,8 @@ class OpSpec:
     partition: int = 1                    # PART_COLUMN of rows added; the partition an
                                           # overwrite, rewrite, upsert or row-level op works on
     ref: str = "main"                     # the branch an append commits to
-    row: str | None = None                # row_delete / row_update: the row (its id); None: no-op
+    row: str | None = None                # row_delete / row_update: the row (its id); None: no-op;
+                                          # cdc_update: the row of `rows` deleted by position
 
     def __post_init__(self):
         assert self.kind in COMMIT_OPERATIONS or self.kind == COW_DELETE, self.kind

@@ -14,8 +14,9 @@ so their instances keep their size): each has its own small instance of the mode
               any ref reaches);
   delta-orphans (operation, outcome): orphan removal after a row delta or a compaction
               ended so (delete files and their manifests must count as reachable);
-  delta-sequences (kind, kind, kind): three commits in a row among row deltas,
-              compactions and expiries (an expiry must keep the delete files still live).
+  delta-sequences (kind, kind, kind): three commits in a row among row deltas (cdc_update
+              among them: a position delete of its own commit's data file), compactions
+              and expiries (an expiry must keep the delete files still live).
 
 coverage.py appends these families to its FAMILIES at its end: import that module (this
 one, imported first, would meet it half-initialized).
@@ -27,7 +28,7 @@ from dataclasses import replace
 from icefloe.conformance.coverage.base import Orphans, Rivals, Sequences, Validations
 from icefloe.model import iceberg
 from icefloe.model.state import (
-    APPEND, BRANCH, DELETE, EXPIRE, FAST_FORWARD, OVERWRITE, REWRITE, ROW_DELETE, ROW_UPDATE, TAG_OP, UPSERT,
+    APPEND, BRANCH, CDC_UPDATE, DELETE, EXPIRE, FAST_FORWARD, OVERWRITE, REWRITE, ROW_DELETE, ROW_UPDATE, TAG_OP, UPSERT,
 )
 
 
@@ -94,8 +95,10 @@ class DeltaOrphans(Orphans):
 
 class DeltaSequences(Sequences):
     """Three commits in a row among row deltas, compactions and expiries: an expiry then
-    deletes what only expired snapshots reached while delete files stay live."""
-    KINDS = (ROW_DELETE, UPSERT, REWRITE, EXPIRE)
+    deletes what only expired snapshots reached while delete files stay live. With
+    cdc_update, a position delete of a data file of its own commit (its sequence number
+    equal to the file's, so it applies) is read, compacted and expired."""
+    KINDS = (ROW_DELETE, UPSERT, REWRITE, EXPIRE, CDC_UPDATE)
 
     def bounds(self, base):
         return replace(base, writers=1, ops=3, kinds=_kinds(base, self.KINDS), faults=(), fault_budget=0,

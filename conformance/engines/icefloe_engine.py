@@ -215,7 +215,7 @@ class IcefloeTable:
             return P.RewriteFiles(None if op.where is None else self._paths_of(op.where))
         if op.kind == A.ROLLBACK:
             return ops.SetRef("main", op.target_snapshot_id, must_be_ancestor=True)
-        if op.kind in (A.ROW_DELETE, A.ROW_UPDATE, A.UPSERT):
+        if op.kind in (A.ROW_DELETE, A.ROW_UPDATE, A.UPSERT, A.CDC_UPDATE):
             new_rows = rows_table(op.rows, part) if op.rows else None
             return ModelRowDelta(op.kind, part, op.row, new_rows, op.ref, P.SERIALIZABLE)
         if op.kind == A.TAG:

@@ -11,6 +11,12 @@ in the commit's data phase (so the two stay in lockstep phase by phase).
   added to the partition its filter reads.
 - upsert: an equality delete on the partition column (every older row of the partition)
   and a data file of the partition, one commit, no validation.
+- cdc_update: a row inserted and updated within one commit, as Flink's CDC writer does in
+  one checkpoint (Iceberg-Java BaseEqualityDeltaWriter: a key written again is deleted by
+  position in the file being written): one data file holding both versions and a position
+  delete of the first naming that file, one commit, no validation (Flink's committer's
+  RowDelta validates nothing). Both files get the commit's data sequence number, so the
+  delete applies only because position deletes apply to data of their own sequence number.
 """
 from __future__ import annotations
 
@@ -68,17 +74,17 @@ def _canonical(path: str) -> str:
 
 
 class ModelRowDelta(P.RowDelta):
-    """row_delete, row_update or upsert of the model, planned at the starting snapshot."""
+    """row_delete, row_update, upsert or cdc_update of the model, planned at the starting snapshot."""
 
     def __init__(self, kind: str, partition: int, row: str | None, new_rows: pa.Table | None, ref: str,
                  isolation: str):
-        row_filter = f"{A.PART_COLUMN} = {partition}" if kind != A.UPSERT else None
+        row_filter = f"{A.PART_COLUMN} = {partition}" if kind not in (A.UPSERT, A.CDC_UPDATE) else None
         super().__init__([], [], (), ref=ref, row_filter=row_filter, isolation=isolation)
         self.kind, self.partition, self.row, self.new_rows = kind, partition, row, new_rows
         self.target: tuple[DataFile, int] | None = None
 
     def plan(self, c) -> bool:
-        if self.kind != A.UPSERT:
+        if self.kind not in (A.UPSERT, A.CDC_UPDATE):
             self.target = live_position(c, self.row, self.partition)
             if self.target is None:
                 return False            # the row is not live: nothing to do (5.4)
@@ -100,6 +106,11 @@ class ModelRowDelta(P.RowDelta):
             delete = DataFile(location, "PARQUET", (self.partition,), 1, len(raw),
                               content=DataFileContent.EQUALITY_DELETES, equality_ids=(field.field_id,))
         else:
+            if self.kind == A.CDC_UPDATE:
+                # The data file first: the position delete names it, as written in the manifest.
+                self.added = P.write_rows(c, self.new_rows)
+                assert len(self.added) == 1 and self.added[0].record_count == self.new_rows.num_rows, self.added
+                self.target = (self.added[0], self.new_rows.column(A.COLUMN).to_pylist().index(self.row))
             data_file, pos = self.target
             table = pa.table({"file_path": [data_file.file_path], "pos": [pos]}, schema=POSITION_ARROW)
             raw = _parquet(table)
@@ -114,7 +125,7 @@ class ModelRowDelta(P.RowDelta):
                               content=DataFileContent.POSITION_DELETES, **metrics)
         c.write(location, raw)
         self.added_deletes = [delete]
-        if self.new_rows is not None:
+        if self.new_rows is not None and self.kind != A.CDC_UPDATE:
             self.added = P.write_rows(c, self.new_rows)
 
 

@@ -10,7 +10,7 @@ from icefloe.conformance.suite.readers import row_id
 from icefloe.conformance.violation import AGREEMENT, AdapterError, Violation
 from icefloe.model import iceberg
 from icefloe.model.state import (
-    APPEND, DELETE, DELETE_FILE_KINDS, EXPIRE, FAST_FORWARD, MAIN, OVERWRITE, REWRITE, ROLLBACK, ROW_DELETE,
+    APPEND, CDC_UPDATE, DELETE, DELETE_FILE_KINDS, EXPIRE, FAST_FORWARD, MAIN, OVERWRITE, REWRITE, ROLLBACK, ROW_DELETE,
     ROW_UPDATE, TAG_OP, UPSERT,
 )
 
@@ -62,6 +62,9 @@ def op_spec(model, snapshot_id: dict, w: int, kind: str, before, choices=()) -> 
                         row=row)
     if kind == UPSERT:
         return A.OpSpec(A.UPSERT, op_id, rows=(op_id,), partition=part)
+    if kind == CDC_UPDATE:
+        first = row_id(after.row[1])     # the version the commit deletes in its own data file
+        return A.OpSpec(A.CDC_UPDATE, op_id, rows=(first, op_id), partition=part, row=first)
     if kind in (TAG_OP, FAST_FORWARD):
         # A no-op moves its ref where it is (main's head): the engine plans nothing too.
         target = head.id if noop else after.target

@@ -25,8 +25,9 @@ FILTER_OPS = ("<", "<=", ">", ">=", "=", "!=")
 
 
 def row_id(fid) -> str:
-    """The engine's row for a model row (a FileId): "w.k"."""
-    return f"{fid[0]}.{fid[1]}"
+    """The engine's row for a model row (a FileId, or a cdc_update's first version): "w.k"
+    ("w.k.0")."""
+    return ".".join(str(x) for x in fid)
 
 
 class Readers:
