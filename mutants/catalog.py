@@ -6,11 +6,17 @@ breaks; `model_covers` says whether the conformance model has that area (a mutan
 must be killed by `icefloe conform` itself; the others are killed by unit tests). Since
 issue 12 the model has partitions, row deltas with sequence numbers and refs, and the
 suite's table with them (conformance/coverage/rows.py): conform's directed programs kill
-the mutants of those areas, except position-delete-same-sequence (a position delete of a
-data file of its own commit, which no operation of the model writes) and the blind
-position-delete-path-spelling (one engine writes every path the suite's table holds, so
-their spellings never differ), left to unit tests; the suite's table merges manifests
-(EXISTING entries), so scan-skips-existing-entries is conform's since;
+the mutants of those areas, position-delete-same-sequence among them since the model's
+cdc_update (a row written twice in one commit, its first version deleted by position in
+the data file the same commit adds, as Flink's CDC writer does) gives a position delete
+its data file's sequence number. The blind position-delete-path-spelling is left to its
+unit test and is not a conformance bug: a spec-conforming position delete or DV names its
+data file exactly as the manifest entry does (spec "Position Delete Files": file_path
+"must match the file_path of the target data file in a manifest entry"), which Iceberg-Java
+and pyiceberg compare exactly, so no spec-legal table makes the two spellings meet where
+icefloe's one-spelling comparison matters (docs/conformance.md, "Blind mutants"); the
+suite's table merges manifests (EXISTING entries), so scan-skips-existing-entries is
+conform's since;
 `unit_tests` are the tests the gate runs when conform lets the mutant through; `like`
 names the real bug of the same class.
 """
@@ -195,7 +201,8 @@ MUTANTS: tuple[Mutant, ...] = (
            "    if delete_seq < data_seq:\n        return False\n    if not (unpartitioned_delete",
            "    if delete_seq <= data_seq:  # mutant\n        return False\n    if not (unpartitioned_delete",
            DELETES, "a position delete skips data files of its own sequence number",
-           "spec: position deletes apply to data sequence numbers <= theirs", model_covers=False,
+           "spec: position deletes apply to data sequence numbers <= theirs (Flink's CDC writer deletes a key "
+           "written again in the same checkpoint by position, in the file it is writing)",
            unit_tests=("tests/impl/table/test_table_scan.py",)),
     Mutant("equality-delete-same-sequence", DELETES_PY,
            "    if delete_seq <= data_seq:\n        return False\n    return unpartitioned_delete",
@@ -351,7 +358,14 @@ BLIND: tuple[Mutant, ...] = (
            "        path = canonical_location(data.file_path)",
            "        path = data.file_path  # mutant: paths compared as spelled",
            DELETES, "position deletes compare paths as spelled (file:/ vs file:///): another engine's deletes miss",
-           "spec: position delete file_path", model_covers=False, blind=True),
+           # Beyond the spec, so no conformance bug: file_path "must match the file_path of
+           # the target data file in a manifest entry", every writer copies the entry's
+           # spelling (Java's _file is task.file().location()), and Java (Deletes.DataFileFilter,
+           # DeleteFileIndex.posDeletesByPath / dvByPath) and pyiceberg compare exactly. icefloe's
+           # leniency serves only writers that break that rule; a unit test keeps it.
+           "beyond the spec: a position delete's file_path must match its data file's manifest entry, "
+           "and Iceberg-Java compares it exactly", model_covers=False, blind=True,
+           unit_tests=("tests/impl/table/test_table_scan.py",)),
 )
 
 # -- the second blind batch (2026-11-27) -----------------------------------------------------
