@@ -63,14 +63,20 @@ class Bounds:
     # once faults have stopped, a writer's private write step (data, manifest, manifest
     # list, metadata file) commutes with every other enabled action and changes nothing
     # a property reads, so one such step is explored alone (an ample set of size one;
-    # the state graph is acyclic, so no cycle proviso is needed). Unsound for the
-    # orphans-no-threshold variant (orphan removal reads storage), so never applied there.
+    # the state graph is acyclic, so no cycle proviso is needed). Unsound where orphan
+    # removal runs while writers work (it reads storage: the orphans-no-threshold variant,
+    # orphan_age), so never applied there.
     por: bool = False
     # Partitions of the table (1 or 2): partition-scoped kinds pick one at Begin.
     partitions: int = 1
     # Refs: branch "b" (created with the table, at main's head) and tag "t"; appends may
     # commit to the branch; kinds tag and fast_forward move the tag and main.
     refs: bool = False
+    # Orphan removal by age (spec/PROTOCOL.md 12.2): AgeFiles, time passing the removal's
+    # threshold while no writer works, makes every file then in storage old; orphan removal
+    # may then run while writers work and deletes only old files. Off: orphan removal runs
+    # only while no writer works (its threshold is then "now").
+    orphan_age: bool = False
 
     def kinds_for(self, w: int, k: int) -> tuple:
         if self.workload == "any":
@@ -140,7 +146,7 @@ def initial_state(b: Bounds) -> State:
         inflight=frozenset(),
         writers=tuple(idle_writer(1, b.ops) for _ in range(b.writers)),
         faults_on=bool(b.faults) and b.fault_budget > 0, faults_used=0, orphan_runs=0,
-        hist=((0, 1, 1), (0, 2, 1)), acked=frozenset(),
+        aged=frozenset(), hist=((0, 1, 1), (0, 2, 1)), acked=frozenset(),
         outcomes=tuple(tuple(PENDING_OUTCOME for _ in range(b.ops)) for _ in range(b.writers)),
         deleted=frozenset(), consumed=frozenset({(0, 1), (0, 2)}), reader_at=(0, 2))
 
@@ -409,16 +415,33 @@ def crash(b: Bounds, s: State, w: int) -> State:
 ORPHAN_KINDS = ("d", "x", "m", "l")     # never metadata JSON (12.1)
 
 
-def remove_orphans(s: State) -> State:
-    """Delete data, delete, manifest and manifest-list objects no retained snapshot reaches."""
+def quiet(s: State) -> bool:
+    """No writer is working and no swap request is in flight: every file in storage was
+    written by an operation that has ended (and cannot land any more)."""
+    return all(x.phase in (PLAN, DONE) for x in s.writers) and not s.inflight
+
+
+def age_files(s: State) -> State:
+    """Time passes the orphan-removal threshold (12.2): every file in storage now is older
+    than it. Only while quiet: the threshold is older than the start of every operation
+    that works after it (Iceberg's "older than any commit in flight")."""
+    assert quiet(s), "a file of a working writer never ages past the threshold"
+    return s._replace(aged=s.store)
+
+
+def remove_orphans(s: State, threshold: bool = False) -> State:
+    """Delete data, delete, manifest and manifest-list objects no retained snapshot reaches;
+    with `threshold`, only those older than it (AgeFiles), the others may be a working
+    writer's (12.2)."""
     live = frozenset().union(*(reach(x) for x in current(s).snaps))
-    gone = frozenset(o for o in s.store if o[0] in ORPHAN_KINDS and o not in live)
+    old = s.aged if threshold else s.store
+    gone = frozenset(o for o in s.store if o[0] in ORPHAN_KINDS and o not in live and o in old)
     return delete_objects(s, gone)._replace(orphan_runs=s.orphan_runs + 1)
 
 
 def _private_step(b: Bounds, s: State):
     """The ample set of the partial-order reduction, or None (see Bounds.por)."""
-    if not b.por or s.faults_on or b.variant == "orphans-no-threshold":
+    if not b.por or s.faults_on or b.variant == "orphans-no-threshold" or b.orphan_age:
         return None
     for w, wr in enumerate(s.writers, start=1):
         if wr.phase == DATA:
@@ -484,9 +507,13 @@ def successors(b: Bounds, s: State):
     if s.faults_on:
         yield ("Heal", 0), s._replace(faults_on=False)
     if s.orphan_runs < b.orphan_runs:
-        quiet = all(x.phase in (PLAN, DONE) for x in s.writers) and not s.inflight
-        if quiet or b.variant == "orphans-no-threshold":
+        calm = quiet(s)
+        if calm or b.variant == "orphans-no-threshold":
             yield ("RemoveOrphans", 0), remove_orphans(s)
+        elif b.orphan_age and s.aged:
+            yield ("RemoveOrphans", 0), remove_orphans(s, threshold=True)
+        if b.orphan_age and calm and s.aged != s.store:
+            yield ("AgeFiles", 0), age_files(s)
 
 
 def is_terminal(s: State) -> bool:
@@ -494,4 +521,4 @@ def is_terminal(s: State) -> bool:
 
 
 __all__ = ["Bounds", "ICEBERG_VARIANTS", "SERIALIZABLE", "SNAPSHOT", "initial_state",
-           "successors", "is_terminal", "current", "head_snap", "validate"]
+           "successors", "is_terminal", "current", "head_snap", "validate", "quiet"]

@@ -167,6 +167,7 @@ class State(NamedTuple):
     faults_on: bool
     faults_used: int
     orphan_runs: int
+    aged: frozenset             # ObjIds written before the orphan-removal threshold (AgeFiles)
     # -- history (auxiliary) variables: only the property checks read them --
     hist: tuple                 # every value the pointer has taken, in order
     acked: frozenset            # MetaIds acknowledged to their writer as committed

@@ -78,7 +78,8 @@ VARIABLES
     writers,    \* [Writers -> Writer]
     faultsOn,   \* faults may still occur
     faultsUsed, \* faults spent from FaultBudget
-    orphanRuns  \* orphan-removal runs so far
+    orphanRuns, \* orphan-removal runs so far
+    aged        \* ObjIds written before the orphan-removal threshold (AgeFiles)
 
 (***************************************************************************)
 (* History (auxiliary) variables: written by the actions, read only by the *)
@@ -94,7 +95,7 @@ VARIABLES
 
 tableFiles == <<content, parts, dels>>
 protocolVars == <<cat, metas, store, tableFiles, inflight, writers, faultsOn,
-                  faultsUsed, orphanRuns>>
+                  faultsUsed, orphanRuns, aged>>
 historyVars == <<hist, acked, outcomes, deleted, consumed, readerAt>>
 vars == <<protocolVars, historyVars>>
 
@@ -259,6 +260,7 @@ Init ==
     /\ faultsOn = (Faults # {} /\ FaultBudget > 0)
     /\ faultsUsed = 0
     /\ orphanRuns = 0
+    /\ aged = {}
     /\ hist = <<<<0, 1, 1>>, <<0, 2, 1>>>>
     /\ acked = {}
     /\ outcomes = [w \in Writers |-> [k \in 1..Ops |-> Pending]]
@@ -519,7 +521,7 @@ Begin(w, kind, part, ref) ==
                  IF branch = meta.head \/ ~IsAncestor(meta, branch, meta.head) THEN Noop
                  ELSE Plan([new EXCEPT !.target = branch, !.phase = "metadata"])
                       /\ UNCHANGED tableFiles
-       /\ UNCHANGED <<cat, metas, store, inflight, faultsOn, faultsUsed, orphanRuns,
+       /\ UNCHANGED <<cat, metas, store, inflight, faultsOn, faultsUsed, orphanRuns, aged,
                       hist, acked, deleted, consumed, readerAt>>
 
 \* Write the operation's data file and / or delete file (written once, reused).
@@ -529,7 +531,7 @@ WriteData(w) ==
     /\ store' = store \cup (IF wr.kind \in DataKinds THEN {<<"d", w, wr.k, 0>>} ELSE {})
                       \cup (IF wr.kind \in DeleteFileKinds THEN {<<"x", w, wr.k, 0>>} ELSE {})
     /\ writers' = [writers EXCEPT ![w].phase = "manifests"]
-    /\ UNCHANGED <<cat, metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns,
+    /\ UNCHANGED <<cat, metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns, aged,
                    historyVars>>
 
 \* The flawed stale-sequence-number-on-retry variant writes the append's data
@@ -543,7 +545,7 @@ WriteManifests(w) ==
                                   ![w].mseq = IF wr.kind = "append"
                                                  /\ Variant = "stale-sequence-number-on-retry"
                                               THEN metas[wr.base].last_seq + 1 ELSE wr.mseq]
-    /\ UNCHANGED <<cat, metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns,
+    /\ UNCHANGED <<cat, metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns, aged,
                    historyVars>>
 
 WriteManifestList(w) ==
@@ -551,7 +553,7 @@ WriteManifestList(w) ==
     /\ wr.phase = "list"
     /\ store' = store \cup {<<"l", w, wr.k, wr.attempt>>}
     /\ writers' = [writers EXCEPT ![w].phase = "metadata"]
-    /\ UNCHANGED <<cat, metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns,
+    /\ UNCHANGED <<cat, metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns, aged,
                    historyVars>>
 
 \* Write this attempt's metadata file: immutable once written.
@@ -562,7 +564,7 @@ WriteMetadata(w) ==
        /\ metas' = Put(metas, mid, ApplyActions(w, wr))
        /\ store' = store \cup {MetaObj(mid)}
        /\ writers' = [writers EXCEPT ![w].phase = "swap"]
-       /\ UNCHANGED <<cat, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns,
+       /\ UNCHANGED <<cat, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns, aged,
                       historyVars>>
 
 \* The catalog's compare-and-swap, acknowledged to the writer. The flawed
@@ -574,20 +576,20 @@ Swap(w) ==
        /\ IF cat # wr.base
           THEN /\ writers' = [writers EXCEPT ![w].phase = "retry"]
                /\ UNCHANGED <<cat, metas, store, tableFiles, inflight, faultsOn,
-                              faultsUsed, orphanRuns, historyVars>>
+                              faultsUsed, orphanRuns, aged, historyVars>>
           ELSE IF Variant = "rename-commit"
           THEN /\ writers' = [writers EXCEPT ![w].phase = "rename"]
                /\ UNCHANGED <<cat, metas, store, tableFiles, inflight, faultsOn,
-                              faultsUsed, orphanRuns, historyVars>>
+                              faultsUsed, orphanRuns, aged, historyVars>>
           ELSE /\ CommitAcknowledged(w, wr, mid)
-               /\ UNCHANGED <<metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns>>
+               /\ UNCHANGED <<metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns, aged>>
 
 \* Variant rename-commit: the second half of check-then-rename; it overwrites.
 Rename(w) ==
     LET wr == writers[w] IN
     /\ wr.phase = "rename"
     /\ CommitAcknowledged(w, wr, <<w, wr.k, wr.attempt>>)
-    /\ UNCHANGED <<metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns>>
+    /\ UNCHANGED <<metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns, aged>>
 
 NextPhase(kind) ==
     CASE kind = "append" -> "list"       \* data file and manifest are reused
@@ -620,7 +622,7 @@ Reconcile(w) ==
                        [wr EXCEPT !.phase = NextPhase(wr.kind),
                                   !.attempt = wr.attempt + 1, !.base = cat]]
                /\ UNCHANGED <<store, deleted, acked, outcomes>>
-       /\ UNCHANGED <<cat, metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns,
+       /\ UNCHANGED <<cat, metas, tableFiles, inflight, faultsOn, faultsUsed, orphanRuns, aged,
                       hist, consumed, readerAt>>
 
 Retry(w) == writers[w].phase = "retry" /\ Reconcile(w)
@@ -646,7 +648,7 @@ WriteFails(w) ==
     /\ FaultEnabled("write_fail")
     /\ SpendFault
     /\ FinishFailed(w, wr)
-    /\ UNCHANGED <<cat, metas, tableFiles, inflight, orphanRuns, hist, acked, consumed, readerAt>>
+    /\ UNCHANGED <<cat, metas, tableFiles, inflight, orphanRuns, aged, hist, acked, consumed, readerAt>>
 
 \* The swap request is rejected before it could have any effect.
 SwapFails(w) ==
@@ -654,7 +656,7 @@ SwapFails(w) ==
     /\ FaultEnabled("swap_fail")
     /\ SpendFault
     /\ writers' = [writers EXCEPT ![w].phase = "retry"]
-    /\ UNCHANGED <<cat, metas, store, tableFiles, inflight, orphanRuns, historyVars>>
+    /\ UNCHANGED <<cat, metas, store, tableFiles, inflight, orphanRuns, aged, historyVars>>
 
 \* The swap is applied (if the pointer matched) but its acknowledgement is lost.
 AckLost(w) ==
@@ -666,7 +668,7 @@ AckLost(w) ==
        THEN MovePointer(<<w, wr.k, wr.attempt>>)
        ELSE UNCHANGED <<cat, hist, consumed, readerAt>>
     /\ UnknownOutcome(w, wr)
-    /\ UNCHANGED <<metas, tableFiles, inflight, orphanRuns, acked>>
+    /\ UNCHANGED <<metas, tableFiles, inflight, orphanRuns, aged, acked>>
 
 \* The client times out; its request is still in flight and may land later.
 SwapDelayed(w) ==
@@ -676,7 +678,7 @@ SwapDelayed(w) ==
     /\ SpendFault
     /\ inflight' = inflight \cup {<<w, wr.base, <<w, wr.k, wr.attempt>>>>}
     /\ UnknownOutcome(w, wr)
-    /\ UNCHANGED <<cat, metas, tableFiles, orphanRuns, hist, acked, consumed, readerAt>>
+    /\ UNCHANGED <<cat, metas, tableFiles, orphanRuns, aged, hist, acked, consumed, readerAt>>
 
 \* A writer dies between two phases; its files stay behind (orphans).
 Crash(w) ==
@@ -685,7 +687,7 @@ Crash(w) ==
     /\ FaultEnabled("crash")
     /\ SpendFault
     /\ Finish(w, wr, "crashed")
-    /\ UNCHANGED <<cat, metas, store, tableFiles, inflight, orphanRuns,
+    /\ UNCHANGED <<cat, metas, store, tableFiles, inflight, orphanRuns, aged,
                    hist, acked, deleted, consumed, readerAt>>
 
 (***************************************************************************)
@@ -699,7 +701,7 @@ Deliver(req) ==
     /\ IF cat = req[2]
        THEN MovePointer(req[3])
        ELSE UNCHANGED <<cat, hist, consumed, readerAt>>
-    /\ UNCHANGED <<metas, store, tableFiles, writers, faultsOn, faultsUsed, orphanRuns,
+    /\ UNCHANGED <<metas, store, tableFiles, writers, faultsOn, faultsUsed, orphanRuns, aged,
                    acked, outcomes, deleted>>
 
 \* A delayed swap request is lost for good.
@@ -707,26 +709,40 @@ Drop(req) ==
     /\ req \in inflight
     /\ inflight' = inflight \ {req}
     /\ UNCHANGED <<cat, metas, store, tableFiles, writers, faultsOn, faultsUsed,
-                   orphanRuns, historyVars>>
+                   orphanRuns, aged, historyVars>>
 
 \* Faults stop before the budget is spent.
 Heal ==
     /\ faultsOn
     /\ faultsOn' = FALSE
     /\ UNCHANGED <<cat, metas, store, tableFiles, inflight, writers, faultsUsed,
-                   orphanRuns, historyVars>>
+                   orphanRuns, aged, historyVars>>
+
+\* No writer is working and no swap request is in flight (Python: quiet).
+Quiet == (\A w \in Writers : writers[w].phase \in {"plan", "done"}) /\ inflight = {}
 
 \* Delete data, delete, manifest and manifest-list objects no retained
-\* snapshot reaches; only while no writer is working (the flawed variant: any time).
+\* snapshot reaches: while no writer is working, every one (the threshold is
+\* "now"); while writers work, with OrphanAge, only those older than the
+\* threshold (aged); the flawed variant: every one, any time.
 RemoveOrphans ==
     LET live == UNION {Reach(x) : x \in Current.snaps}
-        quiet == (\A w \in Writers : writers[w].phase \in {"plan", "done"}) /\ inflight = {}
+        old == IF Quiet \/ Variant = "orphans-no-threshold" THEN store ELSE aged
     IN /\ orphanRuns < OrphanRunsMax
-       /\ quiet \/ Variant = "orphans-no-threshold"
-       /\ DeleteObjects({o \in store : o[1] \in {"d", "x", "m", "l"} /\ o \notin live})
+       /\ Quiet \/ Variant = "orphans-no-threshold" \/ (OrphanAge /\ aged # {})
+       /\ DeleteObjects({o \in store : o[1] \in {"d", "x", "m", "l"} /\ o \notin live /\ o \in old})
        /\ orphanRuns' = orphanRuns + 1
-       /\ UNCHANGED <<cat, metas, tableFiles, inflight, writers, faultsOn, faultsUsed,
+       /\ UNCHANGED <<cat, metas, tableFiles, inflight, writers, faultsOn, faultsUsed, aged,
                       hist, acked, outcomes, consumed, readerAt>>
+
+\* Time passes the orphan-removal threshold (12.2): every file in storage now
+\* is older than it. Only while quiet: the threshold is older than the start
+\* of every operation that works after it.
+AgeFiles ==
+    /\ OrphanAge /\ orphanRuns < OrphanRunsMax /\ Quiet /\ aged # store
+    /\ aged' = store
+    /\ UNCHANGED <<cat, metas, store, tableFiles, inflight, writers, faultsOn, faultsUsed,
+                   orphanRuns, historyVars>>
 
 \* Every writer is done and nothing is in flight: the system stops here. An
 \* explicit stuttering step, so that TLC's deadlock check stays on and still
@@ -749,10 +765,11 @@ Next ==
     \/ Delivery
     \/ Heal
     \/ RemoveOrphans
+    \/ AgeFiles
     \/ Terminated
 
 \* Writers keep taking steps and the network eventually delivers or drops
-\* every delayed request. Heal and RemoveOrphans need no fairness: nothing
+\* every delayed request. Heal, RemoveOrphans and AgeFiles need no fairness: nothing
 \* waits for them.
 Fairness == (\A w \in Writers : WF_vars(WriterNext(w))) /\ WF_vars(Delivery)
 

@@ -15,6 +15,8 @@ AllKinds == OpKinds
 ClassicKinds == {"append", "overwrite", "delete", "rewrite", "rollback", "expire"}
 AllFaults == FaultKinds
 NoFaults == {}
+\* Orphan removal by age on (OrphanAge <- OrphanAgeOn).
+OrphanAgeOn == TRUE
 
 \* A type invariant: every variable keeps the shape model/state.py gives it.
 \* Checked by the correct configurations only (it cannot catch a flawed variant).
@@ -52,6 +54,7 @@ TypeOK ==
     /\ cat \in DOMAIN metas
     /\ \A m \in DOMAIN metas : m \in MetaIds /\ MetaOK(metas[m])
     /\ store \subseteq ObjIds
+    /\ aged \subseteq ObjIds
     /\ IsFunctionInto(content, SnapIds, SUBSET RowIds)
     /\ DOMAIN parts = DOMAIN content /\ IsFunctionInto(parts, SnapIds, 1..Partitions)
     /\ IsFunctionInto(dels, SnapIds, DelRec)

@@ -82,17 +82,18 @@ def test_actions_are_one_set_in_every_layer():
     Method: labels the model takes (every variant's extra action included), the TLA+
     WriterNext/Next disjuncts, the actions in spec §5.1 and §13.1, and the suite's own tables
     (state.FAULT_ACTIONS, state.PHASE_ACTIONS) that map fault kinds and phases to them."""
-    labels = _model_labels(iceberg.Bounds(writers=2, ops=1, fault_budget=1, orphan_runs=1))
+    labels = _model_labels(iceberg.Bounds(writers=2, ops=1, fault_budget=1, orphan_runs=1, orphan_age=True))
     labels |= _model_labels(iceberg.Bounds(writers=2, ops=1, kinds=("append",), faults=(), variant="rename-commit"))
     next_text = TLA[TLA.index("WriterNext(w) =="):TLA.index("Fairness ==")]
-    tla = set(re.findall(r"\b([A-Z][A-Za-z]+)\(", next_text)) | {"Heal", "RemoveOrphans"}
+    tla = set(re.findall(r"\b([A-Z][A-Za-z]+)\(", next_text)) | {"Heal", "RemoveOrphans", "AgeFiles"}
     tla -= {"WriterNext"}
     assert labels == tla, (labels ^ tla)
     prose = {a for cell in _table_column(_section("5"), 2) + _table_column(_section("13"), 2)
              for a in _ticked(cell) if a[0].isupper()}
     assert prose <= labels, prose - labels
     assert set(state.FAULT_ACTIONS.values()) | set(state.PHASE_ACTIONS.values()) | {"Begin", "Deliver", "Drop",
-                                                                                      "Heal", "RemoveOrphans"} == labels
+                                                                                      "Heal", "RemoveOrphans",
+                                                                                      "AgeFiles"} == labels
     for cell in _table_column(_section("5"), 2):
         for name in _ticked(cell):
             if name.islower():

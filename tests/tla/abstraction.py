@@ -100,6 +100,7 @@ MC_DEFINITIONS = {
     "ClassicKinds": frozenset(("append", "overwrite", "delete", "rewrite", "rollback", "expire")),
     "AllFaults": frozenset(FAULT_KINDS),
     "NoFaults": frozenset(),
+    "OrphanAgeOn": TRUE,
 }
 _CONSTANT = re.compile(r"^\s*(\w+)\s*(=|<-)\s*(.+?)\s*$")
 
@@ -137,7 +138,7 @@ def bounds_from_cfg(path) -> Bounds:
         faults=tuple(f for f in FAULT_KINDS if f in c["Faults"]),
         fault_budget=c["FaultBudget"], attempts_max=c["AttemptsMax"],
         isolation=c["IsolationLevel"], orphan_runs=c["OrphanRunsMax"], variant=c["Variant"],
-        partitions=c["Partitions"], refs=c["Refs"] == TRUE,
+        partitions=c["Partitions"], refs=c["Refs"] == TRUE, orphan_age=c.get("OrphanAge") == TRUE,
         # The TLA+ spec lets every operation pick any kind, and TLC explores every
         # interleaving: no round-robin workload, no partial-order reduction.
         workload="any", por=False)
