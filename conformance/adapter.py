@@ -119,10 +119,11 @@ predicate (filter) and the suite's op id. The history checker
 anti-dependencies are visible, not only file-level ones.
 
 Maintenance. `TableHandle.remove_orphans(older_than_ms)` deletes unreferenced files
-older than the threshold; the suite calls it only when no writer is active. Run it as the
-engine's maintenance job does, through a long-lived handle (icefloe's is opened when the
-table is created), never one the suite's reads keep fresh: a job must not trust what its
-handle saw last.
+older than the threshold: with a threshold in the future when no writer is active, and with
+one older than every file of the writers at work while they work (spec/PROTOCOL.md 12.2;
+what a file's age is: `TableContext.now_ms`). Run it as the engine's maintenance job does,
+through a long-lived handle (icefloe's is opened when the table is created), never one the
+suite's reads keep fresh: a job must not trust what its handle saw last.
 
 Faults for stepping adapters (`FaultHooks`). The suite arms at most one fault for a
 writer before stepping it; the adapter's wrappers take it at the matching request:
@@ -367,6 +368,11 @@ class TableContext:
     # row of `deleted` by a position delete file of its own, then upgrade it to v3 (no v3
     # snapshot yet). () : created as v3.
     upgraded_from_v2: tuple = ()
+    # The clock memory storage should stamp each file's last-modified time with (orphan
+    # removal by age, conformance.suite.clock); None: the engine's own. The suite ages files
+    # only on memory storage; a file an engine stamps by the wall clock instead is younger
+    # than every threshold the suite passes, so its orphan removal is judged for safety only.
+    now_ms: Callable[[], int] | None = None
 
     def access_key(self, writer: int) -> str:
         return self.access_keys.get(writer, self.access_keys.get(0, "testing"))

@@ -30,6 +30,12 @@ Families (a class is a tuple; every writer phase, fault, outcome is the model's 
               that landed since its start (newest first; up to two), starts its next attempt or ends;
   sequences   (kind, kind, kind): three commits in a row on main (expiry, rollback, delete, say);
   orphans     (operation, outcome): orphan removal after an operation ended so;
+  orphans-in-flight (old orphans, operation, phase, outcome): orphan removal by age while
+              another writer works (spec/PROTOCOL.md 12.2): time passed the threshold while
+              the table was quiet (AgeFiles), then an operation began and orphan removal ran
+              while it was in that phase; it deleted the old orphans that operations which
+              ended so had left ((kind, outcome) each, () none), kept the working writer's
+              young files, and the operation ended so;
   handles     (outcome of a writer's operation, kind of a rival's commit since, the writer's
               next operation): a writer begins its next operation through its own table
               handle, which holds a state the pointer has left since.
@@ -48,7 +54,8 @@ from icefloe.conformance.suite.profiles import classic_bounds
 from icefloe.conformance.suite.view import FAULT_OF_ACTION, steps
 from icefloe.model import iceberg
 from icefloe.model.search import class_witnesses
-from icefloe.model.state import ACK_LOST, MANIFESTS, SWAP_DELAYED, SWAP_FAIL, WRITE_FAIL, ancestors
+from icefloe.model.state import (ACK_LOST, APPEND, CRASH, DONE, MANIFESTS, PLAN, REWRITE, SWAP_DELAYED, SWAP_FAIL,
+                                  WRITE_FAIL, ancestors)
 
 STATES_MAX = 2_000_000   # an instance larger than this is a mistake in a family's bounds
 
@@ -213,6 +220,38 @@ class Orphans(Family):
         if label[0] == "RemoveOrphans":
             return tags, tuple(sorted(tags))
         return tags | frozenset(ended), ()
+
+
+class OrphansInFlight(Orphans):
+    """Orphan removal by age while another writer works (the module docstring). Old orphans
+    come from an operation that crashed or whose acknowledgement was lost (ended Unknown) or
+    from what a rewrite left unreachable; the working writer appends or rewrites."""
+    KINDS = (APPEND, REWRITE)
+
+    def bounds(self, base):
+        # orphan_runs as the run's bounds say (0 for an engine without orphan removal)
+        faults = tuple(f for f in (CRASH, ACK_LOST) if f in base.faults)
+        return replace(classic_bounds(base), writers=2, ops=1, kinds=tuple(k for k in self.KINDS if k in base.kinds),
+                       faults=faults, fault_budget=1 if faults else 0, orphan_age=True, por=False)
+
+    def observe(self, b, tags, s, label, t):
+        # tags: ("op", w, k, kind) for each operation begun (what wrote an orphan);
+        # (w, k, kind, phase, old orphans) for a writer at work when orphan removal ran
+        if label[0] == "Begin":
+            tags = tags | {("op", label[1], s.writers[label[1] - 1].k, label[2])}
+        if label[0] == "RemoveOrphans" and not iceberg.quiet(s):
+            kind_of = {(x[1], x[2]): x[3] for x in tags if x[0] == "op"}
+            old = tuple(sorted({(kind_of.get((o[1], o[2]), APPEND),     # writer 0: the bootstrap's appends
+                                 s.outcomes[o[1] - 1][o[2] - 1].res if o[1] else "committed")
+                                for o in t.deleted - s.deleted}))
+            tags = tags | {(w, wr.k, wr.kind, wr.phase, old) for w, wr in enumerate(s.writers, start=1)
+                           if wr.phase not in (PLAN, DONE)}
+        done = []
+        for w, k, _, res in _ended(s, label, t):
+            hits = {h for h in tags if h[0] == w and h[1] == k}
+            done += [(h[4], h[2], h[3], res) for h in hits]
+            tags = tags - hits
+        return tags, tuple(done)
 
 
 class Handles(Family):

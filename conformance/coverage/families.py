@@ -6,8 +6,8 @@ described in coverage.base; this module only gathers them, so rows extends base 
 from __future__ import annotations
 
 from icefloe.conformance.coverage.base import (  # noqa: F401 - the search and the tracker, re-exported
-    Family, Faults, Graph, Handles, Orphans, Program, Rivals, Sequences, Tracker, Unknowns, Validations, cover,
-    explore, simulate,
+    Family, Faults, Graph, Handles, Orphans, OrphansInFlight, Program, Rivals, Sequences, Tracker, Unknowns,
+    Validations, cover, explore, simulate,
 )
 from icefloe.conformance.coverage.pairs import PAIRS
 from icefloe.conformance.coverage.rows import ROW_FAMILIES
@@ -20,6 +20,8 @@ FAMILIES = (
     Validations("validations", "a retry validates over the commits that landed since its start"),
     Sequences("sequences", "three commits in a row on main", ()),
     Orphans("orphans", "orphan removal after an operation ended so"),
+    OrphansInFlight("orphans-in-flight", "orphan removal by age while another writer works, after operations "
+                    "that ended so left old orphans"),
     Handles("handles", "a writer's next operation begins through its own handle after a rival committed"),
     *ROW_FAMILIES,
     PAIRS,

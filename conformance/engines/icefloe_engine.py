@@ -22,7 +22,7 @@ from icefloe.impl.format import expressions as E
 from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.types import IntegerType, NestedField, Schema, StringType
 from icefloe.impl.io.base import StoreError, StoreUnavailable
-from icefloe.impl.io.memory import MemoryStore
+from icefloe.impl.io.memory import MemoryStore, wall_clock_ms
 from icefloe.impl.table import commit as C
 from icefloe.impl.table import operations as ops
 from icefloe.impl.table import producer as P
@@ -135,7 +135,8 @@ class IcefloeTable:
         self.retry = C.RetryPolicy(num_retries=ctx.commit_attempts_max - 1, retry_wait_ms_min=0,
                                    retry_wait_ms_max=0)
         self._closers = []
-        self.shared_store = MemoryStore() if ctx.warehouse.startswith("memory://") else None
+        self.shared_store = MemoryStore(ctx.now_ms or wall_clock_ms) if ctx.warehouse.startswith("memory://") \
+            else None
         self.shared_catalog = engine.make_catalog(self, ctx) if self.shared_store is not None else None
         self.io = {}           # writer -> WriterStore
         self.catalogs = {}     # writer -> its catalog (FaultInjectingCatalog for writers 1..)

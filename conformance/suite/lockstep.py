@@ -3,7 +3,7 @@ icefloe.model.iceberg, whose action labels are the program's words).
 
 A program is a list of labels. Model actions are the model's own labels (`("Begin", 1,
 "append")`, `("WriteData", 1)`, `("Swap", 2)`, `("AckLost", 1)`, `("Deliver", 1, 2, 1)`,
-`("Heal", 0)`, `("RemoveOrphans", 0)`, ...); readers add `("ReadCurrent", 0)`, `("ReadAt",
+`("Heal", 0)`, `("AgeFiles", 0)`, `("RemoveOrphans", 0)`, ...); readers add `("ReadCurrent", 0)`, `("ReadAt",
 0, (w, k))` and `("ReadIncremental", 0, (w, k))` (conformance.suite.readers); a program may open
 with `("Faults", 0, kinds)`, the fault kinds it injects (a swarm choice). `Lockstep.apply`
 first checks that the step is enabled for the model and allowed by the engine's
@@ -19,6 +19,11 @@ conformance.suite.blackbox (at the S3 proxy) or conformance.rest.driver (a REST 
 faulted at `icefloe serve`). Faults reach a stepping engine through the context's FaultHooks;
 a delayed swap waits in `FaultHooks.parked` under the model's name for the request,
 `(writer, operation, attempt)`, until a `Deliver` or `Drop` names it.
+
+Orphan removal (spec/PROTOCOL.md 12.2) runs with a threshold in the future while no writer
+works, and with `now - three days` while writers work: the engine's storage stamps files with
+the program's StoreClock (conformance.suite.clock), which `AgeFiles` moves on by three days,
+so the threshold falls between the files written before that step and those written after.
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ from dataclasses import replace
 from icefloe.conformance import adapter as A
 from icefloe.conformance.suite import histories
 from icefloe.conformance.suite.blackbox import BlackBoxDriver
+from icefloe.conformance.suite.clock import StoreClock
 from icefloe.conformance.rest.driver import COMMIT_FAULT, RestDriver
 from icefloe.conformance.suite.divergence import check_retained, check_snapshot_ids, engine_failure
 from icefloe.conformance.suite.hooks import FaultSwitchboard
@@ -44,8 +50,11 @@ FAULTS = "Faults"
 HISTORY = ("History", 0)      # the label a history checker finding is reported at
 STEP_TO_PHASES_MAX = 8
 # A writer's private steps change nothing a reader can see (as the model's partial-order
-# reduction assumes): no re-read after them; a bug that breaks that shows at the next read.
-PRIVATE_ACTIONS = WRITE_ACTIONS | {"Begin"}
+# reduction assumes), nor does time passing (AgeFiles): no re-read after them; a bug that
+# breaks that shows at the next read.
+PRIVATE_ACTIONS = WRITE_ACTIONS | {"Begin", "AgeFiles"}
+MEMORY_WAREHOUSE = "memory://"     # the storage that stamps files with the suite's clock
+THRESHOLD_FUTURE_MS = 2 ** 62      # orphan removal while no writer works: every file is older
 LIVENESS_STEPS_MAX = 200
 
 
@@ -75,7 +84,8 @@ class Lockstep:
                                                                              else None)
         self.last_history = self.last_history_verdict = None
         self.left = None                     # runs.replay(lenient): where the engine left the program
-        self.ctx, self.table = bootstrap(self, engine, ctx)
+        self.clock = StoreClock()            # the time the engine's storage stamps files with
+        self.ctx, self.table = bootstrap(self, engine, replace(ctx, now_ms=self.clock.now_ms))
 
     # -- the program ----------------------------------------------------------------------
 
@@ -119,6 +129,8 @@ class Lockstep:
             if label not in choices:
                 raise InvalidProgram(label, f"is not enabled here (enabled: {sorted(choices)})")
             nxt = choices[label]
+            if label[0] == "AgeFiles" and not self.ctx.warehouse.startswith(MEMORY_WAREHOUSE):
+                raise InvalidProgram(label, "needs storage that stamps files with the suite's clock (memory)")
         self.program.append(label)
         self.stats.steps += 1
         self.stats.rules[rule_of(label)] += 1
@@ -179,9 +191,13 @@ class Lockstep:
             request = label[1:]
             take = self.hooks.parked.deliver if name == "Deliver" else self.hooks.parked.drop
             self._engine(0, take, request)
+        elif name == "AgeFiles":
+            self.clock.age()
         elif name == "RemoveOrphans":
             self.readers.invalidate()
-            self._engine(0, self.table.remove_orphans, 2 ** 62)
+            # the model's choice: every unreachable file while quiet, else only the aged ones
+            older_than_ms = THRESHOLD_FUTURE_MS if iceberg.quiet(before) else self.clock.older_than_ms()
+            self._engine(0, self.table.remove_orphans, older_than_ms)
         elif name != "Heal":
             raise AssertionError(f"no mirror for {label}")
         if name == "Resolve":
