@@ -97,7 +97,10 @@ def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MA
     removed = [t.data_file for ts in chosen for t in ts]
     added = []
     if chosen:
-        schema_json = T.schema_to_json(S.snapshot_schema(metadata, start))
+        schema = S.snapshot_schema(metadata, start)
+        if metadata.format_version >= 3:  # rows keep _row_id and their sequence number (spec "Row Lineage")
+            schema = S.lineage_schema(schema)
+        schema_json = T.schema_to_json(schema)
         spec_json = partition_spec_to_json(metadata.spec())  # every chosen group has the default spec
         location = table.location
         mapping = NM.of(metadata.properties)

@@ -316,7 +316,6 @@ def update(spark, path: str, options: dict | None = None, *, set: Mapping[str, A
     frame = _rows_to_write(touched, snapshot, schema, assigned, lineage, all_rows=copy_on_write)
     job, files, durable, watch = write_frame(frame, table, write_schema, metadata.spec())  # Spark job 2
     written: list[str] = []
-    filter_or_none = None if isinstance(expr, E.AlwaysTrue) else expr
     try:
         if copy_on_write:
             operation = RewriteForUpdate([t.data_file for t in tasks], files, expr, scan.snapshot_id, branch,
@@ -327,7 +326,7 @@ def update(spark, path: str, options: dict | None = None, *, set: Mapping[str, A
             else:
                 written, deletes = ND._write_position_deletes(table, tasks, found)
             operation = UpdateDelta([f for f, _ in deletes], [s for _, s in deletes],
-                                    [t.data_file.file_path for t in tasks], files, filter_or_none,
+                                    [t.data_file.file_path for t in tasks], files, expr,
                                     scan.snapshot_id, branch, isolation, job.job_id)
         result = commit_job(table, job, operation, "overwrite", files, [t.data_file.file_path for t in tasks],
                             starting_snapshot_id=scan.snapshot_id, before_swap=before_swap, fence=False,
