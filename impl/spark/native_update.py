@@ -308,7 +308,8 @@ def update(spark, path: str, options: dict | None = None, *, set: Mapping[str, A
     expr = scan.row_filter
     tasks = [t for t in plan_files(TreeReader(table.io), metadata, snapshot, expr, snapshot_schema(metadata, snapshot))
              if comparable_location(t.data_file.file_path) in found]
-    keep = pc.is_in(scan.plan.column("file_path"), value_set=pa.array([t.data_file.file_path for t in tasks], pa.string()))
+    touched_paths = pa.array([t.data_file.file_path for t in tasks], pa.string())
+    keep = pc.is_in(scan.plan.column("file_path"), value_set=touched_paths)
     touched = dataclasses.replace(scan, plan=scan.plan.filter(keep))
     lineage = metadata.format_version >= 3
     write_schema = lineage_schema(schema) if lineage else schema

@@ -20,8 +20,6 @@ from icefloe.impl.outcomes import CommitConflictError, InvalidArgument, require_
 from icefloe.impl.spark import read, update
 from icefloe.impl.spark.options import SparkOptionError
 from icefloe.impl.table.append_schema import SchemaMismatch
-from icefloe.impl.table.deletes import DeleteReader
-from icefloe.impl.table.files import LIVE
 from icefloe.impl.table.table import Table, create_table
 from spark_helpers import SCHEMA, rows
 
