@@ -224,15 +224,18 @@ class Orphans(Family):
 
 class OrphansInFlight(Orphans):
     """Orphan removal by age while another writer works (the module docstring). Old orphans
-    come from an operation that crashed or whose acknowledgement was lost (ended Unknown) or
-    from what a rewrite left unreachable; the working writer appends or rewrites."""
+    are what an operation left that crashed or ended Unknown (its one attempt's answer lost
+    and not applied, or its delayed swap dropped: it can never land, and nothing is in
+    flight once the table is quiet); the working writer appends or rewrites. One attempt
+    per operation, so that one fault can end an operation Unknown (the retry and resolve
+    phases are still met: a swap a rival's commit rejected, an unknown outcome)."""
     KINDS = (APPEND, REWRITE)
 
     def bounds(self, base):
         # orphan_runs as the run's bounds say (0 for an engine without orphan removal)
-        faults = tuple(f for f in (CRASH, ACK_LOST) if f in base.faults)
+        faults = tuple(f for f in (CRASH, ACK_LOST, SWAP_DELAYED) if f in base.faults)
         return replace(classic_bounds(base), writers=2, ops=1, kinds=tuple(k for k in self.KINDS if k in base.kinds),
-                       faults=faults, fault_budget=1 if faults else 0, orphan_age=True, por=False)
+                       faults=faults, fault_budget=1 if faults else 0, attempts_max=1, orphan_age=True, por=False)
 
     def observe(self, b, tags, s, label, t):
         # tags: ("op", w, k, kind) for each operation begun (what wrote an orphan);
