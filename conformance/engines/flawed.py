@@ -8,9 +8,12 @@ from the reference in exactly the rule it breaks. Names follow the model's varia
 `blind-put-commit` and `version-hint` have no model twin. docs/regressions.md maps each
 to the rows of REGRESSIONS.md it reproduces.
 
-Not registered: `orphans-no-threshold`. The suite removes orphans only while no writer is
-active and nothing is in flight (the model's correct schedule), where an age threshold
-changes nothing, so no program can tell that variant from the reference.
+Not registered: `orphans-no-threshold`. Until issue 30 the suite removed orphans only while
+no writer was active and nothing was in flight, where an age threshold changes nothing; the
+orphans-in-flight family now removes them while a writer works, with a threshold from the
+suite's clock, so a program can tell that variant (flawed_commit.remove_orphans_no_threshold)
+from the reference. Registering it (its replays in tests/conformance/test_flawed_variants.py,
+docs/variants.md) is still to do.
 
 Capabilities are honest and focused: a variant declares the operations and faults of its
 model twin's bounds (model/variants.py) and refuses any other operation, so the search
