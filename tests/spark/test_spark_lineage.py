@@ -36,9 +36,9 @@ def _table(opts, format_version: int, name: str = "db.t"):
                         io=LocalStore(), format_version=format_version)
 
 
-def _api(table, **kw) -> list[tuple]:
+def _api(table, row_filter=None, **kw) -> list[tuple]:
     table.refresh()
-    t = table.scan(columns=LINEAGE, **kw)
+    t = table.scan(row_filter, columns=LINEAGE, **kw)
     return sorted(zip(*[t.column(c).to_pylist() for c in LINEAGE]), key=repr)
 
 
@@ -79,6 +79,8 @@ def test_lineage_equals_icefloe_scan_through_every_kind_of_file(spark, opts, mon
     assert _spark(spark, opts) == _api(table)
     monkeypatch.undo()
     assert _spark(spark, opts, snapshot_id=first) == _api(table, snapshot_id=first)
+    assert _spark(spark, opts, planning="distributed") == _api(table)   # the plan made on the executors
+    assert _spark(spark, opts, row_filter="cat = 'b' and id > 30") == _api(table, row_filter="cat = 'b' and id > 30")
 
 
 def test_lineage_on_an_upgraded_table_and_v2_position_deletes(spark, opts):

@@ -226,6 +226,8 @@ def test_refusals_commit_nothing(spark, opts):
     require_committed(v1.append(rows(range(3))))
     with pytest.raises(UnsupportedFormatVersion, match="db.v1 is v1"):
         update(spark, "icefloe.db.v1", opts, set={"v": 1}, row_filter="id = 1", mode=MOR)
+    update(spark, "icefloe.db.v1", opts, set={"v": "v + 10"}, row_filter="id = 1")  # v1 copy-on-write
+    assert _scan(v1, ["id", "v"]) == [(0, 0.0), (1, 10.5), (2, 1.0)]
     table.refresh()
     assert table.current_snapshot().snapshot_id == head and _on_disk(opts, "t") == files
     # the default mode is the table's write.update.mode; a filter matching nothing commits nothing
