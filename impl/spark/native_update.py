@@ -333,6 +333,7 @@ def update(spark, path: str, options: dict | None = None, *, set: Mapping[str, A
                             starting_snapshot_id=scan.snapshot_id, before_swap=before_swap, fence=False,
                             ready=durable.result)
     except BaseException:
+        durable.exception()  # the fsyncs of Spark's files are over before any of them goes
         watch.settle()
         if job.read_marker("started") is None:  # nothing was swapped: our delete files go too
             ND._remove(table, written)
