@@ -57,3 +57,18 @@ def test_the_delta_sequences_family_has_cdc_update_classes():
     the family's kinds and its classes' windows name it."""
     family = next(f for f in FAMILIES if f.name == "delta-sequences")
     assert CDC_UPDATE in family.KINDS and A.CDC_UPDATE == CDC_UPDATE
+
+
+def test_engines_without_cdc_update_are_told_why_its_classes_are_out_of_reach():
+    """Goal: an engine that does not declare cdc_update (Iceberg-Java's and pyiceberg's
+    adapters today) has its classes listed out of reach with the reason, never failed, and
+    icefloe's declares it. Method: directed._why on a pairs class (cdc_update racing an
+    append, which every engine declares), with each engine's declared capabilities."""
+    from icefloe.conformance.coverage import directed
+    from icefloe.conformance.engines import java_engine, pyiceberg_engine
+    from icefloe.conformance.engines.icefloe_engine import CAPABILITIES
+    cls = (CDC_UPDATE, A.APPEND)
+    assert A.CDC_UPDATE in CAPABILITIES.operations and directed._why(cls, CAPABILITIES) != \
+        "operation cdc_update not supported"
+    for caps in (java_engine.CAPABILITIES, pyiceberg_engine.CAPABILITIES):
+        assert directed._why(cls, caps) == "operation cdc_update not supported"
