@@ -105,20 +105,41 @@ def bitset_words(rows: int) -> int:
     return -(-rows // 64)
 
 
-def kept_by_bitset(row_index, positions: np.ndarray, rows: int):
-    """A Spark Column, true for the rows of a file of `rows` rows whose row index is not
-    among `positions`: the positions as a bitset literal (one bigint per 64 rows), looked
-    up by index per row, a row-index filter with no join. Positions past `rows` are
-    ignored, and a row past `rows` (a file longer than its entry says) is kept, as
+def bitset_literal(positions: dict[int, np.ndarray], rows: list[int]):
+    """The deleted positions of several files as one bitset (one bigint per 64 rows of each
+    file, the files' words one after another), a Spark Column, and each file's first word
+    in it: {k: positions} of files of `rows[k]` rows. Positions past a file's rows are
+    ignored (as DeleteReader.apply ignores them)."""
+    from pyspark.sql import functions as F
+    offsets, chunks, at = {}, [], 0
+    for k, found in sorted(positions.items()):
+        words = np.zeros(bitset_words(rows[k]), dtype=np.uint64)
+        inside = found[(found >= 0) & (found < rows[k])]
+        np.bitwise_or.at(words, inside >> 6, np.left_shift(np.uint64(1), (inside & 63).astype(np.uint64)))
+        offsets[k], at = at, at + len(words)
+        if len(words):
+            chunks.append(",".join(map(str, words.view(np.int64).tolist())))
+    # one string literal split and cast, which Spark's optimizer folds into one array literal:
+    # an array() of a literal per word costs py4j a call per word, and the literal spelled in
+    # SQL costs Spark's parser ~2 us per character (hundreds of KB at 10^4 words)
+    return F.split(F.lit(",".join(chunks)), ",").cast("array<bigint>"), offsets
+
+
+def kept_by_bitset(number: str, row_index: str, bits, offsets: dict[int, int], rows: list[int]):
+    """A Spark Column, true for a row whose row index (column `row_index`) is not among
+    its file's deleted positions in `bits` (bitset_literal); column `number` is its file's
+    k. A file without an offset keeps every row, and so does a row past its file's rows
+    (a file longer than its entry says: the word it would read is the next file's), as
     DeleteReader.apply does."""
     from pyspark.sql import functions as F
-    if rows <= 0:  # no word to split out of an empty literal; every row of it is past `rows`
-        return F.lit(True)
-    words = np.zeros(bitset_words(rows), dtype=np.uint64)
-    inside = positions[(positions >= 0) & (positions < rows)]
-    np.bitwise_or.at(words, inside >> 6, np.left_shift(np.uint64(1), (inside & 63).astype(np.uint64)))
-    # one string literal split and cast, which Spark's optimizer folds into one array literal
-    # (an array() of a literal per word costs py4j a call per word: seconds at 10^4 words)
-    bits = F.split(F.lit(",".join(map(str, words.view(np.int64).tolist()))), ",").cast("array<bigint>")
-    word = F.coalesce(F.try_element_at(bits, F.shiftright(row_index, 6).cast("int") + 1), F.lit(0).cast("bigint"))
-    return F.bit_get(word, row_index.bitwiseAND(63).cast("int")) == 0
+    count = len(rows)
+    first = [offsets.get(k, 0) + 1 for k in range(count)]
+    bound = [rows[k] if k in offsets else 0 for k in range(count)]
+
+    def array(values, kind):  # a literal the optimizer folds, two py4j calls and no per-value node
+        return f"cast(split('{','.join(map(str, values))}', ',') as array<{kind}>)"
+    word = (f"if({row_index} < try_element_at({array(bound, 'bigint')}, {number} + 1), "
+            f"try_element_at({array(first, 'int')}, {number} + 1) + cast(shiftright({row_index}, 6) as int), "
+            "cast(null as int))")
+    found = F.coalesce(F.try_element_at(bits, F.expr(word)), F.lit(0).cast("bigint"))
+    return F.bit_get(found, F.expr(f"cast({row_index} & 63 as int)")) == 0

@@ -16,8 +16,11 @@ plans, Spark's vectorized Parquet reader reads the planned files.
   only affects reads whose schema carries field ids), so renamed and added columns read
   right. Files without field ids (`add-files`) are resolved through the table's name
   mapping as icefloe's scan resolves them, and read by name (name_mapped.py).
-- Merge-on-read: files without deletes are read as they are. For the others, position
-  deletes are an anti-join on (file, row position) with Spark's file metadata columns
+- Merge-on-read: files without deletes are read as they are. The others, up to
+  MERGE_BRANCHES_MAX of them, in one scan (per name-mapped layout) whose rows are told
+  their file by `_metadata.file_path` and filtered by `_metadata.row_index` against one
+  bitset literal of every file's deleted positions (`_merge_by_files`). Beyond that,
+  position deletes are an anti-join on (file, row position) with Spark's file metadata columns
   (`_metadata.file_path`, `_metadata.row_index`), each delete file joined only to the data
   files the planner attached it to (its sequence number >= theirs); a deletion vector (v3)
   is read on the driver (native_dvs.py, through DeleteReader.dv_positions) and applied the
@@ -32,8 +35,10 @@ plans, Spark's vectorized Parquet reader reads the planned files.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -74,6 +79,24 @@ def _union(frames):
 def _canon_spark(column: str) -> str:
     """SQL: Spark's `_metadata.file_path` (`file:/x`, percent-encoded) as canonical_location."""
     return (f"concat('file://', url_decode(replace(regexp_replace({column}, '^file:/+', '/'), '+', '%2B')))")
+
+
+def _canon_listed(spelled: str) -> str:
+    """A path as Spark spells it (`inputFiles()`, `_metadata.file_path`) as canonical_location:
+    in Python what _canon_spark does in SQL."""
+    return "file://" + unquote(re.sub("^file:/+", "/", spelled))
+
+
+def spark_spelling(listed: str) -> str:
+    """How Spark's `_metadata.file_path` spells a local file that `inputFiles()` lists as
+    `listed` (`file:///x` there, `file:/x` per row; both percent-encoded alike). A guess
+    that only makes reads fast: NativeScan._which still matches a row it misses."""
+    return re.sub("^file:/+", "file:/", listed)
+
+
+def _sql_string(value: str) -> str:
+    """`value` as a SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def _canon_written(column: str) -> str:
@@ -192,16 +215,18 @@ class NativeScan:
 
     def _merge_by_files(self, paths: list[str], pos_lists: list, eq_lists: list, dv_list: list,
                         record_counts: list[int], positions_too: bool = False):
-        """Merge-on-read with each data file read as a scan of its own, numbered by a literal
-        column: the deleted positions of each file (its DV, or its position delete files:
-        read on the driver by icefloe's DeleteReader, as its own scan reads them, paths
-        made canonical once per spelling) become a row-index filter on
-        `_metadata.row_index`, a bitset literal per file (native_dvs.kept_by_bitset) while
-        BITSET_WORDS_MAX allows, else a small table of (file number, position)
-        anti-joined by broadcast; the equality deletes the planner attached to each file
-        (its sequence-number and partition rules) are joined by file number. No data
-        row's file path is spelled out and compared. `positions_too`: every row keeps its
-        row index (POS) and its file's canonical location (FILE, a literal per scan)."""
+        """Merge-on-read of a few data files (MERGE_BRANCHES_MAX), read as one scan per
+        layout (usually one; name_mapped.py), each row told its file by a CASE on Spark's
+        `_metadata.file_path` against Spark's own spelling of each planned file (one
+        string comparison per file listed before it; a row of a file not listed fails the
+        query): the deleted positions of each file (its DV, or its position delete files:
+        read on the driver by icefloe's DeleteReader, as its own scan reads them) become a
+        row-index filter on `_metadata.row_index`, one bitset literal for the read
+        (native_dvs.bitset_literal) while BITSET_WORDS_MAX allows, else a small table of
+        (file number, position) anti-joined by broadcast; the equality deletes the planner
+        attached to each file (its sequence-number and partition rules) are joined by file
+        number. `positions_too`: every row keeps its row index (POS) and its file's
+        canonical location (FILE)."""
         from pyspark.sql import functions as F
         from icefloe.impl.table.deletes import DeleteReader
         reader = DeleteReader(self.io)
@@ -211,24 +236,40 @@ class NativeScan:
                 target = canonical_location(path)
                 held = set().union(*(reader.positions(self.deletes[i][2]).get(target, ()) for i in found))
                 deleted[k] = np.fromiter(held, dtype=np.int64, count=len(held))
-        frames, joined, words = [], {}, 0
-        for k, path in enumerate(paths):
+        bitsets, joined, words = {}, {}, 0
+        for k in range(len(paths)):
             positions = deleted.get(k)
-            named = [F.lit(canonical_location(path)).alias(FILE)] if positions_too else []
-            if (positions is None or not len(positions)) and not positions_too:
-                frames.append(self._data_files([path], [F.lit(k).alias(IDX), F.lit(None).cast("long").alias(POS)]))
-                continue
-            frame = self._data_files([path], [F.lit(k).alias(IDX), F.col("_metadata.row_index").alias(POS), *named])
             if positions is None or not len(positions):
-                frames.append(frame)
                 continue
             if words + DV.bitset_words(record_counts[k]) <= DV.BITSET_WORDS_MAX:
                 words += DV.bitset_words(record_counts[k])
-                frame = frame.filter(DV.kept_by_bitset(F.col(POS), positions, record_counts[k]))
+                bitsets[k] = positions
             else:
                 joined[k] = positions
+        bits, offsets = DV.bitset_literal(bitsets, record_counts) if bitsets else (None, {})
+        number = {path: k for k, path in enumerate(paths)}
+        with_ids, mapped = NMS.split_by_layout(paths, self.name_mapping, self.layouts)
+        groups = ([(None, with_ids)] if with_ids else []) + sorted(mapped.items())
+        frames = []
+        for layout, group in groups:
+            if layout is None:
+                frame = self._files(group)
+            else:
+                frame = NMS.mapped_frame(self.spark, group, layout, self.schema.fields)
+            # each DataFrame operation is Spark's analysis of the whole plan again (~5-20 ms):
+            # one selectExpr numbers the rows' files and names their row index, one filter
+            extra = [f"{self._file_number(frame, group, number)} as {IDX}", f"_metadata.row_index as {POS}"]
+            if positions_too:
+                extra.append(f"case {IDX} {' '.join(f'when {number[p]} then {_sql_string(canonical_location(p))}' for p in group)} end as {FILE}")
+            frame = frame.selectExpr("*", *extra[:2])
+            if positions_too:
+                frame = frame.selectExpr("*", extra[2])
+            if any(number[p] in offsets for p in group):
+                frame = frame.filter(DV.kept_by_bitset(IDX, POS, bits, offsets, record_counts))
             frames.append(frame)
-        df = _union(frames)
+        df = frames[0]
+        for other in frames[1:]:
+            df = df.unionByName(other)
         if joined:
             df = df.join(F.broadcast(self._deleted_frame(*DV.numbered(joined))), [IDX, POS], "left_anti")
         by_ids: dict[tuple, list[int]] = {}
@@ -236,7 +277,24 @@ class NativeScan:
             by_ids.setdefault(tuple(self.deletes[i][2].equality_ids or ()), []).append(i)
         for ids, indices in sorted(by_ids.items()):
             df = self._equality_anti_join_by_files(df, eq_lists, ids, indices)
-        return df.drop(IDX) if positions_too else df.drop(IDX, POS)
+        return df  # IDX, POS (and FILE) too: _frame selects the columns it returns
+
+    @staticmethod
+    def _file_number(frame, group: list[str], number: dict[str, int]) -> str:
+        """SQL: the number of each row's file of `group` (the files `frame` scans), told by
+        `_metadata.file_path`: first compared as Spark spells the files it reads
+        (`spark_spelling`: a string comparison per file listed before it), then, for a row
+        no spelling matched, by its path made canonical (slower, but it never depends on
+        how Spark spells a path); a row of a file the read did not plan fails the query."""
+        guessed = {}
+        for listed in frame.inputFiles():
+            guessed.setdefault(_canon_listed(spark_spelling(listed)), spark_spelling(listed))
+        canonical = [(canonical_location(p), number[p]) for p in group]
+        fast = " ".join(f"when {_sql_string(guessed[c])} then {k}" for c, k in canonical if c in guessed)
+        slow = " ".join(f"when {_sql_string(c)} then {k}" for c, k in canonical)
+        fail = "raise_error(concat('icefloe: a row of a file the read did not plan: ', _metadata.file_path))"
+        slow = f"case {_canon_spark('_metadata.file_path')} {slow} else {fail} end"
+        return f"case _metadata.file_path {fast} else {slow} end" if fast else slow
 
     def _equality_anti_join_by_files(self, df, eq_lists: list, ids: tuple, indices: list[int]):
         from pyspark.sql import functions as F

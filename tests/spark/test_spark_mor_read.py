@@ -1,0 +1,179 @@
+"""The native merge-on-read over several files in one scan (impl/spark/native_read.py
+`_merge_by_files`, native_dvs.py `bitset_literal` / `kept_by_bitset`; issue 29 item 6):
+each row told its file by Spark's `_metadata.file_path`, its deleted positions looked up
+in one bitset literal by `_metadata.row_index`. Exact rows and exact (file, position)
+pairs where files have several row groups and are split across Spark partitions, for
+deletion vectors (v3) and position delete files (v2)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from icefloe.impl.catalog.sql import SqlCatalog
+from icefloe.impl.format import parquet as P
+from icefloe.impl.format import types as T
+from icefloe.impl.io.local import LocalStore
+from icefloe.impl.io.locations import canonical_location
+from icefloe.impl.outcomes import require_committed
+from icefloe.impl.spark import delete, plan, read
+from icefloe.impl.table.table import create_table
+from spark_helpers import SCHEMA, TABLE, open_table, rows
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "impl" / "table"))
+from delete_writers import position_delete_file  # noqa: E402
+
+pytestmark = pytest.mark.xdist_group("spark")
+
+ROWS_PER_FILE, ROW_GROUP_ROWS, FILES = 3000, 700, 3
+# deleted: each file's first and last row, rows on both sides of row group bounds, every 7th of the rest
+DELETED = sorted({f * ROWS_PER_FILE + p for f in range(FILES)
+                  for p in (0, ROWS_PER_FILE - 1, 699, 700, 1400, 2099, 2100, *range(3, ROWS_PER_FILE, 7))})
+
+
+def _table(opts, version: int, monkeypatch):
+    """An unpartitioned table of FILES files of ROWS_PER_FILE rows (ids in file order), each
+    in row groups of ROW_GROUP_ROWS rows, then DELETED deleted merge-on-read by Spark's
+    delete (DVs on v3, a position delete file per data file on v2)."""
+    monkeypatch.setitem(P.write_data_file.__kwdefaults__, "row_group_rows_max", ROW_GROUP_ROWS)
+    table = create_table(SqlCatalog(opts["catalog-uri"], name="icefloe"), "db.t", T.schema_from_arrow(SCHEMA),
+                         None, f"file://{opts['warehouse']}/db.db/t", io=LocalStore(), format_version=version)
+    for f in range(FILES):
+        require_committed(table.append(rows(range(f * ROWS_PER_FILE, (f + 1) * ROWS_PER_FILE))))
+    return table
+
+
+def _delete(spark, opts, table, version: int):
+    """DELETED deleted merge-on-read: on v3 by icefloe's delete (DVs), in two commits (the
+    second's DVs hold the first's positions); on v2 by a position delete file per data file;
+    then the last two of DELETED (in the last file) by Spark's delete: a DV superseding
+    that file's, or one more position delete file for it."""
+    bulk, last = DELETED[:-2], DELETED[-2:]
+    if version == 3:
+        for half in (bulk[::2], bulk[1::2]):
+            require_committed(table.delete(f"id in ({', '.join(map(str, half))})", mode="merge-on-read"))
+            table.refresh()
+    else:
+        by_file = {}
+        for t in table.plan_files():
+            ids = pq.read_table(t.data_file.file_path.removeprefix("file://"), columns=["id"]).column("id")
+            by_file[t.data_file.file_path] = ids[0].as_py() // ROWS_PER_FILE
+        files = []
+        for path, f in sorted(by_file.items()):
+            pairs = [(path, i - f * ROWS_PER_FILE) for i in bulk if i // ROWS_PER_FILE == f]
+            files.append(position_delete_file(table, pairs))
+        require_committed(table.add_delete_files(files, sorted(by_file)))
+        table.refresh()
+    delete(spark, TABLE, opts, f"id in ({', '.join(map(str, last))})", mode="merge-on-read")
+
+
+def _ids(df) -> list[int]:
+    return sorted(r.id for r in df.select("id").collect())
+
+
+def _positions(table) -> dict[tuple[str, int], int]:
+    """(canonical data file, row position) -> id of every row of the live data files."""
+    out = {}
+    for path in table.tree.live_data_paths(table.current_snapshot()):
+        ids = pq.read_table(path.removeprefix("file://"), columns=["id"]).column("id").to_pylist()
+        out.update({(canonical_location(path), pos): i for pos, i in enumerate(ids)})
+    return out
+
+
+class _SplitFiles:
+    """Spark conf under which each data file is read as several partitions."""
+
+    def __init__(self, spark):
+        self.spark = spark
+
+    def __enter__(self):
+        keys = ("spark.sql.files.maxPartitionBytes", "spark.sql.files.openCostInBytes")
+        self.before = {k: self.spark.conf.get(k, None) for k in keys}
+        for k in keys:
+            self.spark.conf.set(k, "8192")
+        return self
+
+    def __exit__(self, *exc):
+        for k, v in self.before.items():
+            if v is None:
+                self.spark.conf.unset(k)
+            else:
+                self.spark.conf.set(k, v)
+
+
+@pytest.mark.parametrize("version", [3, 2])
+def test_merge_on_read_of_split_multi_row_group_files_is_exact(spark, opts, monkeypatch, version):
+    """Goal: the native read of files with several row groups, each split across Spark
+    partitions, drops exactly the deleted rows, and positions_frame gives each live row's
+    own (file, row position), with DVs (v3) and with position delete files (v2). Method:
+    3 files of 3000 rows in row groups of 700, deletes at each file's first and last row,
+    on both sides of row group bounds and every 7th row, by Spark's merge-on-read delete
+    in several commits; reads with partitions of 8 KiB (more partitions than files,
+    checked), by the bitset, by the anti-join (no bitset words) and with the bitset for
+    one file only; rows against icefloe's scan and the deleted ids, pairs against the
+    positions read from the files by pyarrow."""
+    import icefloe.impl.spark.native_dvs as DV
+    table = _table(opts, version, monkeypatch)
+    _delete(spark, opts, table, version)
+    table = open_table(opts)
+    paths = sorted(table.tree.live_data_paths(table.current_snapshot()))
+    assert len(paths) == FILES and all(pq.ParquetFile(p.removeprefix("file://")).metadata.num_row_groups == 5
+                                       for p in paths)
+    scanned = plan(spark, TABLE, opts, planning="local").plan
+    kind = "deletion_vector" if version == 3 else "position_deletes"
+    assert scanned.column(kind).null_count == 0  # every file has deletes of that kind
+    want = sorted(set(range(FILES * ROWS_PER_FILE)) - set(DELETED))
+    assert sorted(table.scan().column("id").to_pylist()) == want
+    positions = _positions(table)
+    live = {pair for pair, i in positions.items() if i not in set(DELETED)}
+    words = DV.bitset_words(ROWS_PER_FILE)
+    with _SplitFiles(spark):
+        for budget in (DV.BITSET_WORDS_MAX, 0, words):  # all bitsets; all anti-joined; one file each way
+            monkeypatch.setattr(DV, "BITSET_WORDS_MAX", budget)
+            df = read(spark, TABLE, opts)
+            assert df.rdd.getNumPartitions() > FILES
+            assert _ids(df) == want, budget
+            got = plan(spark, TABLE, opts, planning="local").positions_frame().collect()
+            assert len(got) == len(live) and {(r[0], r[1]) for r in got} == live, budget
+            filtered = _ids(read(spark, TABLE, opts, row_filter=f"id >= {ROWS_PER_FILE + 690} and id < 4000"))
+            assert filtered == [i for i in want if ROWS_PER_FILE + 690 <= i < 4000], budget
+
+
+def test_rows_are_matched_to_their_files_when_spark_spells_paths_otherwise(spark, tmp_path, monkeypatch):
+    """Goal: a row's file is found even when Spark's spelling of its path is not the one
+    guessed (native_read.spark_spelling): the read stays exact, only slower. Method: a
+    warehouse whose path has a space, '+', '%20' and a quote in it; a v3 table of 3 files
+    with DVs; reads and positions_frame with the real guess and with a guess that matches
+    nothing, against icefloe's scan and pyarrow's positions."""
+    import icefloe.impl.spark.native_read as NR
+    warehouse = tmp_path / "ware house+x%20y'z"
+    warehouse.mkdir()
+    opts = {"catalog-uri": f"sqlite:///{tmp_path / 'catalog.db'}", "warehouse": str(warehouse)}
+    table = _table(opts, 3, monkeypatch)
+    require_committed(table.delete("id in (0, 5, 2999, 3000, 4444, 8999)", mode="merge-on-read"))
+    table = open_table(opts)
+    want = sorted(table.scan().column("id").to_pylist())
+    assert len(want) == FILES * ROWS_PER_FILE - 6
+    live = {pair for pair, i in _positions(table).items() if i in set(want)}
+    for guess in (NR.spark_spelling, lambda listed: "file:/nowhere/" + listed):
+        monkeypatch.setattr(NR, "spark_spelling", guess)
+        assert _ids(read(spark, TABLE, opts)) == want
+        got = plan(spark, TABLE, opts, planning="local").positions_frame().collect()
+        assert {(r[0], r[1]) for r in got} == live and len(got) == len(live)
+
+
+def test_the_file_spelling_guess_matches_sparks_own(spark, tmp_path):
+    """Goal: the guess of how Spark spells a row's file (spark_spelling of inputFiles())
+    is what `_metadata.file_path` holds, for a plain path and one with a space, '+', '%'
+    and a quote, so the fast comparison is the one taken. Method: Spark writes a file into
+    each folder; the guesses against the distinct `_metadata.file_path` Spark reads."""
+    from icefloe.impl.spark.native_read import spark_spelling
+    for name in ("plain", "a b+c%20d'e"):
+        folder = tmp_path / name
+        spark.range(3).coalesce(1).write.parquet(str(folder))
+        df = spark.read.parquet(f"file://{folder}")
+        guessed = sorted(spark_spelling(p) for p in df.inputFiles())
+        spelled = sorted(r[0] for r in df.selectExpr("_metadata.file_path").distinct().collect())
+        assert guessed == spelled and len(spelled) == 1, name
