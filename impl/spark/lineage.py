@@ -17,7 +17,8 @@ Built from outside native_read.py, on its NativeScan:
   row per planned file, is joined by location, and a null `_row_id` becomes first_row_id +
   row index, a null `_last_updated_sequence_number` the file's data sequence number;
 - a file without first_row_id (written before an upgrade to v3 and not yet given ids by a
-  v3 commit) reads both as null, as the scan does.
+  v3 commit) reads both as null, as the scan does; a row whose file the join does not find
+  (a path spelled otherwise than the plan's) fails the query rather than read null.
 
 first_row_id is not in the native plan's columns (planning.PLAN_SCHEMA): it is read here
 from the snapshot's data manifests on the driver (entries without column statistics,
@@ -45,7 +46,7 @@ from icefloe.impl.spark.native_read import FILE, POS, NativeScan
 from icefloe.impl.spark.options import SparkOptionError
 
 LINEAGE_FORMAT_VERSION_MIN = 3
-FIRST, SEQ = "__icefloe_first_row_id", "__icefloe_data_seq"
+FIRST, SEQ, KNOWN = "__icefloe_first_row_id", "__icefloe_data_seq", "__icefloe_known"
 
 
 def lineage_asked(columns) -> list[str]:
@@ -106,13 +107,17 @@ def with_lineage(scan: NativeScan, snapshot, positions: bool = False):
     ids = first_row_ids(scan.io, snapshot, paths)
     files = pa.table({FILE: pa.array([canonical_location(p) for p in paths], pa.string()),
                       FIRST: pa.array([ids[comparable_location(p)] for p in paths], pa.int64()),
-                      SEQ: scan.plan.column("data_sequence_number").cast(pa.int64())})
+                      SEQ: scan.plan.column("data_sequence_number").cast(pa.int64()),
+                      KNOWN: pa.array([True] * len(paths), pa.bool_())})
     known = scan.spark.createDataFrame(files)
     df = df.join(F.broadcast(known), FILE, "left")
     null = F.lit(None).cast("long")
-    row_id = F.when(F.col(FIRST).isNull(), null).otherwise(
-        F.coalesce(F.col(ROW_ID), F.col(FIRST) + F.col(POS)))
-    seq = F.when(F.col(FIRST).isNull(), null).otherwise(F.coalesce(F.col(LAST_UPDATED_SEQUENCE_NUMBER), F.col(SEQ)))
+    # a row whose file the join did not find would read null lineage: fail it instead
+    unplanned = F.raise_error(F.concat(F.lit("icefloe: row lineage of a file the read did not plan: "),
+                                       F.col(FILE))).cast("long")
+    first = F.when(F.col(KNOWN).isNull(), unplanned).otherwise(F.col(FIRST))
+    row_id = F.when(first.isNull(), null).otherwise(F.coalesce(F.col(ROW_ID), first + F.col(POS)))
+    seq = F.when(first.isNull(), null).otherwise(F.coalesce(F.col(LAST_UPDATED_SEQUENCE_NUMBER), F.col(SEQ)))
     out = [F.col(f"`{f.name}`") for f in base_fields] + [row_id.alias(ROW_ID), seq.alias(LAST_UPDATED_SEQUENCE_NUMBER)]
     if positions:
         out += [F.col(FILE), F.col(POS)]

@@ -104,9 +104,10 @@ def test_lineage_on_an_upgraded_table_and_v2_position_deletes(spark, opts):
     assert _spark(spark, opts) == got
 
 
-def test_lineage_refusals(spark, opts):
+def test_lineage_refusals(spark, opts, monkeypatch):
     """Goal: lineage on a v2 table, in an incremental read, or an unknown column are
-    refused by name; a plain `columns` read selects. Method: the typed errors' messages."""
+    refused by name; a row of a file the lineage join misses fails; a plain `columns` read
+    selects. Method: the typed errors' messages, a path spelling injected."""
     v2 = _table(opts, 2)
     require_committed(v2.append(rows(range(4))))
     with pytest.raises(UnsupportedFormatVersion, match="_row_id: row lineage needs format v3.*is v2"):
@@ -121,6 +122,11 @@ def test_lineage_refusals(spark, opts):
              end_snapshot_id=v3.current_snapshot().snapshot_id)
     with pytest.raises(SparkOptionError, match="'nope'"):
         read(spark, "icefloe.db.v3", opts, columns=["_row_id", "nope"])
+    import icefloe.impl.spark.lineage as L
+    with monkeypatch.context() as m:  # a file the broadcast table does not name fails, never reads null
+        m.setattr(L, "canonical_location", lambda p: p + ".elsewhere")
+        with pytest.raises(Exception, match="row lineage of a file the read did not plan"):
+            read(spark, "icefloe.db.v3", opts, columns=["_last_updated_sequence_number"]).collect()
     assert [tuple(r) for r in read(spark, "icefloe.db.v3", opts, columns=["_row_id"]).orderBy("_row_id").collect()] \
         == [(0,), (1,), (2,), (3,)]
 
