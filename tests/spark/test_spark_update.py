@@ -186,8 +186,10 @@ def test_upgraded_table_update_assigns_ids_and_replaces_position_deletes(spark, 
 def test_rival_commit_between_the_jobs_and_the_swap_is_a_conflict(spark, opts):
     """Goal: a DV committed for a touched file after the Spark jobs read the table makes the
     Spark update fail typed (never two live DVs, no lost update), and its data files and
-    Puffin file are removed; copy-on-write alike. Method: icefloe's own merge-on-read delete
-    injected at before_swap; the error, the table's rows and its data folder."""
+    Puffin file are removed; copy-on-write alike; under serializable isolation a matching row
+    appended meanwhile conflicts too, under snapshot isolation it commits (the new row left
+    as it was). Method: icefloe's own delete or append injected at before_swap; the error,
+    the table's rows and its data folder."""
     for mode, name in ((MOR, "m"), (COW, "c")):
         table = _table(opts, name, 3)
         require_committed(table.append(rows(range(0, 20))))
@@ -202,6 +204,22 @@ def test_rival_commit_between_the_jobs_and_the_swap_is_a_conflict(spark, opts):
                    before_swap=rival)
         assert _scan(table) == [r for r in before if r[0] != 4]
         assert _debris(opts, name, files) == []
+
+    # serializable: a row matching the filter appended meanwhile is a conflict; snapshot isolation commits
+    table = _table(opts, "s", 3)
+    require_committed(table.append(rows(range(0, 8))))
+
+    def append_match():
+        other = Table(SqlCatalog(opts["catalog-uri"], name="icefloe"), "db.s", LocalStore())
+        require_committed(other.append(rows([100])))
+    with pytest.raises(CommitConflictError):
+        update(spark, "icefloe.db.s", opts, set={"v": 1.0}, row_filter="id = 0 or id = 100", mode=MOR,
+               before_swap=append_match)
+    update(spark, "icefloe.db.s", opts, set={"v": 1.0}, row_filter="id = 0 or id >= 100", mode=MOR,
+           isolation_level="snapshot", before_swap=lambda: require_committed(
+               Table(SqlCatalog(opts["catalog-uri"], name="icefloe"), "db.s", LocalStore()).append(rows([101]))))
+    got = [(r[0], r[2]) for r in _scan(table) if r[0] in (0, 100, 101)]
+    assert got == [(0, 1.0), (100, 1.0), (101, 50.5)]  # 100 was there when the jobs read, 101 came after
 
 
 def test_refusals_commit_nothing(spark, opts):
