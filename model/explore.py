@@ -168,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
             "  writers (--writers), operations per writer (--ops), operation kinds\n"
             "  (--kinds), attempts per operation (--attempts = commit.retry.num-retries+1),\n"
             "  faults allowed (--faults) and how many in all (--fault-budget),\n"
-            "  orphan-removal runs (--orphan-runs), partitions (--partitions), refs (--refs).\n"
+            "  orphan-removal runs (--orphan-runs; --orphan-age: by age, also while writers\n"
+            "  work), partitions (--partitions), refs (--refs).\n"
             "  The table starts with two snapshots.\n"
             "Faults: write_fail (a storage write fails), swap_fail (the swap is rejected\n"
             "  before any effect), ack_lost (the swap applies, its acknowledgement is lost),\n"
@@ -187,6 +188,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--attempts", type=int, default=None, help="attempts per operation (default 2)")
     ap.add_argument("--isolation", choices=("serializable", "snapshot"), default=None)
     ap.add_argument("--orphan-runs", type=int, default=None, help="orphan-removal runs (default 0)")
+    ap.add_argument("--orphan-age", action="store_true",
+                    help="AgeFiles while quiet; orphan removal may then run while writers work, deleting "
+                         "only files older than the threshold (spec 12.3)")
     ap.add_argument("--partitions", type=int, choices=(1, 2), default=None,
                     help="partitions of the table (default 1); partition-scoped kinds pick one")
     ap.add_argument("--refs", action="store_true",
@@ -237,6 +241,8 @@ def overrides_from(args) -> dict:
         kw["isolation"] = args.isolation
     if args.orphan_runs is not None:
         kw["orphan_runs"] = args.orphan_runs
+    if args.orphan_age:
+        kw["orphan_age"] = True
     if args.partitions is not None:
         kw["partitions"] = args.partitions
     if args.refs:
