@@ -8,12 +8,11 @@ from the reference in exactly the rule it breaks. Names follow the model's varia
 `blind-put-commit` and `version-hint` have no model twin. docs/regressions.md maps each
 to the rows of REGRESSIONS.md it reproduces.
 
-Not registered: `orphans-no-threshold`. Until issue 30 the suite removed orphans only while
-no writer was active and nothing was in flight, where an age threshold changes nothing; the
-orphans-in-flight family now removes them while a writer works, with a threshold from the
-suite's clock, so a program can tell that variant (flawed_commit.remove_orphans_no_threshold)
-from the reference. Registering it (its replays in tests/conformance/test_flawed_variants.py,
-docs/variants.md) is still to do.
+`orphans-no-threshold` (orphan removal that ignores its age threshold) is caught only by
+the orphans-in-flight family's directed programs: orphan removal by age while another writer
+works, its threshold from the suite's clock (the random search never ages files). Before
+issue 30 the suite removed orphans only when nothing was in flight, where a threshold
+changes nothing, and the variant could not be told from the reference.
 
 Capabilities are honest and focused: a variant declares the operations and faults of its
 model twin's bounds (model/variants.py) and refuses any other operation, so the search
@@ -112,6 +111,16 @@ class ExpireDeletedEntriesTable(FlawedTable):
         return operation
 
 
+class OrphansNoThresholdTable(FlawedTable):
+    # Commits exactly as the reference, through each writer's own handle (its reads judged
+    # as the reference's are); only orphan removal differs.
+    begin = I.IcefloeTable.begin
+
+    def remove_orphans(self, older_than_ms: int) -> list:
+        # The flaw: every unreferenced file goes, however young (a commit in flight's too).
+        return self.maintenance.remove_orphan_files(2 ** 62)
+
+
 class ListingTable(FlawedTable):
     """The table on the listing catalog: LIST finds the version, a plain PUT commits."""
     listing_options: dict = {}
@@ -190,6 +199,11 @@ _SPECS: dict[str, tuple[type, type, A.Capabilities, str]] = {
                                _caps((A.DELETE, A.ROLLBACK, A.EXPIRE), reads=frozenset({A.READ_CURRENT})),
                                "expiry deletes what expired snapshots removed, ignoring other refs "
                                "(iceberg #17304, #13568)"),
+    # Orphan removal by age is judged on memory storage (the suite's clock stamps its files).
+    "orphans-no-threshold": (FlawedEngine, OrphansNoThresholdTable,
+                             _caps((A.ORPHANS, A.REWRITE), (A.CRASH, A.ACK_LOST, A.SWAP_DELAYED), **_MEMORY),
+                             "orphan removal ignores its age threshold and deletes the files of commits "
+                             "still in flight (spec: remove orphan files, older_than)"),
     "rename-commit": (ListingEngine, _listing({"check": "list"}), _caps((), (), **_LISTING),
                       "file-system table: LIST for the next version, then a plain PUT over it "
                       "(iceberg #970, #1014)"),

@@ -45,7 +45,8 @@ SEARCH = replace(PROFILES["ci"], name="variants", examples_s3=0)
 TWIN = {"no-revalidate": "no-revalidate", "cleanup-after-unknown": "cleanup-after-unknown",
         "pointer-status-check": "pointer-status-check", "no-lineage-check": "no-lineage-check",
         "sdk-retry-swap": "no-lineage-check", "expire-deleted-entries": "expire-deleted-entries",
-        "rename-commit": "rename-commit", "blind-put-commit": "rename-commit"}
+        "rename-commit": "rename-commit", "blind-put-commit": "rename-commit",
+        "orphans-no-threshold": "orphans-no-threshold"}
 SEARCH_EXAMPLES = 100
 SEARCH_STEPS = 30
 
@@ -66,6 +67,7 @@ NAMED = {
     "expire-deleted-entries": {"P8 NoDanglingRefs"},
     "rename-commit": {AGREEMENT, "P2 NoLostCommit"},
     "blind-put-commit": {AGREEMENT, "P2 NoLostCommit"},
+    "orphans-no-threshold": {"P8 NoDanglingRefs"},
 }
 
 _ACK_LOST_1 = (("Begin", 1, "append"), ("WriteData", 1), ("WriteManifests", 1), ("WriteManifestList", 1),
@@ -98,7 +100,17 @@ REPLAYS = {
                          ("Swap", 2)), AGREEMENT, {"P2 NoLostCommit"})],
     "blind-put-commit": [
         (_TWO_APPENDS, AGREEMENT, {"P2 NoLostCommit"})],
+    # The orphans-in-flight family's directed program (orphan removal by age while writer 2
+    # works; bounds ORPHAN_AGE_BOUNDS): writer 2's data file is young, yet removed.
+    "orphans-no-threshold": [
+        ((("Begin", 1, "append"), ("Crash", 1), ("AgeFiles", 0), ("Begin", 2, "append"), ("WriteData", 2),
+          ("RemoveOrphans", 0), ("WriteManifests", 2), ("WriteManifestList", 2), ("WriteMetadata", 2), ("Swap", 2)),
+         "P8 NoDanglingRefs", {"P8 NoDanglingRefs"})],
 }
+# Programs that need other bounds than the profile's classic ones (replay_judged's default).
+REPLAY_BOUNDS = {"orphans-no-threshold": dict(writers=2, ops=1, kinds=("append", "rewrite"),
+                                              faults=("crash", "ack_lost", "swap_delayed"), fault_budget=1,
+                                              attempts_max=1, orphan_runs=1, por=False, orphan_age=True)}
 
 
 @pytest.fixture(scope="module")
@@ -214,8 +226,11 @@ def test_committed_counterexample_replays(name, index, backends):
     """Goal: each committed counterexample still fails the variant with its property and
     leaves the recorded damage, and the reference passes it untouched. Method: replay."""
     program, prop, harm = REPLAYS[name][index]
-    violation, found = replay_judged(VARIANTS[name](), program, backends)
+    bounds = None
+    if name in REPLAY_BOUNDS:
+        bounds = replace(classic_bounds(bounds_for(VARIANTS[name](), SEARCH)), **REPLAY_BOUNDS[name])
+    violation, found = replay_judged(VARIANTS[name](), program, backends, bounds=bounds)
     assert violation is not None and violation.prop == prop, violation
     assert found == harm, found
-    ok, clean = replay_judged(reference_engine(), program, backends)
+    ok, clean = replay_judged(reference_engine(), program, backends, bounds=bounds)
     assert ok is None and clean == set(), (ok, clean)
