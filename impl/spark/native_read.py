@@ -35,6 +35,7 @@ plans, Spark's vectorized Parquet reader reads the planned files.
 """
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -49,7 +50,7 @@ from icefloe.impl.format import name_mapping as NM
 from icefloe.impl.format import types as T
 from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.manifest import DataFileContent
-from icefloe.impl.io.locations import canonical_location, scheme_of
+from icefloe.impl.io.locations import canonical_location, local_path, scheme_of
 from icefloe.impl.table import scan as S
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID, DELETE_POS_ID
@@ -178,7 +179,9 @@ class NativeScan:
         if plain:
             frames.append(self._data_files(plain, self._position_columns() if positions else ()))
         if merged.num_rows:
-            frames.append(self._merge_on_read(merged, positions).select(*[F.col(n) for n in names]))
+            df = self._merge_on_read(merged, positions)
+            wanted = [f.name for f in self.schema.fields] + ([FILE, POS] if positions else [])
+            frames.append(df if df.columns == wanted else df.select(*[F.col(n) for n in names]))  # (a step less)
         if not frames:
             if positions:
                 return self.spark.createDataFrame([], f"{FILE} string, {POS} long")
@@ -248,6 +251,7 @@ class NativeScan:
                 joined[k] = positions
         bits, offsets = DV.bitset_literal(bitsets, record_counts) if bitsets else (None, {})
         number = {path: k for k, path in enumerate(paths)}
+        numbered = bool(joined) or any(eq_lists)  # IDX: the anti-joins match rows to files by it
         with_ids, mapped = NMS.split_by_layout(paths, self.name_mapping, self.layouts)
         groups = ([(None, with_ids)] if with_ids else []) + sorted(mapped.items())
         frames = []
@@ -256,17 +260,18 @@ class NativeScan:
                 frame = self._files(group)
             else:
                 frame = NMS.mapped_frame(self.spark, group, layout, self.schema.fields)
-            # each DataFrame operation is Spark's analysis of the whole plan again (~5-20 ms):
-            # one selectExpr numbers the rows' files and names their row index, one filter
-            extra = [f"{self._file_number(frame, group, number)} as {IDX}", f"_metadata.row_index as {POS}"]
-            if positions_too:
-                extra.append(f"case {IDX} {' '.join(f'when {number[p]} then {_sql_string(canonical_location(p))}' for p in group)} end as {FILE}")
-            frame = frame.selectExpr("*", *extra[:2])
-            if positions_too:
-                frame = frame.selectExpr("*", extra[2])
+            which = self._which(frame, group, number)
+            # each DataFrame step is Spark's analysis of the whole plan again (~5-20 ms), and
+            # the filter's generated code runs per row: one filter, its expression small
             if any(number[p] in offsets for p in group):
-                frame = frame.filter(DV.kept_by_bitset(IDX, POS, bits, offsets, record_counts))
-            frames.append(frame)
+                frame = frame.filter(DV.kept_by_bitset(which, "_metadata.row_index", bits, offsets, record_counts))
+            extra = [f"_metadata.row_index as {POS}"]
+            if numbered:
+                extra.append(f"{which({number[p]: str(number[p]) for p in group})} as {IDX}")
+            if positions_too:
+                extra.append(f"{which({number[p]: _sql_string(canonical_location(p)) for p in group}, 'string')} "
+                             f"as {FILE}")
+            frames.append(frame.selectExpr("*", *extra) if numbered or positions_too or len(groups) > 1 else frame)
         df = frames[0]
         for other in frames[1:]:
             df = df.unionByName(other)
@@ -280,21 +285,44 @@ class NativeScan:
         return df  # IDX, POS (and FILE) too: _frame selects the columns it returns
 
     @staticmethod
-    def _file_number(frame, group: list[str], number: dict[str, int]) -> str:
-        """SQL: the number of each row's file of `group` (the files `frame` scans), told by
-        `_metadata.file_path`: first compared as Spark spells the files it reads
-        (`spark_spelling`: a string comparison per file listed before it), then, for a row
-        no spelling matched, by its path made canonical (slower, but it never depends on
-        how Spark spells a path); a row of a file the read did not plan fails the query."""
-        guessed = {}
-        for listed in frame.inputFiles():
-            guessed.setdefault(_canon_listed(spark_spelling(listed)), spark_spelling(listed))
-        canonical = [(canonical_location(p), number[p]) for p in group]
-        fast = " ".join(f"when {_sql_string(guessed[c])} then {k}" for c, k in canonical if c in guessed)
-        slow = " ".join(f"when {_sql_string(c)} then {k}" for c, k in canonical)
+    def _which(frame, group: list[str], number: dict[str, int]):
+        """`which(values, kind)`: SQL giving each row of `frame` (a scan of the local files
+        `group`) the value of its file from {number[file]: SQL} (NULL of `kind` for a file
+        not in it). A row's file is told by `_metadata.file_size` (a bigint comparison per
+        file before it: a path comparison costs ~100 bytes, ~50-80 ns a row over 16 files),
+        the sizes stat'ed on the driver once Spark has listed the files (data files are
+        never rewritten in place); files of equal size by `_metadata.file_path` as Spark
+        spells it, guessed from `inputFiles()` (`spark_spelling`), or, where the guesses do
+        not name them all, by each row's path made canonical. A row no branch names fails
+        the query: a wrong guess is an error, never a row of one file read as another's."""
+        canonical = {p: canonical_location(p) for p in group}
+        by_size: dict[int, list[str]] = {}
+        for p in group:
+            by_size.setdefault(os.stat(local_path(p)).st_size, []).append(p)
+        shared = [p for same in by_size.values() if len(same) > 1 for p in same]
+        spelled, key = {}, "_metadata.file_path"
+        if shared:
+            guessed = {}
+            for listed in frame.inputFiles():
+                guessed.setdefault(_canon_listed(spark_spelling(listed)), spark_spelling(listed))
+            if all(canonical[p] in guessed for p in shared):
+                spelled = {p: guessed[canonical[p]] for p in shared}
+            else:
+                spelled, key = {p: canonical[p] for p in shared}, _canon_spark("_metadata.file_path")
         fail = "raise_error(concat('icefloe: a row of a file the read did not plan: ', _metadata.file_path))"
-        slow = f"case {_canon_spark('_metadata.file_path')} {slow} else {fail} end"
-        return f"case _metadata.file_path {fast} else {slow} end" if fast else slow
+
+        def which(values: dict, kind: str = "int") -> str:
+            def value(p):
+                return values.get(number[p], f"cast(null as {kind})")
+            cases = []
+            for size, same in sorted(by_size.items()):
+                if len(same) == 1:
+                    cases.append(f"when {size} then {value(same[0])}")
+                else:
+                    inner = " ".join(f"when {_sql_string(spelled[p])} then {value(p)}" for p in same)
+                    cases.append(f"when {size} then case {key} {inner} else {fail} end")
+            return f"case _metadata.file_size {' '.join(cases)} else {fail} end"
+        return which
 
     def _equality_anti_join_by_files(self, df, eq_lists: list, ids: tuple, indices: list[int]):
         from pyspark.sql import functions as F

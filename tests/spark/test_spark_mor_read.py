@@ -141,22 +141,35 @@ def test_merge_on_read_of_split_multi_row_group_files_is_exact(spark, opts, monk
             assert filtered == [i for i in want if ROWS_PER_FILE + 690 <= i < 4000], budget
 
 
-def test_rows_are_matched_to_their_files_when_spark_spells_paths_otherwise(spark, tmp_path, monkeypatch):
-    """Goal: a row's file is found even when Spark's spelling of its path is not the one
-    guessed (native_read.spark_spelling): the read stays exact, only slower. Method: a
-    warehouse whose path has a space, '+', '%20' and a quote in it; a v3 table of 3 files
-    with DVs; reads and positions_frame with the real guess and with a guess that matches
-    nothing, against icefloe's scan and pyarrow's positions."""
+def test_files_of_equal_size_are_told_apart_by_their_paths(spark, tmp_path, monkeypatch):
+    """Goal: rows are told their file by its size, and files of equal size by their paths:
+    as Spark spells them (native_read.spark_spelling's guess) or, when the guess names
+    nothing, by each row's path made canonical; either way each file gets its own deletes.
+    Method: a warehouse whose path has a space, '+', '%20' and a quote in it; a v2 table
+    of three files, two of the same rows (equal sizes, checked) and one other; a position
+    delete file with other positions in each; reads and positions_frame with the real
+    guess and with a guess that matches nothing, against the ids and pyarrow's positions
+    (a file read with the other's deletes gives other ids, or other pairs)."""
     import icefloe.impl.spark.native_read as NR
+    from icefloe.impl.io.locations import local_path
     warehouse = tmp_path / "ware house+x%20y'z"
     warehouse.mkdir()
     opts = {"catalog-uri": f"sqlite:///{tmp_path / 'catalog.db'}", "warehouse": str(warehouse)}
-    table = _table(opts, 3, monkeypatch)
-    require_committed(table.delete("id in (0, 5, 2999, 3000, 4444, 8999)", mode="merge-on-read"))
+    table = _table(opts, 2, monkeypatch)  # ids 0..8999 in 3 files
+    require_committed(table.append(rows(range(0, ROWS_PER_FILE))))  # the first file's rows again
+    table.refresh()
+    twins = sorted(t.data_file.file_path for t in table.plan_files()
+                   if pq.read_table(local_path(t.data_file.file_path), columns=["id"]).column("id")[0].as_py() == 0)
+    assert len(twins) == 2 and len({Path(local_path(p)).stat().st_size for p in twins}) == 1
+    other = sorted({t.data_file.file_path for t in table.plan_files()} - set(twins))[0]
+    deletes = {twins[0]: [0, 1, 700], twins[1]: [2, 2999], other: [5]}
+    require_committed(table.add_delete_files(
+        [position_delete_file(table, [(p, pos) for p, found in deletes.items() for pos in found])], sorted(deletes)))
     table = open_table(opts)
     want = sorted(table.scan().column("id").to_pylist())
-    assert len(want) == FILES * ROWS_PER_FILE - 6
-    live = {pair for pair, i in _positions(table).items() if i in set(want)}
+    assert len(want) == 4 * ROWS_PER_FILE - 6 and (want.count(0), want.count(2), want.count(3)) == (1, 1, 2)
+    gone = {(canonical_location(p), pos) for p, found in deletes.items() for pos in found}
+    live = set(_positions(table)) - gone
     for guess in (NR.spark_spelling, lambda listed: "file:/nowhere/" + listed):
         monkeypatch.setattr(NR, "spark_spelling", guess)
         assert _ids(read(spark, TABLE, opts)) == want
