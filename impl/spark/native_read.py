@@ -249,7 +249,7 @@ class NativeScan:
                 bitsets[k] = positions
             else:
                 joined[k] = positions
-        bits, offsets = DV.bitset_literal(bitsets, record_counts) if bitsets else (None, {})
+        bits, offsets = DV.bitset_literal(bitsets, record_counts, self.spark) if bitsets else (None, {})
         number = {path: k for k, path in enumerate(paths)}
         numbered = bool(joined) or any(eq_lists)  # IDX: the anti-joins match rows to files by it
         with_ids, mapped = NMS.split_by_layout(paths, self.name_mapping, self.layouts)

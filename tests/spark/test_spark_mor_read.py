@@ -190,3 +190,26 @@ def test_the_file_spelling_guess_matches_sparks_own(spark, tmp_path):
         guessed = sorted(spark_spelling(p) for p in df.inputFiles())
         spelled = sorted(r[0] for r in df.selectExpr("_metadata.file_path").distinct().collect())
         assert guessed == spelled and len(spelled) == 1, name
+
+
+def test_the_packed_bitset_literal_holds_the_folded_ones_words(spark):
+    """Goal: the bitset literal built in the JVM from the words' bytes (native_dvs
+    `_packed_literal`, Spark's UnsafeArrayData) holds exactly the words of the literal
+    Spark folds from their decimal spelling (`_folded_literal`), sign bits, a file without
+    words and a position past its file included. Method: both literals of the same
+    positions read back through Spark, against the words numpy computes."""
+    import numpy as np
+    import icefloe.impl.spark.native_dvs as DV
+    positions = {0: np.array([0, 63, 64, 127, 1000, 5000], np.int64), 1: np.array([], np.int64),
+                 2: np.array([1, 62, 63], np.int64)}
+    rows = [1001, 0, 64]  # 5000 lies past file 0's rows: ignored
+    packed, offsets = DV.bitset_literal(positions, rows, spark)
+    folded, same = DV.bitset_literal(positions, rows)
+    assert offsets == same == {0: 0, 1: 16, 2: 16}
+    want = [0] * 17
+    for k, found in positions.items():
+        for p in found[found < rows[k]]:
+            want[offsets[k] + p // 64] |= 1 << (p % 64)
+    want = [w - (1 << 64) if w >= 1 << 63 else w for w in want]
+    got = spark.range(1).select(packed.alias("p"), folded.alias("f")).collect()[0]
+    assert list(got.p) == list(got.f) == want and want[0] < 0 and want[16] < 0
