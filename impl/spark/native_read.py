@@ -309,7 +309,8 @@ class NativeScan:
                 spelled = {p: guessed[canonical[p]] for p in shared}
             else:
                 spelled, key = {p: canonical[p] for p in shared}, _canon_spark("_metadata.file_path")
-        fail = "raise_error(concat('icefloe: a row of a file the read did not plan: ', _metadata.file_path))"
+        # (no path in the message: a column the filter names is built into each row's _metadata struct)
+        fail = "raise_error('icefloe: a row of a data file the read did not plan (native_read.NativeScan._which)')"
 
         def which(values: dict, kind: str = "int") -> str:
             def value(p):
