@@ -139,8 +139,9 @@ def run(quick: bool) -> str:
         "",
         "icefloe's read applies each file's deleted positions (its DV, or its position delete files, read on the "
         "driver) as a row-index filter: the files with deletes in one scan, each row's file told by a CASE on "
-        "Spark's `_metadata.file_size` (files of equal size by path), its word looked up by `_metadata.row_index` "
-        "in one packed bitset literal, no join while the bitset stays under BITSET_WORDS_MAX words "
+        "Spark's `_metadata.file_size` (files of equal size by path; none for a scan of one file), its word looked "
+        "up by its row index (Spark's internal `_tmp_metadata_row_index` column, probed once per session; else "
+        "`_metadata.row_index`) in one packed bitset literal, no join while the bitset stays under BITSET_WORDS_MAX words "
         "(native_read.py `_merge_by_files`, native_dvs.py). Where the time goes is in docs/spark.md "
         "(\"Merge-on-read speed\").",
     ])

@@ -164,3 +164,53 @@ def kept_by_bitset(which, row_index: str, bits, offsets: dict[int, int], rows: l
     word = f"if({row_index} < {bound}, {first} + cast(shiftright({row_index}, 6) as int), cast(null as int))"
     found = F.coalesce(F.try_element_at(bits, F.expr(word)), F.lit(0).cast("bigint"))
     return F.bit_get(found, F.expr(f"cast({row_index} & 63 as int)")) == 0
+
+
+ROW_INDEX_COLUMN = "_tmp_metadata_row_index"  # Spark's ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME
+_PROBED: dict[str, bool] = {}  # Spark application id -> did the probe pass
+
+
+def internal_row_index(spark) -> bool:
+    """Whether this Spark's Parquet reader fills a read-schema column named ROW_INDEX_COLUMN
+    with each row's index in its file, as it fills `_metadata.row_index` (Spark 3.4+ reads
+    that field through this internal column; the filter then reads a long, not a field of
+    the `_metadata` struct Spark builds per row). Internal to Spark, so probed once per
+    application on two files written here: one of 600,000 rows in 12 row groups (4.8 MB,
+    split across tasks where Spark has two cores or more) and one of 7 rows after it; the
+    column must hold 0..n-1 in each file, exactly. Any failure: False (`_metadata.row_index`)."""
+    from pyspark.sql import types as ST
+    key = spark.sparkContext.applicationId
+    if key not in _PROBED:
+        import shutil
+        import tempfile
+        import pyarrow.parquet as pq
+        where = tempfile.mkdtemp(prefix="icefloe-row-index-")
+        try:
+            for name, n, group in (("a.parquet", 600_000, 50_000), ("b.parquet", 7, 3)):
+                pq.write_table(pa.table({"x": np.arange(n, dtype=np.int64)}), f"{where}/{name}",
+                               row_group_size=group, compression="none")
+            schema = ST.StructType([ST.StructField("x", ST.LongType()), ST.StructField(ROW_INDEX_COLUMN, ST.LongType())])
+            got = (spark.read.schema(schema).parquet(f"{where}/a.parquet", f"{where}/b.parquet")
+                   .selectExpr("count(*)", f"count_if({ROW_INDEX_COLUMN} is null or {ROW_INDEX_COLUMN} != x)")
+                   .collect()[0])
+            _PROBED[key] = tuple(got) == (600_007, 0)
+        except Exception:  # noqa: BLE001 (any failure: Spark's public `_metadata.row_index`)
+            _PROBED[key] = False
+        finally:
+            shutil.rmtree(where, ignore_errors=True)
+    return _PROBED[key]
+
+
+def holds_row_index_column(paths: list[str], names) -> bool:
+    """Whether a table column (`names`) or a top-level column of one of the Parquet files
+    `paths` (local) is named ROW_INDEX_COLUMN (case-insensitively, as Spark matches names).
+    Spark 4.3's vectorized reader then returns the file's column as `_metadata.row_index`
+    too (it reads that field through this column), whether columns are matched by field id
+    or by name, and refuses `_metadata.row_index` beside a table column of that name: the
+    merge-on-read refuses such files (NotNative) rather than read another column as the
+    row index (tests/spark/test_spark_mor_read.py). A footer read per file (<= 64 files)."""
+    import pyarrow.parquet as pq
+    from icefloe.impl.io.locations import local_path
+    if any(n.lower() == ROW_INDEX_COLUMN for n in names):
+        return True
+    return any(n.lower() == ROW_INDEX_COLUMN for p in paths for n in pq.read_schema(local_path(p)).names)

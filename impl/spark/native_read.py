@@ -18,8 +18,11 @@ plans, Spark's vectorized Parquet reader reads the planned files.
   mapping as icefloe's scan resolves them, and read by name (name_mapped.py).
 - Merge-on-read: files without deletes are read as they are. The others, up to
   MERGE_BRANCHES_MAX of them, in one scan (per name-mapped layout) whose rows are told
-  their file by `_metadata.file_path` and filtered by `_metadata.row_index` against one
-  bitset literal of every file's deleted positions (`_merge_by_files`). Beyond that,
+  their file by `_metadata.file_size` (no need in a scan of one file) and filtered by
+  their row index (Spark's internal `_tmp_metadata_row_index` where a probe of this Spark
+  passes, native_dvs.internal_row_index; else `_metadata.row_index`) against one bitset
+  literal of every file's deleted positions (`_merge_by_files`); a file holding a column of
+  that internal name is refused (NotNative: Spark would read it as the row index). Beyond that,
   position deletes are an anti-join on (file, row position) with Spark's file metadata columns
   (`_metadata.file_path`, `_metadata.row_index`), each delete file joined only to the data
   files the planner attached it to (its sequence number >= theirs); a deletion vector (v3)
@@ -229,9 +232,15 @@ class NativeScan:
         (file number, position) anti-joined by broadcast; the equality deletes the planner
         attached to each file (its sequence-number and partition rules) are joined by file
         number. `positions_too`: every row keeps its row index (POS) and its file's
-        canonical location (FILE)."""
+        canonical location (FILE). The files with field ids read their row index from
+        Spark's internal column where the probe passed (a long the reader fills, where
+        `_metadata.row_index` is a field of a struct Spark builds per row)."""
         from pyspark.sql import functions as F
         from icefloe.impl.table.deletes import DeleteReader
+        if DV.holds_row_index_column(paths, [f.name for f in self.schema.fields]):
+            raise NotNative(f"a data file with deletes (or the table) has a column named {DV.ROW_INDEX_COLUMN}, "
+                            "which Spark's vectorized Parquet reader returns as the row index; read with "
+                            "format('icefloe')")
         reader = DeleteReader(self.io)
         deleted = DV.read_positions(reader, self.deletes, dv_list)
         for k, (path, found) in enumerate(zip(paths, pos_lists)):
@@ -256,22 +265,31 @@ class NativeScan:
         groups = ([(None, with_ids)] if with_ids else []) + sorted(mapped.items())
         frames = []
         for layout, group in groups:
+            row_index = "_metadata.row_index"
             if layout is None:
-                frame = self._files(group)
+                if DV.internal_row_index(self.spark):
+                    row_index = DV.ROW_INDEX_COLUMN  # a long the reader fills: no `_metadata` struct per row
+                    frame = self._files(group, self.read_schema().add(DV.ROW_INDEX_COLUMN, "long"))
+                else:
+                    frame = self._files(group)
             else:
                 frame = NMS.mapped_frame(self.spark, group, layout, self.schema.fields)
             which = self._which(frame, group, number)
             # each DataFrame step is Spark's analysis of the whole plan again (~5-20 ms), and
             # the filter's generated code runs per row: one filter, its expression small
             if any(number[p] in offsets for p in group):
-                frame = frame.filter(DV.kept_by_bitset(which, "_metadata.row_index", bits, offsets, record_counts))
-            extra = [f"_metadata.row_index as {POS}"]
+                frame = frame.filter(DV.kept_by_bitset(which, row_index, bits, offsets, record_counts))
+            extra = [f"{row_index} as {POS}"]
             if numbered:
                 extra.append(f"{which({number[p]: str(number[p]) for p in group})} as {IDX}")
             if positions_too:
                 extra.append(f"{which({number[p]: _sql_string(canonical_location(p)) for p in group}, 'string')} "
                              f"as {FILE}")
-            frames.append(frame.selectExpr("*", *extra) if numbered or positions_too or len(groups) > 1 else frame)
+            kept = extra if numbered or positions_too or len(groups) > 1 else []
+            if row_index == DV.ROW_INDEX_COLUMN:  # (the internal column never leaves this scan: a step more)
+                frames.append(frame.selectExpr(*[f"`{f.name}`" for f in self.schema.fields], *kept))
+            else:
+                frames.append(frame.selectExpr("*", *kept) if kept else frame)
         df = frames[0]
         for other in frames[1:]:
             df = df.unionByName(other)
@@ -294,7 +312,10 @@ class NativeScan:
         never rewritten in place); files of equal size by `_metadata.file_path` as Spark
         spells it, guessed from `inputFiles()` (`spark_spelling`), or, where the guesses do
         not name them all, by each row's path made canonical. A row no branch names fails
-        the query: a wrong guess is an error, never a row of one file read as another's."""
+        the query: a wrong guess is an error, never a row of one file read as another's.
+        A scan of one file needs no CASE: every row is that file's (no `_metadata` at all)."""
+        if len(group) == 1:  # a scan of one file (a file's path, never a directory): its rows are its own
+            return lambda values, kind="int": values.get(number[group[0]], f"cast(null as {kind})")
         canonical = {p: canonical_location(p) for p in group}
         by_size: dict[int, list[str]] = {}
         for p in group:

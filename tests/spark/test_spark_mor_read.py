@@ -1,7 +1,8 @@
 """The native merge-on-read over several files in one scan (impl/spark/native_read.py
 `_merge_by_files`, native_dvs.py `bitset_literal` / `kept_by_bitset`; issue 29 item 6):
 each row told its file by Spark's `_metadata.file_path`, its deleted positions looked up
-in one bitset literal by `_metadata.row_index`. Exact rows and exact (file, position)
+in one bitset literal by the row index (Spark's internal `_tmp_metadata_row_index`
+where the probe passes, else `_metadata.row_index`). Exact rows and exact (file, position)
 pairs where files have several row groups and are split across Spark partitions, for
 deletion vectors (v3) and position delete files (v2)."""
 from __future__ import annotations
@@ -19,6 +20,7 @@ from icefloe.impl.io.local import LocalStore
 from icefloe.impl.io.locations import canonical_location
 from icefloe.impl.outcomes import require_committed
 from icefloe.impl.spark import delete, plan, read
+from icefloe.impl.spark.transforms_sql import NotNative
 from icefloe.impl.table.table import create_table
 from spark_helpers import SCHEMA, TABLE, open_table, rows
 
@@ -112,7 +114,7 @@ def test_merge_on_read_of_split_multi_row_group_files_is_exact(spark, opts, monk
     on both sides of row group bounds and every 7th row, by Spark's merge-on-read delete
     in several commits; reads with partitions of 8 KiB (more partitions than files,
     checked), by the bitset, by the anti-join (no bitset words) and with the bitset for
-    one file only; rows against icefloe's scan and the deleted ids, pairs against the
+    one file only, with Spark's internal row index column and with `_metadata.row_index`; rows against icefloe's scan and the deleted ids, pairs against the
     positions read from the files by pyarrow."""
     import icefloe.impl.spark.native_dvs as DV
     table = _table(opts, version, monkeypatch)
@@ -129,9 +131,12 @@ def test_merge_on_read_of_split_multi_row_group_files_is_exact(spark, opts, monk
     positions = _positions(table)
     live = {pair for pair, i in positions.items() if i not in set(DELETED)}
     words = DV.bitset_words(ROWS_PER_FILE)
+    assert DV.internal_row_index(spark)  # (this Spark fills the internal row index column)
     with _SplitFiles(spark):
-        for budget in (DV.BITSET_WORDS_MAX, 0, words):  # all bitsets; all anti-joined; one file each way
+        # all bitsets; all anti-joined; one file each way; all bitsets by `_metadata.row_index`
+        for budget, internal in ((DV.BITSET_WORDS_MAX, True), (0, True), (words, True), (DV.BITSET_WORDS_MAX, False)):
             monkeypatch.setattr(DV, "BITSET_WORDS_MAX", budget)
+            monkeypatch.setattr(DV, "internal_row_index", lambda spark, internal=internal: internal)
             df = read(spark, TABLE, opts)
             assert df.rdd.getNumPartitions() > FILES
             assert _ids(df) == want, budget
@@ -213,3 +218,46 @@ def test_the_packed_bitset_literal_holds_the_folded_ones_words(spark):
     want = [w - (1 << 64) if w >= 1 << 63 else w for w in want]
     got = spark.range(1).select(packed.alias("p"), folded.alias("f")).collect()[0]
     assert list(got.p) == list(got.f) == want and want[0] < 0 and want[16] < 0
+
+
+def test_a_file_column_named_like_sparks_row_index_column_is_never_read_as_the_row_index(spark, opts, monkeypatch):
+    """Goal: a data file holding a column named like Spark's internal row index column
+    (`_tmp_metadata_row_index`) is never read with that column as its row index: Spark
+    4.3's vectorized reader returns a file's column of that name as the internal column
+    and as `_metadata.row_index` alike, even where columns are matched by field id, so the
+    native merge-on-read refuses such files (NotNative) and `read()` falls back to the
+    Python data source, exact. Method: a v3 table of 2 files of 3000 rows in row groups of
+    700 whose column of that name holds no row index (i * 7 % 5), the column dropped (the
+    files keep it), then rows deleted merge-on-read (DVs); reads against icefloe's scan;
+    then the guard (holds_row_index_column) disabled, with either row index: the rows are
+    wrong, so the guard is what keeps the read exact."""
+    import pyarrow as pa
+    import icefloe.impl.spark.native_dvs as DV
+    from icefloe.impl.table import schema_evolution as SE
+    assert DV.internal_row_index(spark)
+    monkeypatch.setitem(P.write_data_file.__kwdefaults__, "row_group_rows_max", ROW_GROUP_ROWS)
+    arrow = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field(DV.ROW_INDEX_COLUMN, pa.int64())])
+    table = create_table(SqlCatalog(opts["catalog-uri"], name="icefloe"), "db.t", T.schema_from_arrow(arrow),
+                         None, f"file://{opts['warehouse']}/db.db/t", io=LocalStore(), format_version=3)
+    for f in range(2):
+        ids = list(range(f * ROWS_PER_FILE, (f + 1) * ROWS_PER_FILE))
+        require_committed(table.append(pa.table({"id": ids, DV.ROW_INDEX_COLUMN: [i * 7 % 5 for i in ids]},
+                                                schema=arrow)))
+    commit = table.begin(SE.drop_column_change(DV.ROW_INDEX_COLUMN))
+    commit.run()
+    require_committed(table.adopt(commit))
+    gone = [i for i in DELETED if i < 2 * ROWS_PER_FILE]
+    require_committed(table.delete(f"id in ({', '.join(map(str, gone))})", mode="merge-on-read"))
+    table = open_table(opts)
+    want = sorted(set(range(2 * ROWS_PER_FILE)) - set(gone))
+    assert sorted(table.scan().column("id").to_pylist()) == want
+    assert all(DV.ROW_INDEX_COLUMN in pq.read_schema(p.removeprefix("file://")).names
+               for p in table.tree.live_data_paths(table.current_snapshot()))
+    with pytest.raises(NotNative):
+        plan(spark, TABLE, opts, planning="local").to_dataframe()
+    df = read(spark, TABLE, opts)  # (Spark's Python data source: icefloe's scan per file)
+    assert DV.ROW_INDEX_COLUMN not in df.columns and _ids(df) == want
+    monkeypatch.setattr(DV, "holds_row_index_column", lambda paths, names: False)
+    for internal in (True, False):  # the file's column read as the row index either way: wrong rows
+        monkeypatch.setattr(DV, "internal_row_index", lambda spark, internal=internal: internal)
+        assert _ids(plan(spark, TABLE, opts, planning="local").to_dataframe()) != want
