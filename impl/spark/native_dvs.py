@@ -112,11 +112,11 @@ def bitset_literal(positions: dict[int, np.ndarray], rows: list[int], spark=None
     ignored (as DeleteReader.apply ignores them)."""
     offsets, chunks, at = {}, [], 0
     for k, found in sorted(positions.items()):
-        words = np.zeros(bitset_words(rows[k]), dtype=np.uint64)
-        inside = found[(found >= 0) & (found < rows[k])]
-        np.bitwise_or.at(words, inside >> 6, np.left_shift(np.uint64(1), (inside & 63).astype(np.uint64)))
+        bits = np.zeros(64 * bitset_words(rows[k]), dtype=bool)  # (packbits: ~40% under bitwise_or.at)
+        bits[found[(found >= 0) & (found < rows[k])]] = True
+        words = np.packbits(bits, bitorder="little").view("<i8").astype(np.int64, copy=False)
         offsets[k], at = at, at + len(words)
-        chunks.append(words.view(np.int64))
+        chunks.append(words)
     words = np.concatenate(chunks) if chunks else np.empty(0, np.int64)
     packed = _packed_literal(spark, words) if spark is not None else None
     return (_folded_literal(words) if packed is None else packed), offsets
@@ -139,16 +139,48 @@ def _packed_literal(spark, words: np.ndarray):
     from pyspark.sql.column import Column
     try:
         jvm, gateway = spark._jvm, spark.sparkContext._gateway
-        buffer = jvm.java.nio.ByteBuffer.wrap(bytearray(words.astype("<i8").tobytes()))
-        array = gateway.new_array(gateway.jvm.long, len(words))
-        buffer.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(array)
-        packed = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData.fromPrimitiveArray(array)
+        packed = _packed_from_file(jvm, gateway, words)
+        if packed is None:
+            buffer = jvm.java.nio.ByteBuffer.wrap(bytearray(words.astype("<i8").tobytes()))
+            array = gateway.new_array(gateway.jvm.long, len(words))
+            buffer.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(array)
+            packed = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData.fromPrimitiveArray(array)
         types = jvm.org.apache.spark.sql.types.DataTypes
         literal = jvm.org.apache.spark.sql.catalyst.expressions.Literal(
             packed, types.createArrayType(types.LongType, False))
         return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
     except Exception:  # noqa: BLE001 (any py4j failure: the folded literal holds the same words)
         return None
+
+
+def _packed_from_file(jvm, gateway, words: np.ndarray):
+    """`words` as an UnsafeArrayData of longs, their bytes handed to the driver's JVM (on
+    this machine) through a temporary file read there into a long[] (py4j carries a byte
+    string of 1.25 MB, 10^7 rows of files with deletes, in ~16 ms; a byte[] it copies back
+    to Python). None on any failure."""
+    import os
+    import tempfile
+    nio = jvm.java.nio
+    handle, where = tempfile.mkstemp(prefix="icefloe-bitset-", suffix=".bin")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(words.astype("<i8").tobytes())
+        buffer = nio.ByteBuffer.allocate(8 * len(words))
+        source = jvm.java.io.RandomAccessFile(where, "r")
+        try:
+            channel = source.getChannel()
+            while buffer.hasRemaining() and channel.read(buffer) >= 0:
+                pass
+        finally:
+            source.close()
+        if buffer.hasRemaining():
+            return None
+        buffer.flip()
+        array = gateway.new_array(gateway.jvm.long, len(words))
+        buffer.order(nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(array)
+        return jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData.fromPrimitiveArray(array)
+    finally:
+        os.unlink(where)
 
 
 def kept_by_bitset(which, row_index: str, bits, offsets: dict[int, int], rows: list[int]):
