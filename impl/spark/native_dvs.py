@@ -132,7 +132,8 @@ def _folded_literal(words: np.ndarray):
 
 def _packed_literal(spark, words: np.ndarray):
     """`words` as an array<bigint> literal of Spark's own packed kind (UnsafeArrayData: one
-    byte block), built in the JVM from their bytes in ~8 py4j calls. The folded literal's
+    byte block), built in the JVM from their bytes (_packed_from_file; else a byte string
+    through py4j) in ~8-12 py4j calls. The folded literal's
     boxed longs are serialized into the stage's tasks and read back per task, ~25 ms a
     million rows of files with deletes. None where this Spark lacks the classes used
     (then _folded_literal: the same values)."""
@@ -155,13 +156,17 @@ def _packed_literal(spark, words: np.ndarray):
 
 def _packed_from_file(jvm, gateway, words: np.ndarray):
     """`words` as an UnsafeArrayData of longs, their bytes handed to the driver's JVM (on
-    this machine) through a temporary file read there into a long[] (py4j carries a byte
-    string of 1.25 MB, 10^7 rows of files with deletes, in ~16 ms; a byte[] it copies back
-    to Python). None on any failure."""
+    this machine) through a temporary file read there into a long[]: ~12 ms for 1.25 MB
+    (10^7 rows of files with deletes), where py4j carries them as a byte string in ~24 ms
+    (a byte[] returned to Python would be copied back). None on any failure (then that
+    byte string)."""
     import os
     import tempfile
     nio = jvm.java.nio
-    handle, where = tempfile.mkstemp(prefix="icefloe-bitset-", suffix=".bin")
+    try:
+        handle, where = tempfile.mkstemp(prefix="icefloe-bitset-", suffix=".bin")
+    except OSError:
+        return None
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(words.astype("<i8").tobytes())
@@ -179,6 +184,8 @@ def _packed_from_file(jvm, gateway, words: np.ndarray):
         array = gateway.new_array(gateway.jvm.long, len(words))
         buffer.order(nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(array)
         return jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData.fromPrimitiveArray(array)
+    except Exception:  # noqa: BLE001 (any failure: the byte string through py4j, the same words)
+        return None
     finally:
         os.unlink(where)
 
