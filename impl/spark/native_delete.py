@@ -53,7 +53,7 @@ from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID, DELETE_POS_ID, Delet
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.row_deletes import DV_FORMAT_VERSION_MIN, dv_location
 from icefloe.impl.table.scan import FileScanTask, plan_files, snapshot_schema
-from icefloe.impl.table.table import COPY_ON_WRITE, DELETE_MODES, MERGE_ON_READ
+from icefloe.impl.table.table import COPY_ON_WRITE, DELETE_MODES
 from icefloe.impl.spark.job import check_now, set_starting_snapshot
 from icefloe.impl.spark.native_read import FILE, POS, plan as native_plan
 from icefloe.impl.spark.options import SparkOptionError, open_table, table_ref
@@ -85,31 +85,47 @@ class FoundRowDelta(P.RowDelta):
         return changed
 
 
+def row_level_target(path: str, options: dict | None, verb: str, branch: str | None, isolation_level: str | None,
+                     mode: str | None):
+    """What a row-level `verb` ("delete", "update") through Spark works on: (its options, the
+    table ref, the open table, the branch, the isolation level, the mode), the mode from
+    `mode`, else the option `<verb>-mode`, else the table's write.<verb>.mode, else
+    copy-on-write (as Iceberg-Java). Refused by name: a metadata file, a bad isolation
+    level or mode."""
+    opts = dict(options or {})
+    ref = table_ref(opts, path)
+    if ref.read_only:
+        raise SparkOptionError(f"{ref.metadata_file} is a metadata file: name a catalog table to {verb}")
+    branch = branch or ref.get("branch", MAIN_BRANCH)
+    isolation = isolation_level or ref.get("isolation-level", P.SERIALIZABLE)
+    if isolation not in (P.SERIALIZABLE, P.SNAPSHOT):
+        raise SparkOptionError(f"isolation-level must be {P.SERIALIZABLE!r} or {P.SNAPSHOT!r}, not {isolation!r}")
+    table = open_table(ref)
+    mode = mode or ref.get(f"{verb}-mode") or table.metadata.properties.get(f"write.{verb}.mode", COPY_ON_WRITE)
+    if mode not in DELETE_MODES:
+        raise SparkOptionError(f"{verb} mode must be one of {', '.join(DELETE_MODES)}, not {mode!r}")
+    return opts, ref, table, branch, isolation, mode
+
+
+def refuse_v1_merge_on_read(ref, metadata, verb: str) -> None:
+    if metadata.format_version < 2:
+        raise UnsupportedFormatVersion(f"merge-on-read {verb}s need format v2 (position deletes) or v3 "
+                                       f"(deletion vectors); table {ref.identifier} is v1 ({verb} "
+                                       f"copy-on-write, or upgrade it)")
+
+
 def delete(spark, path: str, options: dict | None = None, row_filter="true", *, mode: str | None = None,
            branch: str | None = None, isolation_level: str | None = None, planning: str = "auto") -> Outcome:
     """Delete the rows of the table `path` names that match `row_filter` (see the module
     docstring); `mode` defaults to the option `delete-mode`, then the table's
     write.delete.mode, then copy-on-write, as Iceberg-Java. Returns the Committed outcome;
     CommitConflictError / CommitStateUnknownError / ValidationFailed as the writes raise."""
-    opts = dict(options or {})
-    ref = table_ref(opts, path)
-    if ref.read_only:
-        raise SparkOptionError(f"{ref.metadata_file} is a metadata file: name a catalog table to delete from")
-    branch = branch or ref.get("branch", MAIN_BRANCH)
-    isolation = isolation_level or ref.get("isolation-level", P.SERIALIZABLE)
-    if isolation not in (P.SERIALIZABLE, P.SNAPSHOT):
-        raise SparkOptionError(f"isolation-level must be {P.SERIALIZABLE!r} or {P.SNAPSHOT!r}, not {isolation!r}")
-    table = open_table(ref)
+    opts, ref, table, branch, isolation, mode = row_level_target(path, options, "delete", branch, isolation_level,
+                                                                 mode)
     metadata = table.metadata
-    mode = mode or ref.get("delete-mode") or metadata.properties.get("write.delete.mode", COPY_ON_WRITE)
-    if mode not in DELETE_MODES:
-        raise SparkOptionError(f"delete mode must be one of {', '.join(DELETE_MODES)}, not {mode!r}")
     if mode == COPY_ON_WRITE:
         return require_committed(table.delete(row_filter, branch=branch, isolation=isolation, mode=COPY_ON_WRITE))
-    if metadata.format_version < 2:
-        raise UnsupportedFormatVersion(f"merge-on-read deletes need format v2 (position deletes) or v3 "
-                                       f"(deletion vectors); table {ref.identifier} is v1 (delete "
-                                       f"copy-on-write, or upgrade it)")
+    refuse_v1_merge_on_read(ref, metadata, "delete")
     opts.pop("branch", None)
     scan = native_plan(spark, path, opts, branch=branch, row_filter=row_filter, planning=planning)
     found = _matched_positions(scan)

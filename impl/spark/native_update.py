@@ -49,7 +49,6 @@ files written for it; after Unknown nothing is removed.
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from typing import Any, Callable, Mapping
 
 import pyarrow as pa
@@ -58,7 +57,6 @@ import pyarrow.compute as pc
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile
-from icefloe.impl.format.metadata import MAIN_BRANCH, UnsupportedFormatVersion
 from icefloe.impl.io.locations import comparable_location
 from icefloe.impl.outcomes import Committed, Conflict, InvalidArgument, Outcome, require_committed
 from icefloe.impl.table import producer as P
@@ -68,23 +66,20 @@ from icefloe.impl.table.row_updates import ASSIGNMENTS_MAX
 from icefloe.impl.table.scan import (
     LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID, lineage_schema, plan_files, snapshot_schema,
 )
-from icefloe.impl.table.table import COPY_ON_WRITE, DELETE_MODES, MERGE_ON_READ
+from icefloe.impl.table.table import COPY_ON_WRITE, MERGE_ON_READ
 from icefloe.impl.table.validation import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
 )
 from icefloe.impl.spark import lineage as L
 from icefloe.impl.spark import native_delete as ND
 from icefloe.impl.spark import sql_filters as SF
-from icefloe.impl.spark.footers import driver_pool
-from icefloe.impl.spark.job import JobFiles, abort_job, check_now, commit_job, set_starting_snapshot
-from icefloe.impl.spark.job_tasks import tagged, wait_for_tasks
+from icefloe.impl.spark.job import abort_job, check_now, commit_job, set_starting_snapshot
 from icefloe.impl.spark.native_read import plan as native_plan
 from icefloe.impl.spark.native_write import (
-    HADOOP_OPTIONS, _widens, conform, fallback_reason, session_conf, spark_type, write_conf,
+    _widens, conform, fallback_reason, spark_type, write_job,
 )
-from icefloe.impl.spark.options import SparkOptionError, open_table, table_ref
+from icefloe.impl.spark.options import SparkOptionError
 from icefloe.impl.spark.producers import SUMMARY_JOB_ID
-from icefloe.impl.spark.task_commits import TaskCommitWatch
 from icefloe.impl.spark.transforms_sql import partition_chains, with_partition_columns
 
 MATCHED = "__icefloe_matched"
@@ -192,46 +187,18 @@ def _assigned(spark, schema: T.Schema, read_schema, assignments: Mapping[str, An
     return out
 
 
-def _written(job: JobFiles) -> list[str]:
-    marker_dir = f"{job.prefix}_job/"  # as native_write._written
-    return sorted(p for p in job.data_files()
-                  if p.endswith(".parquet") and "/_temporary/" not in p and not p.startswith(marker_dir))
-
-
 def write_frame(frame, table, schema: T.Schema, spec):
     """Spark's Parquet writer writes `frame` (the columns of `schema`) under a new job
     prefix as native_write.write does (field ids, partition columns, footers read and
     files fsynced while the job runs); returns (job, DataFiles, the fsyncs' future, the
     watch). A failed job leaves no file."""
-    spark = frame.sparkSession
     names = [f.name for f in schema.fields]
     chains, partition_columns = partition_chains(schema, spec, names)
     one_step = all(len(chain) == 1 for chain in chains)
     out = conform(frame, schema, frame.schema, [chain[0] for chain in chains] if one_step else ())
     if not one_step:
         out, partition_columns = with_partition_columns(out, schema, spec, names)
-    job = JobFiles(table.io, table.location, uuid.uuid4().hex)
-    durable = watch = None
-    with tagged(spark) as tag:
-        try:
-            with session_conf(spark, write_conf(schema)):
-                writer = out.write.mode("append").options(**HADOOP_OPTIONS)
-                if partition_columns:
-                    writer = writer.partitionBy(*partition_columns)
-                with TaskCommitWatch(job.prefix, schema, spec, driver_pool(), job.fsyncing_store()) as watch:
-                    writer.parquet(job.prefix)
-            written = _written(job)
-            durable = driver_pool().submit(lambda: job.persist(written, synced=watch.synced(written)))
-            files = watch.describe(spark, written)
-        except BaseException:
-            wait_for_tasks(spark, tag)
-            if durable is not None:
-                durable.exception()
-            if watch is not None:
-                watch.settle()
-            abort_job(job)
-            raise
-    return job, files, durable, watch
+    return write_job(out, table, schema, spec, partition_columns)
 
 
 def _rows_to_write(scan, snapshot, schema: T.Schema, assigned: dict, lineage: bool, all_rows: bool):
@@ -272,25 +239,13 @@ def update(spark, path: str, options: dict | None = None, *, set: Mapping[str, A
     Returns the Committed outcome (snapshot_id None when no row matched);
     CommitConflictError / CommitStateUnknownError as the writes raise. `before_swap`
     (injected scheduling) is called when the commit's first attempt is about to swap."""
-    opts = dict(options or {})
-    ref = table_ref(opts, path)
-    if ref.read_only:
-        raise SparkOptionError(f"{ref.metadata_file} is a metadata file: name a catalog table to update")
-    branch = branch or ref.get("branch", MAIN_BRANCH)
-    isolation = isolation_level or ref.get("isolation-level", P.SERIALIZABLE)
-    if isolation not in (P.SERIALIZABLE, P.SNAPSHOT):
-        raise SparkOptionError(f"isolation-level must be {P.SERIALIZABLE!r} or {P.SNAPSHOT!r}, not {isolation!r}")
-    table = open_table(ref)
+    opts, ref, table, branch, isolation, mode = ND.row_level_target(path, options, "update", branch,
+                                                                    isolation_level, mode)
     metadata = table.metadata
-    mode = mode or ref.get("update-mode") or metadata.properties.get("write.update.mode", COPY_ON_WRITE)
-    if mode not in DELETE_MODES:
-        raise SparkOptionError(f"update mode must be one of {', '.join(DELETE_MODES)}, not {mode!r}")
     schema = metadata.schema()
     check_set(schema, set)
-    if mode == MERGE_ON_READ and metadata.format_version < 2:
-        raise UnsupportedFormatVersion(f"merge-on-read updates need format v2 (position deletes) or v3 "
-                                       f"(deletion vectors); table {ref.identifier} is v1 (update "
-                                       f"copy-on-write, or upgrade it)")
+    if mode == MERGE_ON_READ:
+        ND.refuse_v1_merge_on_read(ref, metadata, "update")
     reason = fallback_reason(table, schema)
     if reason is not None:
         raise SparkOptionError(f"an update through Spark needs the native path: {reason}")

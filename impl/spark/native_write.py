@@ -310,6 +310,47 @@ def _written(job: JobFiles) -> list[str]:
                   if p.endswith(".parquet") and "/_temporary/" not in p and not p.startswith(marker_dir))
 
 
+def write_job(frame, table, schema: T.Schema, spec, partition_columns, limit: int | None = None):
+    """Spark's Parquet writer writes `frame` (the table's columns, conformed, then the
+    partition columns) under a new job prefix: field ids, fsyncs and footers read while the
+    job's tasks commit (task_commits.py). Returns (job, DataFiles, the fsyncs' future, the
+    watch); more than `limit` files is TooManyFiles. A failed job leaves no file."""
+    job = JobFiles(table.io, table.location, uuid.uuid4().hex)
+    spark = frame.sparkSession
+    durable = watch = None
+    with tagged(spark) as tag:
+        try:
+            with session_conf(spark, write_conf(schema)):
+                writer = frame.write.mode("append").options(**HADOOP_OPTIONS)
+                if partition_columns:
+                    writer = writer.partitionBy(*partition_columns)
+                # the files of tasks that have committed are fsynced and their footers read
+                # while the job's other tasks run (task_commits.py)
+                with TaskCommitWatch(job.prefix, schema, spec, driver_pool(), job.fsyncing_store()) as watch:
+                    writer.parquet(job.prefix)
+            written = _written(job)
+            # Spark closed its files without an fsync: they are made durable (as icefloe's own
+            # puts are; but those the watch fsynced as the same files, whose folders are) in a
+            # driver thread while the footers left are read and the commit writes its
+            # manifests, list and metadata; its swap waits for them (commit_job's `ready`).
+            # (`synced` waits for the watch's fsyncs of the last tasks' files, if still running.)
+            durable = driver_pool().submit(lambda: job.persist(written, synced=watch.synced(written)))
+            files = watch.describe(spark, written)
+            if limit is not None and len(files) > limit:
+                raise TooManyFiles(len(files), limit)
+        except BaseException:
+            # Nothing was committed: every file under the job prefix goes, once the failed
+            # job's other tasks (killed asynchronously by Spark) have stopped writing.
+            wait_for_tasks(spark, tag)
+            if durable is not None:
+                durable.exception()  # its fsyncs are over before the files go
+            if watch is not None:
+                watch.settle()  # and the watch's
+            abort_job(job)
+            raise
+    return job, files, durable, watch
+
+
 def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, overwrite_filter: str | None = None,
           isolation_level: str | None = None, branch: str | None = None,
           before_swap: Callable[[], None] | None = None) -> JobResult | None:
@@ -360,40 +401,8 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
         frame = frame.filter(F.when(check, F.lit(True)).otherwise(F.raise_error(F.lit(message))))
     if not one_step:
         frame, partition_columns = with_partition_columns(frame, schema, spec, [f.name for f in schema.fields])
-    job = JobFiles(table.io, table.location, uuid.uuid4().hex)
-    spark = df.sparkSession
-    durable = watch = None
-    with tagged(spark) as tag:
-        try:
-            with session_conf(spark, write_conf(schema)):
-                writer = frame.write.mode("append").options(**HADOOP_OPTIONS)
-                if partition_columns:
-                    writer = writer.partitionBy(*partition_columns)
-                # the files of tasks that have committed are fsynced and their footers read
-                # while the job's other tasks run (task_commits.py)
-                with TaskCommitWatch(job.prefix, schema, spec, driver_pool(), job.fsyncing_store()) as watch:
-                    writer.parquet(job.prefix)
-            written = _written(job)
-            # Spark closed its files without an fsync: they are made durable (as icefloe's own
-            # puts are; but those the watch fsynced as the same files, whose folders are) in a
-            # driver thread while the footers left are read and the commit writes its
-            # manifests, list and metadata; its swap waits for them (commit_job's `ready`).
-            # (`synced` waits for the watch's fsyncs of the last tasks' files, if still running.)
-            durable = driver_pool().submit(lambda: job.persist(written, synced=watch.synced(written)))
-            files = watch.describe(spark, written)
-            limit = data_files_max(metadata.properties)
-            if len(files) > limit:
-                raise TooManyFiles(len(files), limit)
-        except BaseException:
-            # Nothing was committed: every file under the job prefix goes, once the failed
-            # job's other tasks (killed asynchronously by Spark) have stopped writing.
-            wait_for_tasks(spark, tag)
-            if durable is not None:
-                durable.exception()  # its fsyncs are over before the files go
-            if watch is not None:
-                watch.settle()  # and the watch's
-            abort_job(job)
-            raise
+    job, files, durable, watch = write_job(frame, table, schema, spec, partition_columns,
+                                           data_files_max(metadata.properties))
     if mode == OVERWRITE:
         operation, kind = OverwriteFiles(filter_text, files, job.job_id, starting_snapshot_id, branch, isolation), \
             "overwrite"
