@@ -71,6 +71,17 @@ def _ended(s, label, t):
     return out
 
 
+def _close(tags, s, label, t, cls):
+    """Settle the tags of every operation that ended in s -> t: each becomes the class
+    `cls(tag, outcome)` (a tag's first two fields are its writer and operation number)."""
+    done = []
+    for w, k, _, res in _ended(s, label, t):
+        hits = {h for h in tags if h[0] == w and h[1] == k}
+        done += [cls(h, res) for h in hits]
+        tags = tags - hits
+    return tags, tuple(done)
+
+
 def _position(b: iceberg.Bounds, attempt: int) -> str:
     return "only" if b.attempts_max == 1 else "first" if attempt == 1 else "last" if attempt == b.attempts_max \
         else "middle"
@@ -100,12 +111,7 @@ class Faults(Family):
         if fault is not None:
             wr = s.writers[label[1] - 1]
             tags = tags | {(label[1], wr.k, wr.kind, wr.phase, fault, _attempt(wr, fault))}
-        done = []
-        for w, k, _, res in _ended(s, label, t):
-            hits = {h for h in tags if h[0] == w and h[1] == k}
-            done += [(h[2], h[3], h[4], res, h[5]) for h in hits]
-            tags = tags - hits
-        return tags, tuple(done)
+        return _close(tags, s, label, t, lambda h, res: (h[2], h[3], h[4], res, h[5]))
 
 
 def _attempt(wr, fault: str) -> str:
@@ -163,12 +169,7 @@ class Rivals(Family):
             for w, wr in enumerate(s.writers, start=1):
                 if w != by and wr.kind and wr.phase not in ("plan", "done") and t.writers[w - 1].k == wr.k:
                     tags = tags | {(w, wr.k, wr.kind, landed, wr.phase)}
-        done = []
-        for w, k, _, res in _ended(s, label, t):
-            hits = {h for h in tags if h[0] == w and h[1] == k}
-            done += [(h[2], h[3], h[4], res) for h in hits]
-            tags = tags - hits
-        return tags, tuple(done)
+        return _close(tags, s, label, t, lambda h, res: (h[2], h[3], h[4], res))
 
 
 class Sequences(Family):
@@ -249,12 +250,7 @@ class OrphansInFlight(Orphans):
                                 for o in t.deleted - s.deleted}))
             tags = tags | {(w, wr.k, wr.kind, wr.phase, old) for w, wr in enumerate(s.writers, start=1)
                            if wr.phase not in (PLAN, DONE)}
-        done = []
-        for w, k, _, res in _ended(s, label, t):
-            hits = {h for h in tags if h[0] == w and h[1] == k}
-            done += [(h[4], h[2], h[3], res) for h in hits]
-            tags = tags - hits
-        return tags, tuple(done)
+        return _close(tags, s, label, t, lambda h, res: (h[4], h[2], h[3], res))
 
 
 class Handles(Family):

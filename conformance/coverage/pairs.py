@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from icefloe.conformance.coverage.base import Rivals, _ended
+from icefloe.conformance.coverage.base import Rivals, _close
 from icefloe.model import iceberg
 
 
@@ -31,12 +31,7 @@ class Pairs(Rivals):
             for w, wr in enumerate(s.writers, start=1):
                 if w != by and wr.kind and wr.phase not in ("plan", "done") and t.writers[w - 1].k == wr.k:
                     tags = tags | {(w, wr.k, wr.kind, landed)}
-        done = []
-        for w, k, _, res in _ended(s, label, t):
-            hits = {h for h in tags if h[0] == w and h[1] == k}
-            done += [(h[2], h[3]) for h in hits]
-            tags = tags - hits
-        return tags, tuple(done)
+        return _close(tags, s, label, t, lambda h, res: (h[2], h[3]))
 
 
 PAIRS = Pairs("pairs", "every pair of operation kinds racing once: a rival's commit lands while the operation "
