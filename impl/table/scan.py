@@ -6,7 +6,8 @@ data files by partition and column metrics; the filter is then applied to the ro
 v2 delete files are applied by the sequence-number rules of deletes.py. The incremental
 read (10.4) walks a ref's ancestry back to the last consumed snapshot and reads what the
 append snapshots in between added; if that snapshot is not on the ancestry it reports
-the gap instead of skipping.
+the gap instead of skipping. The row lineage columns are read on v3 tables only: below
+v3 naming them is a typed refusal (`check_lineage_columns`), never a column of nulls.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from icefloe.impl.format import name_mapping as NM
 from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import DataFile, DataFileContent, ManifestContent
 from icefloe.impl.format.manifest_reader import Projection
-from icefloe.impl.format.metadata import Snapshot, TableMetadata
+from icefloe.impl.format.metadata import Snapshot, TableMetadata, UnsupportedFormatVersion
 from icefloe.impl.format.parquet import iter_data_file, read_data_file
 from icefloe.impl.io.base import ObjectStore
 from icefloe.impl.format.integrity import CorruptMetadata
@@ -57,6 +58,31 @@ class FileScanTask:
 ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER = "_row_id", "_last_updated_sequence_number"
 ROW_ID_FIELD_ID, LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID = 2147483540, 2147483539
 LINEAGE_COLUMNS = (ROW_ID, LAST_UPDATED_SEQUENCE_NUMBER)
+LINEAGE_FORMAT_VERSION_MIN = 3  # spec "Row Lineage": v3 tables track it, older ones have none
+
+
+def lineage_asked(columns, schema: T.Schema | None = None) -> list[str]:
+    """The row lineage columns among `columns` (None: none); a name `schema` holds as a
+    column of its own is that column, not lineage."""
+    return [c for c in (columns or ()) if c in LINEAGE_COLUMNS
+            and (schema is None or schema.field_by_name(c) is None)]
+
+
+def check_lineage_columns(metadata: TableMetadata, columns, schema: T.Schema | None = None) -> list[str]:
+    """The row lineage columns `columns` asks for (`lineage_asked`); if it asks for any on a
+    table below v3, UnsupportedFormatVersion naming them and the table's format version: no
+    row of a v1 or v2 table has lineage, and a reference never reads nulls in their place. The one
+    check of Table.scan, `icefloe scan --columns` and Spark's reads. The table's current
+    version decides: time travel on a table now at v3 reads them (null for files written
+    before the upgrade, spec "Row Lineage for Upgraded Tables")."""
+    asked = lineage_asked(columns, schema)
+    version = metadata.format_version
+    if asked and version < LINEAGE_FORMAT_VERSION_MIN:
+        steps = ", then ".join(f"--format-version {v}" for v in range(version + 1, LINEAGE_FORMAT_VERSION_MIN + 1))
+        raise UnsupportedFormatVersion(f"{', '.join(asked)}: row lineage needs format v{LINEAGE_FORMAT_VERSION_MIN}; "
+                                       f"the table at {metadata.location} is v{version} "
+                                       f"(upgrade it: icefloe upgrade TABLE {steps})")
+    return asked
 
 
 def _as_expression(row_filter) -> E.Expression:
@@ -208,7 +234,7 @@ def read_tasks(io: ObjectStore, tasks: list[FileScanTask], schema: T.Schema, row
                columns: list[str] | None = None, name_mapping: dict | None = None) -> pa.Table:
     expr = _as_expression(row_filter)
     arrow_filter = None if isinstance(expr, E.AlwaysTrue) else E.to_arrow(E.bind(expr, schema))
-    if columns is not None and any(c in LINEAGE_COLUMNS for c in columns):
+    if lineage_asked(columns, schema):
         schema = lineage_schema(schema)
     deletes = DeleteReader(io)
     parts = []
@@ -230,6 +256,7 @@ def scan(io: ObjectStore, metadata: TableMetadata, snapshot: Snapshot | None, ro
     column added since the last snapshot shows, as null)."""
     tree = tree or TreeReader(io)
     schema = schema or snapshot_schema(metadata, snapshot)
+    check_lineage_columns(metadata, columns, schema)  # before planning: a refusal reads nothing
     return read_tasks(io, plan_files(tree, metadata, snapshot, row_filter, schema), schema, row_filter, columns,
                       NM.of(metadata.properties))
 
@@ -247,10 +274,10 @@ def scan_batches(io: ObjectStore, metadata: TableMetadata, snapshot: Snapshot | 
     that cannot be made fails before any row is produced."""
     tree = tree or TreeReader(io)
     schema = schema or snapshot_schema(metadata, snapshot)
+    lineage = bool(check_lineage_columns(metadata, columns, schema))  # before planning
     tasks = plan_files(tree, metadata, snapshot, row_filter, schema)
     expr = _as_expression(row_filter)
     arrow_filter = None if isinstance(expr, E.AlwaysTrue) else E.to_arrow(E.bind(expr, schema))
-    lineage = columns is not None and any(c in LINEAGE_COLUMNS for c in columns)
     if lineage:
         schema = lineage_schema(schema)
     arrow_schema = T.schema_to_arrow(schema)

@@ -139,6 +139,9 @@ class Table:
 
     def scan(self, row_filter=None, *, snapshot_id: int | None = None, ref: str | None = None,
              as_of_ms: int | None = None, columns: list[str] | None = None) -> pa.Table:
+        """The rows of the chosen snapshot (`snapshot_for`) matching `row_filter`; `columns`
+        may name `_row_id` and `_last_updated_sequence_number` on a v3 table, and below v3
+        naming them is UnsupportedFormatVersion (scan.check_lineage_columns)."""
         snapshot = self.snapshot_for(snapshot_id, ref, as_of_ms)
         # The current state reads with the current schema (a column added since the last
         # snapshot shows, as null); time travel with the schema of its snapshot.
