@@ -63,10 +63,7 @@ def cmd_scan(args) -> int:
     columns = None
     if args.columns:
         columns = [c.strip() for c in args.columns.split(",") if c.strip()]
-        lineage = [c for c in columns if c in S.LINEAGE_COLUMNS and schema.field_by_name(c) is None]
-        if lineage and metadata.format_version < 3:
-            raise UsageError(f"--columns: {', '.join(lineage)}: row lineage needs format v3; this table is "
-                             f"v{metadata.format_version} (icefloe upgrade {args.table} --format-version 3)")
+        lineage = S.check_lineage_columns(metadata, columns, schema)  # Table.scan's refusal below v3
         if lineage and incremental:
             raise UsageError(f"--columns: {', '.join(lineage)} with --from-snapshot/--to-snapshot is not supported: "
                              "read the snapshot (--snapshot-id) and select the rows you need")
@@ -82,8 +79,7 @@ def cmd_scan(args) -> int:
         batches = appended_batches(store, metadata, appends, row_filter, columns, schema, batch_rows)
     else:
         batches = S.scan_batches(store, metadata, snapshot, row_filter, columns, schema=schema, batch_rows=batch_rows)
-    arrow_schema = schema_to_arrow(S.lineage_schema(schema) if columns and set(columns) & set(S.LINEAGE_COLUMNS)
-                                   else schema)
+    arrow_schema = schema_to_arrow(S.lineage_schema(schema) if S.lineage_asked(columns, schema) else schema)
     if columns is not None:
         arrow_schema = pa.schema([arrow_schema.field(c) for c in columns])
     output.write(_limited(batches, args.limit), arrow_schema, args.format)
