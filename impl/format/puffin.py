@@ -66,7 +66,7 @@ def serialize_dv(positions: Iterable[int]) -> bytes:
 
 def deserialize_dv(blob: bytes, where: str = "<blob>"):
     """The positions (a pyroaring BitMap64) of a `deletion-vector-v1` blob, its length
-    prefix, magic and CRC checked."""
+    prefix, magic, CRC and largest position (at most 2^63-1) checked."""
     if len(blob) < 12:
         raise PuffinError(f"{where}: a deletion vector blob has at least 12 bytes, got {len(blob)}")
     (length,) = struct.unpack(">I", blob[:4])
@@ -79,9 +79,13 @@ def deserialize_dv(blob: bytes, where: str = "<blob>"):
     if crc != zlib.crc32(vector):
         raise PuffinError(f"{where}: deletion vector CRC-32 mismatch")
     try:
-        return _roaring().BitMap64.deserialize(vector[4:])
+        bitmap = _roaring().BitMap64.deserialize(vector[4:])
     except (ValueError, OverflowError) as e:
         raise PuffinError(f"{where}: not a portable 64-bit Roaring bitmap ({e})") from None
+    if bitmap and bitmap.max() > POSITION_MAX:  # readers view the positions as int64 (DeleteReader.dv_positions)
+        raise PuffinError(f"{where}: a deleted position above 2^63-1 ({bitmap.max()}): "
+                          "its most significant bit must be 0")
+    return bitmap
 
 
 # -- Puffin files --------------------------------------------------------------------------
