@@ -64,15 +64,25 @@ def split_by_layout(paths: list[str], name_mapping: dict[str, int] | None,
     return with_ids, mapped
 
 
-def mapped_frame(spark, paths: list[str], layout: Layout, fields: list[T.NestedField], extra=()):
+def mapped_frame(spark, paths: list[str], layout: Layout, fields: list[T.NestedField], extra=(), *,
+                 base_path: str | None = None, partition_columns=()):
     """The files of one layout as a frame of `fields` (the table's names and Spark types,
-    in order), then the `extra` columns (Spark's `_metadata` ones)."""
+    in order), then the `extra` columns (Spark's `_metadata` ones, or the read's own).
+    `base_path`: `paths` are links under it (linked_files.py) whose `partition_columns`
+    ((name, Spark type name) pairs, Spark's internal row index among them) are read too."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as ST
     names = dict(layout)
     wanted = [f for f in fields if f.field_id in names]
     read_schema = ST.StructType([ST.StructField(names[f.field_id], spark_type(f.type), True) for f in wanted])
-    df = spark.read.schema(read_schema).option("recursiveFileLookup", "true").parquet(*paths)
+    for name, kind in partition_columns:
+        read_schema = read_schema.add(name, kind)
+    reader = spark.read.schema(read_schema)
+    if base_path is None:
+        reader = reader.option("recursiveFileLookup", "true")
+    else:  # (recursiveFileLookup turns partition discovery off)
+        reader = reader.option("basePath", base_path)
+    df = reader.parquet(*paths)
     columns = []
     for f in fields:
         if f.field_id in names:

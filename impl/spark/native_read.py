@@ -17,12 +17,13 @@ plans, Spark's vectorized Parquet reader reads the planned files.
   right. Files without field ids (`add-files`) are resolved through the table's name
   mapping as icefloe's scan resolves them, and read by name (name_mapped.py).
 - Merge-on-read: files without deletes are read as they are. The others, up to
-  MERGE_BRANCHES_MAX of them, in one scan (per name-mapped layout) whose rows are told
-  their file by `_metadata.file_size` (no need in a scan of one file) and filtered by
-  their row index (Spark's internal `_tmp_metadata_row_index` where a probe of this Spark
-  passes, native_dvs.internal_row_index; else `_metadata.row_index`) against one bitset
-  literal of every file's deleted positions (`_merge_by_files`); a file holding a column of
-  that internal name is refused (NotNative: Spark would read it as the row index). Beyond that,
+  MERGE_BRANCHES_MAX of them, in one scan (per name-mapped layout) of links whose partition
+  values give each row its file's constants (linked_files.py: no `_metadata` struct, no
+  CASE over the files), filtered by their row index (Spark's internal
+  `_tmp_metadata_row_index` where a probe of this Spark passes,
+  native_dvs.internal_row_index; else `_metadata.row_index`) against one bitset literal of
+  every file's deleted positions (`_merge_by_files`); a file holding a column of that
+  internal name is refused (NotNative: Spark would read it as the row index). Beyond that,
   position deletes are an anti-join on (file, row position) with Spark's file metadata columns
   (`_metadata.file_path`, `_metadata.row_index`), each delete file joined only to the data
   files the planner attached it to (its sequence number >= theirs); a deletion vector (v3)
@@ -38,11 +39,8 @@ plans, Spark's vectorized Parquet reader reads the planned files.
 """
 from __future__ import annotations
 
-import os
-import re
 import time
 from dataclasses import dataclass, field
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -53,10 +51,11 @@ from icefloe.impl.format import name_mapping as NM
 from icefloe.impl.format import types as T
 from icefloe.impl.format.expression_parser import parse as parse_filter
 from icefloe.impl.format.manifest import DataFileContent
-from icefloe.impl.io.locations import canonical_location, local_path, scheme_of
+from icefloe.impl.io.locations import canonical_location, scheme_of
 from icefloe.impl.table import scan as S
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.deletes import DELETE_FILE_PATH_ID, DELETE_POS_ID
+from icefloe.impl.spark import linked_files as LF
 from icefloe.impl.spark import name_mapped as NMS
 from icefloe.impl.spark import native_dvs as DV
 from icefloe.impl.spark import planning as PL
@@ -68,7 +67,9 @@ from icefloe.impl.spark.transforms_sql import NotNative
 
 READ_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true"}
 FILE, POS, IDX = "__icefloe_file", "__icefloe_pos", "__icefloe_idx"
-MERGE_BRANCHES_MAX = 64  # data files with deletes read as a scan each in a merge-on-read; more: one scan (_merge_by_rows)
+WORD, ROWS = "__icefloe_word", "__icefloe_rows"  # partition values of linked_files: a file's bitset words
+FILE_CASE_MAX = 64  # positions_frame names a row's file by a CASE on its IDX up to this many files; more: a join
+MERGE_BRANCHES_MAX = 4096  # data files with deletes read through links (linked_files.py) in a merge-on-read; more: _merge_by_rows
 DRIVER_POSITIONS_MAX = 4_000_000  # position deletes read on the driver into a broadcast table; more: _merge_by_rows
 BROADCAST_ROWS_MAX = 4_000_000  # equality delete rows joined by broadcast
 
@@ -83,19 +84,6 @@ def _union(frames):
 def _canon_spark(column: str) -> str:
     """SQL: Spark's `_metadata.file_path` (`file:/x`, percent-encoded) as canonical_location."""
     return (f"concat('file://', url_decode(replace(regexp_replace({column}, '^file:/+', '/'), '+', '%2B')))")
-
-
-def _canon_listed(spelled: str) -> str:
-    """A path as Spark spells it (`inputFiles()`, `_metadata.file_path`) as canonical_location:
-    in Python what _canon_spark does in SQL."""
-    return "file://" + unquote(re.sub("^file:/+", "/", spelled))
-
-
-def spark_spelling(listed: str) -> str:
-    """How Spark's `_metadata.file_path` spells a local file that `inputFiles()` lists as
-    `listed` (`file:///x` there, `file:/x` per row; both percent-encoded alike). A guess
-    that only makes reads fast: NativeScan._which still matches a row it misses."""
-    return re.sub("^file:/+", "file:/", listed)
 
 
 def _sql_string(value: str) -> str:
@@ -162,10 +150,6 @@ class NativeScan:
         merge-on-read delete marks (native_delete.py). Deletes are applied as for a read."""
         return self._frame(positions=True).select(FILE, POS)
 
-    def _position_columns(self):
-        from pyspark.sql import functions as F
-        return [F.expr(_canon_spark("_metadata.file_path")).alias(FILE), F.col("_metadata.row_index").alias(POS)]
-
     def _frame(self, positions: bool):
         from pyspark.sql import functions as F
         for k, v in READ_CONF.items():
@@ -178,9 +162,11 @@ class NativeScan:
             has_deletes = pa.array([False] * self.plan.num_rows, pa.bool_())
         plain = self.plan.filter(pc.invert(has_deletes)).column("file_path").to_pylist()
         merged = self.plan.filter(has_deletes)
+        if positions:  # every file's row indexes, through the links: their files are told by IDX
+            plain, merged = [], self.plan if self.apply_deletes else _without_deletes(self.plan)
         frames = []
         if plain:
-            frames.append(self._data_files(plain, self._position_columns() if positions else ()))
+            frames.append(self._data_files(plain))
         if merged.num_rows:
             df = self._merge_on_read(merged, positions)
             wanted = [f.name for f in self.schema.fields] + ([FILE, POS] if positions else [])
@@ -221,33 +207,29 @@ class NativeScan:
 
     def _merge_by_files(self, paths: list[str], pos_lists: list, eq_lists: list, dv_list: list,
                         record_counts: list[int], positions_too: bool = False):
-        """Merge-on-read of a few data files (MERGE_BRANCHES_MAX), read as one scan per
-        layout (usually one; name_mapped.py), each row told its file by a CASE on Spark's
-        `_metadata.file_path` against Spark's own spelling of each planned file (one
-        string comparison per file listed before it; a row of a file not listed fails the
-        query): the deleted positions of each file (its DV, or its position delete files:
-        read on the driver by icefloe's DeleteReader, as its own scan reads them) become a
-        row-index filter on `_metadata.row_index`, one bitset literal for the read
-        (native_dvs.bitset_literal) while BITSET_WORDS_MAX allows, else a small table of
-        (file number, position) anti-joined by broadcast; the equality deletes the planner
-        attached to each file (its sequence-number and partition rules) are joined by file
-        number. `positions_too`: every row keeps its row index (POS) and its file's
-        canonical location (FILE). The files with field ids read their row index from
-        Spark's internal column where the probe passed (a long the reader fills, where
-        `_metadata.row_index` is a field of a struct Spark builds per row)."""
+        """Merge-on-read of up to MERGE_BRANCHES_MAX data files, read as one scan per layout
+        (usually one; name_mapped.py) through links whose partition values give each row
+        its file's constants (linked_files.py; no `_metadata` struct, no CASE over files):
+        IDX its number in `paths`, WORD the first word of its deleted positions in the one
+        bitset literal of the read (1-based; 0: none) and ROWS how many of its rows the
+        bitset covers (its entry's record_count; 0: none). The deleted positions of each
+        file (its DV, or its position delete files: read on the driver by icefloe's
+        DeleteReader, as its own scan reads them) go into that bitset while BITSET_WORDS_MAX
+        allows (native_dvs.bitset_literal, the filter native_dvs.kept_by_bitset), the rest
+        into a small table of (file number, position) anti-joined by broadcast; the
+        equality deletes the planner attached to each file (its sequence-number and
+        partition rules) are joined by file number. `positions_too`: every row keeps its
+        row index (POS) and its file's canonical location (FILE). The row index is Spark's
+        internal column where the probe passed (native_dvs.internal_row_index), else
+        `_metadata.row_index`; files holding a column of the internal name are refused."""
         from pyspark.sql import functions as F
         from icefloe.impl.table.deletes import DeleteReader
-        if DV.holds_row_index_column(paths, [f.name for f in self.schema.fields]):
-            raise NotNative(f"a data file with deletes (or the table) has a column named {DV.ROW_INDEX_COLUMN}, "
-                            "which Spark's vectorized Parquet reader returns as the row index; read with "
-                            "format('icefloe')")
+        _refuse_row_index_column(paths, self.schema)
         reader = DeleteReader(self.io)
         deleted = DV.read_positions(reader, self.deletes, dv_list)
         for k, (path, found) in enumerate(zip(paths, pos_lists)):
             if found:  # (never beside a DV: native_dvs.attach empties the list where one applies)
-                target = canonical_location(path)
-                held = set().union(*(reader.positions(self.deletes[i][2]).get(target, ()) for i in found))
-                deleted[k] = np.fromiter(held, dtype=np.int64, count=len(held))
+                deleted[k] = _position_deletes(reader, [self.deletes[i][2] for i in found], canonical_location(path))
         bitsets, joined, words = {}, {}, 0
         for k in range(len(paths)):
             positions = deleted.get(k)
@@ -259,40 +241,49 @@ class NativeScan:
             else:
                 joined[k] = positions
         bits, offsets = DV.bitset_literal(bitsets, record_counts, self.spark) if bitsets else (None, {})
+        constants = [{IDX: k, WORD: offsets[k] + 1 if k in offsets else 0,
+                      ROWS: record_counts[k] if k in offsets else 0} for k in range(len(paths))]
         number = {path: k for k, path in enumerate(paths)}
-        numbered = bool(joined) or any(eq_lists)  # IDX: the anti-joins match rows to files by it
+        internal = DV.internal_row_index(self.spark)
         with_ids, mapped = NMS.split_by_layout(paths, self.name_mapping, self.layouts)
         groups = ([(None, with_ids)] if with_ids else []) + sorted(mapped.items())
+        numbered = bool(joined) or any(eq_lists)  # IDX: the anti-joins match rows to files by it
         frames = []
         for layout, group in groups:
-            row_index = "_metadata.row_index"
+            links, base = LF.linked(self.spark, group, [constants[number[p]] for p in group])
+            row_index = DV.ROW_INDEX_COLUMN if internal else "_metadata.row_index"
+            extra = [(IDX, "integer"), (WORD, "integer"), (ROWS, "long")]
+            if internal:
+                extra.append((DV.ROW_INDEX_COLUMN, "long"))
             if layout is None:
-                if DV.internal_row_index(self.spark):
-                    row_index = DV.ROW_INDEX_COLUMN  # a long the reader fills: no `_metadata` struct per row
-                    frame = self._files(group, self.read_schema().add(DV.ROW_INDEX_COLUMN, "long"))
-                else:
-                    frame = self._files(group)
+                schema = self.read_schema()
+                for name, kind in extra:
+                    schema = schema.add(name, kind)
+                frame = self._linked_files(links, base, schema).select(
+                    *[f"`{f.name}`" for f in self.schema.fields], *[name for name, _ in extra])
             else:
-                frame = NMS.mapped_frame(self.spark, group, layout, self.schema.fields)
-            which = self._which(frame, group, number)
+                frame = NMS.mapped_frame(self.spark, links, layout, self.schema.fields,
+                                         [F.col(name) for name, _ in extra], base_path=base, partition_columns=extra)
             # each DataFrame step is Spark's analysis of the whole plan again (~5-20 ms), and
             # the filter's generated code runs per row: one filter, its expression small
             if any(number[p] in offsets for p in group):
-                frame = frame.filter(DV.kept_by_bitset(which, row_index, bits, offsets, record_counts))
-            extra = [f"{row_index} as {POS}"]
-            if numbered:
-                extra.append(f"{which({number[p]: str(number[p]) for p in group})} as {IDX}")
-            if positions_too:
-                extra.append(f"{which({number[p]: _sql_string(canonical_location(p)) for p in group}, 'string')} "
-                             f"as {FILE}")
-            kept = extra if numbered or positions_too or len(groups) > 1 else []
-            if row_index == DV.ROW_INDEX_COLUMN:  # (the internal column never leaves this scan: a step more)
-                frames.append(frame.selectExpr(*[f"`{f.name}`" for f in self.schema.fields], *kept))
-            else:
-                frames.append(frame.selectExpr("*", *kept) if kept else frame)
+                frame = frame.filter(DV.kept_by_bitset(row_index, bits, WORD, ROWS))
+            by_case = positions_too and len(paths) <= FILE_CASE_MAX
+            kept = [f"`{f.name}`" for f in self.schema.fields]
+            if numbered or (positions_too and not by_case):
+                kept.append(IDX)
+            if joined or positions_too:
+                kept.append(f"{row_index} as {POS}")
+            if by_case:
+                kept.append(f"{_file_of(group, number)} as {FILE}")
+            frames.append(frame.selectExpr(*kept))
         df = frames[0]
         for other in frames[1:]:
             df = df.unionByName(other)
+        if positions_too and len(paths) > FILE_CASE_MAX:  # (a CASE of thousands of strings: a join)
+            files = self.spark.createDataFrame([(k, canonical_location(p)) for k, p in enumerate(paths)],
+                                               f"{IDX} int, {FILE} string")
+            df = df.join(F.broadcast(files), IDX)
         if joined:
             df = df.join(F.broadcast(self._deleted_frame(*DV.numbered(joined))), [IDX, POS], "left_anti")
         by_ids: dict[tuple, list[int]] = {}
@@ -302,49 +293,10 @@ class NativeScan:
             df = self._equality_anti_join_by_files(df, eq_lists, ids, indices)
         return df  # IDX, POS (and FILE) too: _frame selects the columns it returns
 
-    @staticmethod
-    def _which(frame, group: list[str], number: dict[str, int]):
-        """`which(values, kind)`: SQL giving each row of `frame` (a scan of the local files
-        `group`) the value of its file from {number[file]: SQL} (NULL of `kind` for a file
-        not in it). A row's file is told by `_metadata.file_size` (a bigint comparison per
-        file before it: a path comparison costs ~100 bytes, ~50-80 ns a row over 16 files),
-        the sizes stat'ed on the driver once Spark has listed the files (data files are
-        never rewritten in place); files of equal size by `_metadata.file_path` as Spark
-        spells it, guessed from `inputFiles()` (`spark_spelling`), or, where the guesses do
-        not name them all, by each row's path made canonical. A row no branch names fails
-        the query: a wrong guess is an error, never a row of one file read as another's.
-        A scan of one file needs no CASE: every row is that file's (no `_metadata` at all)."""
-        if len(group) == 1:  # a scan of one file (a file's path, never a directory): its rows are its own
-            return lambda values, kind="int": values.get(number[group[0]], f"cast(null as {kind})")
-        canonical = {p: canonical_location(p) for p in group}
-        by_size: dict[int, list[str]] = {}
-        for p in group:
-            by_size.setdefault(os.stat(local_path(p)).st_size, []).append(p)
-        shared = [p for same in by_size.values() if len(same) > 1 for p in same]
-        spelled, key = {}, "_metadata.file_path"
-        if shared:
-            guessed = {}
-            for listed in frame.inputFiles():
-                guessed.setdefault(_canon_listed(spark_spelling(listed)), spark_spelling(listed))
-            if all(canonical[p] in guessed for p in shared):
-                spelled = {p: guessed[canonical[p]] for p in shared}
-            else:
-                spelled, key = {p: canonical[p] for p in shared}, _canon_spark("_metadata.file_path")
-        # (no path in the message: a column the filter names is built into each row's _metadata struct)
-        fail = "raise_error('icefloe: a row of a data file the read did not plan (native_read.NativeScan._which)')"
-
-        def which(values: dict, kind: str = "int") -> str:
-            def value(p):
-                return values.get(number[p], f"cast(null as {kind})")
-            cases = []
-            for size, same in sorted(by_size.items()):
-                if len(same) == 1:
-                    cases.append(f"when {size} then {value(same[0])}")
-                else:
-                    inner = " ".join(f"when {_sql_string(spelled[p])} then {value(p)}" for p in same)
-                    cases.append(f"when {size} then case {key} {inner} else {fail} end")
-            return f"case _metadata.file_size {' '.join(cases)} else {fail} end"
-        return which
+    def _linked_files(self, links: list[str], base: str, schema):
+        """The links (linked_files.linked) as one scan of `schema`, their partition columns
+        among its fields (no `recursiveFileLookup`: it turns partition discovery off)."""
+        return self.spark.read.schema(schema).option("basePath", base).parquet(*links)
 
     def _equality_anti_join_by_files(self, df, eq_lists: list, ids: tuple, indices: list[int]):
         from pyspark.sql import functions as F
@@ -380,6 +332,7 @@ class NativeScan:
         canonical row by row."""
         from pyspark.sql import functions as F
         paths = merged.column("file_path").to_pylist()
+        _refuse_row_index_column(paths, self.schema)  # (`_metadata.row_index` is that column there too)
         df = self._data_files(paths, [F.expr(_canon_spark("_metadata.file_path")).alias(FILE),
                                       F.col("_metadata.row_index").alias(POS)])
         pos_pairs, eq_groups = [], {}
@@ -454,6 +407,37 @@ class NativeScan:
     @staticmethod
     def _delete_path(path: str) -> str:
         return canonical_location(path)
+
+
+def _refuse_row_index_column(paths: list[str], schema: T.Schema) -> None:
+    """NotNative where a data file or the table has a column named like Spark's internal
+    row index column: Spark 4.3's vectorized reader returns such a column as the row index
+    (native_dvs.holds_row_index_column); `read()` then falls back to the Python data source."""
+    if DV.holds_row_index_column(paths, [f.name for f in schema.fields]):
+        raise NotNative(f"a data file with deletes (or the table) has a column named {DV.ROW_INDEX_COLUMN}, "
+                        "which Spark's vectorized Parquet reader returns as the row index; read with "
+                        "format('icefloe')")
+
+
+def _position_deletes(reader, deletes: list, target: str) -> np.ndarray:
+    """The positions the position delete files `deletes` delete in the data file `target`
+    (canonical), read by icefloe's DeleteReader, as one int64 array."""
+    held = set().union(*(reader.positions(d).get(target, ()) for d in deletes))
+    return np.fromiter(held, dtype=np.int64, count=len(held))
+
+
+def _file_of(group: list[str], number: dict[str, int]) -> str:
+    """SQL: a row's file as its canonical location, from its IDX partition value."""
+    cases = " ".join(f"when {number[p]} then {_sql_string(canonical_location(p))}" for p in group)
+    return f"case {IDX} {cases} end"
+
+
+def _without_deletes(plan: pa.Table) -> pa.Table:
+    """`plan` with no delete attached to any file."""
+    for name in ("position_deletes", "equality_deletes", DV.DV_COLUMN):
+        i = plan.schema.get_field_index(name)
+        plan = plan.set_column(i, plan.schema.field(i), pa.nulls(plan.num_rows, plan.schema.field(i).type))
+    return plan
 
 
 def _expression(row_filter) -> E.Expression:

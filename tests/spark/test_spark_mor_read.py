@@ -146,15 +146,19 @@ def test_merge_on_read_of_split_multi_row_group_files_is_exact(spark, opts, monk
             assert filtered == [i for i in want if ROWS_PER_FILE + 690 <= i < 4000], budget
 
 
-def test_files_of_equal_size_are_told_apart_by_their_paths(spark, tmp_path, monkeypatch):
-    """Goal: rows are told their file by its size, and files of equal size by their paths:
-    as Spark spells them (native_read.spark_spelling's guess) or, when the guess names
-    nothing, by each row's path made canonical; either way each file gets its own deletes.
-    Method: a warehouse whose path has a space, '+', '%20' and a quote in it; a v2 table
-    of three files, two of the same rows (equal sizes, checked) and one other; a position
-    delete file with other positions in each; reads and positions_frame with the real
-    guess and with a guess that matches nothing, against the ids and pyarrow's positions
-    (a file read with the other's deletes gives other ids, or other pairs)."""
+def test_files_of_equal_size_and_odd_paths_each_get_their_own_deletes(spark, tmp_path, monkeypatch):
+    """Goal: each row is told its own file (by the partition values of its link,
+    linked_files.py), files of equal size and paths Spark percent-encodes included, so
+    each file gets its own deletes and positions_frame names each row's own file. Method:
+    a warehouse whose path has a space, '+', '%20' and a quote in it; a v2 table of three
+    files, two of the same rows (equal sizes, checked) and one other; a position delete
+    file with other positions in each; a read and positions_frame (its files named by a
+    CASE, then by a join) against the ids and
+    pyarrow's positions (a file read with the other's deletes gives other ids, or other
+    pairs); then the bitset words of two files swapped in their links
+    (linked_files.linked given other constants; the twins, then a twin and the other file): the
+    pairs, then the ids, are wrong, so the links are what tells the files apart."""
+    import icefloe.impl.spark.linked_files as LF
     import icefloe.impl.spark.native_read as NR
     from icefloe.impl.io.locations import local_path
     warehouse = tmp_path / "ware house+x%20y'z"
@@ -175,26 +179,26 @@ def test_files_of_equal_size_are_told_apart_by_their_paths(spark, tmp_path, monk
     assert len(want) == 4 * ROWS_PER_FILE - 6 and (want.count(0), want.count(2), want.count(3)) == (1, 1, 2)
     gone = {(canonical_location(p), pos) for p, found in deletes.items() for pos in found}
     live = set(_positions(table)) - gone
-    for guess in (NR.spark_spelling, lambda listed: "file:/nowhere/" + listed):
-        monkeypatch.setattr(NR, "spark_spelling", guess)
-        assert _ids(read(spark, TABLE, opts)) == want
+    assert _ids(read(spark, TABLE, opts)) == want
+    for case_max in (NR.FILE_CASE_MAX, 0):  # each row's file by a CASE on IDX, then by a join on it
+        monkeypatch.setattr(NR, "FILE_CASE_MAX", case_max)
         got = plan(spark, TABLE, opts, planning="local").positions_frame().collect()
-        assert {(r[0], r[1]) for r in got} == live and len(got) == len(live)
+        assert {(r[0], r[1]) for r in got} == live and len(got) == len(live), case_max
+    linked = LF.linked
 
-
-def test_the_file_spelling_guess_matches_sparks_own(spark, tmp_path):
-    """Goal: the guess of how Spark spells a row's file (spark_spelling of inputFiles())
-    is what `_metadata.file_path` holds, for a plain path and one with a space, '+', '%'
-    and a quote, so the fast comparison is the one taken. Method: Spark writes a file into
-    each folder; the guesses against the distinct `_metadata.file_path` Spark reads."""
-    from icefloe.impl.spark.native_read import spark_spelling
-    for name in ("plain", "a b+c%20d'e"):
-        folder = tmp_path / name
-        spark.range(3).coalesce(1).write.parquet(str(folder))
-        df = spark.read.parquet(f"file://{folder}")
-        guessed = sorted(spark_spelling(p) for p in df.inputFiles())
-        spelled = sorted(r[0] for r in df.selectExpr("_metadata.file_path").distinct().collect())
-        assert guessed == spelled and len(spelled) == 1, name
+    def swapping(a, b):
+        def swapped(spark, paths, constants):  # the bitset words of files a and b exchanged (not their IDX)
+            i, j = paths.index(a), paths.index(b)
+            constants = [dict(c) for c in constants]
+            for key in (NR.WORD, NR.ROWS):
+                constants[i][key], constants[j][key] = constants[j][key], constants[i][key]
+            return linked(spark, paths, constants)
+        return swapped
+    monkeypatch.setattr(LF, "linked", swapping(twins[0], twins[1]))  # (same rows: the ids cannot tell)
+    got = plan(spark, TABLE, opts, planning="local").positions_frame().collect()
+    assert {(r[0], r[1]) for r in got} != live
+    monkeypatch.setattr(LF, "linked", swapping(twins[0], other))
+    assert _ids(read(spark, TABLE, opts)) != want
 
 
 def test_the_packed_bitset_literal_holds_the_folded_ones_words(spark):

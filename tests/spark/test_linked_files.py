@@ -1,0 +1,42 @@
+"""The links that give a Spark scan each data file's constants as partition values
+(impl/spark/linked_files.py; docs/spark.md "Merge-on-read speed")."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import icefloe.impl.spark.linked_files as LF
+
+
+def test_links_name_their_constants_outside_the_table_and_are_reused(spark, tmp_path, monkeypatch):
+    """Goal: each file's link lies under the application's links root (never in the
+    table's location), in directories `name=value` in the order given, points at the file;
+    asking again for the same constants gives the same link, and a link already there that
+    points elsewhere is an error, never silently reused; removing the root leaves the data
+    files. Method: two files with a `+` and a space in their folder, a root of this test's
+    own for this application."""
+    table = tmp_path / "wh" / "t x+y" / "data"
+    table.mkdir(parents=True)
+    files = []
+    for name in ("a.parquet", "b.parquet"):
+        (table / name).write_bytes(b"PAR1")
+        files.append(f"file://{table / name}")
+    root = tmp_path / "links"
+    root.mkdir()
+    monkeypatch.setitem(LF._ROOTS, spark.sparkContext.applicationId, str(root))
+    constants = [{"__icefloe_idx": 0, "__icefloe_word": 1}, {"__icefloe_idx": 1, "__icefloe_word": 0}]
+    links, base = LF.linked(spark, files, constants)
+    assert base == str(root)
+    for link, path, values in zip(links, files, constants):
+        assert os.path.realpath(link) == str((table / os.path.basename(path)).resolve())
+        relative = os.path.relpath(os.path.dirname(link), root).split(os.sep)
+        assert relative == [f"{k}={v}" for k, v in values.items()]
+        assert not link.startswith(str(tmp_path / "wh"))
+    assert LF.linked(spark, files, constants) == (links, base)
+    os.unlink(links[0])
+    os.symlink(str(table / "b.parquet"), links[0])  # the first file's link, now to another file
+    with pytest.raises(RuntimeError, match="points at"):
+        LF.linked(spark, files, constants)
+    LF.remove(str(root))
+    assert not root.exists() and all((table / n).read_bytes() == b"PAR1" for n in ("a.parquet", "b.parquet"))
