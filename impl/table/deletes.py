@@ -134,6 +134,17 @@ class DeleteReader:
             self._position_arrays[delete.file_path] = cached
         return cached
 
+    def merged_positions(self, deletes: list[DataFile], path: str) -> np.ndarray:
+        """The positions the position delete files `deletes` name for the data file `path`
+        (in any spelling): sorted, unique, int64, read-only."""
+        key = canonical_location(path)
+        found = [a for a in (self.position_arrays(d).get(key) for d in deletes) if a is not None]
+        if len(found) == 1:
+            return found[0]
+        merged = _sorted_unique(np.concatenate(found)) if found else np.empty(0, dtype=np.int64)
+        merged.flags.writeable = False
+        return merged
+
     def positions(self, delete: DataFile) -> dict[str, set[int]]:
         """canonical data file path -> deleted row positions, as sets (position_arrays'
         reading of the file, for callers that compare or merge sets)."""
@@ -171,12 +182,10 @@ class DeleteReader:
             return rows
         n = rows.num_rows
         keep = np.ones(n, dtype=bool)  # a row-index mask: positions set, never a join
-        path = canonical_location(data.file_path)
-        for d in position_deletes:
-            positions = self.position_arrays(d).get(path)
-            if positions is not None:  # sorted: the positions in 0..n-1 are one slice
-                lo, hi = np.searchsorted(positions, [0, n])
-                keep[positions[lo:hi]] = False
+        if position_deletes:
+            positions = self.merged_positions(position_deletes, data.file_path)
+            lo, hi = np.searchsorted(positions, [0, n])  # sorted: the positions in 0..n-1 are one slice
+            keep[positions[lo:hi]] = False
         for d in equality_deletes:
             ids, keys = self.equality_keys(d, schema)
             columns = [rows.column(schema.find_field(i).name).to_pylist() for i in ids]

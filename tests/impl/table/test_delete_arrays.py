@@ -76,6 +76,20 @@ def test_position_arrays_are_the_rows_grouped_by_canonical_path(rows, writer_sor
     assert reader.positions(delete) == {path: set(ps) for path, ps in expected.items()}
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(ROWS, max_size=3), st.sampled_from(ALL_SPELLINGS + ["file:///t/data/none.parquet"]))
+def test_merged_positions_are_the_union_over_delete_files(files, path):
+    """Goal: merged_positions is, for one data file in any spelling, the sorted union of what
+    each delete file names for it. Method: compare with the union of positions() sets."""
+    store = MemoryStore()
+    deletes = [position_delete_file(store, rows, f"pos-{k}.parquet") for k, rows in enumerate(files)]
+    reader = DeleteReader(store)
+    merged = reader.merged_positions(deletes, path)
+    expected = set().union(*(reader.positions(d).get(canonical_location(path), set()) for d in deletes))
+    assert merged.dtype == np.int64 and not merged.flags.writeable
+    assert merged.tolist() == sorted(expected)
+
+
 def test_one_reading_of_a_position_delete_file_for_arrays_and_sets():
     """Goal: positions() and position_arrays share one reading per delete file (cached per
     reader). Method: count the store's gets and compare the objects returned twice."""
