@@ -25,8 +25,9 @@ from the snapshot's data manifests on the driver (entries without column statist
 first_row_id inherited as manifest_reader inherits it).
 
 A table below v3 has no row lineage: asking for the columns is UnsupportedFormatVersion
-naming them (as `icefloe scan --columns`; impl's Table.scan would give nulls). An
-incremental read with them is refused (SparkOptionError), as the CLI refuses it.
+naming them and the table's version, by impl/table's one check (scan.check_lineage_columns,
+as Table.scan and `icefloe scan --columns`). An incremental read with them is refused
+(SparkOptionError), as the CLI refuses it.
 """
 from __future__ import annotations
 
@@ -36,28 +37,21 @@ import pyarrow as pa
 
 from icefloe.impl.format.manifest import ManifestContent
 from icefloe.impl.format.manifest_reader import Projection
-from icefloe.impl.format.metadata import UnsupportedFormatVersion
 from icefloe.impl.io.locations import canonical_location, comparable_location
 from icefloe.impl.table.files import LIVE, TreeReader
+from icefloe.impl.table import scan as S
 from icefloe.impl.table.scan import (
     LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID, ROW_ID_FIELD_ID, lineage_schema,
 )
 from icefloe.impl.spark.native_read import FILE, POS, NativeScan
 from icefloe.impl.spark.options import SparkOptionError
 
-LINEAGE_FORMAT_VERSION_MIN = 3
 FIRST, SEQ, KNOWN = "__icefloe_first_row_id", "__icefloe_data_seq", "__icefloe_known"
 
 
 def lineage_asked(columns) -> list[str]:
     """The row lineage columns among `columns` (None: none)."""
-    return [c for c in (columns or ()) if c in LINEAGE_COLUMNS]
-
-
-def require_lineage(format_version: int, asked: list[str], table: str) -> None:
-    if format_version < LINEAGE_FORMAT_VERSION_MIN:
-        raise UnsupportedFormatVersion(f"{', '.join(asked)}: row lineage needs format v3; table {table} is "
-                                       f"v{format_version} (upgrade it: icefloe upgrade --format-version 3)")
+    return S.lineage_asked(columns)
 
 
 def first_row_ids(io, snapshot, paths: list[str]) -> dict[str, int | None]:
@@ -131,12 +125,13 @@ def read(spark, path: str, options: dict | None = None, *, columns: list[str], *
     from icefloe.impl.spark.reader import select_snapshot
     asked = lineage_asked(columns)
     assert asked, "read() goes here only for the lineage columns"
+    opts = dict(options or {})
+    _, metadata, _ = select_snapshot(table_ref(opts, path))
+    # below v3 UnsupportedFormatVersion, as Table.scan and the CLI (incremental or not)
+    S.check_lineage_columns(metadata, columns)
     if kwargs.get("start_snapshot_id") is not None or kwargs.get("end_snapshot_id") is not None:
         raise SparkOptionError(f"{', '.join(asked)} in an incremental read is not supported: read the snapshot "
                                "(snapshot_id) and select the rows you need")
-    opts = dict(options or {})
-    _, metadata, _ = select_snapshot(table_ref(opts, path))
-    require_lineage(metadata.format_version, asked, path)
     scan = plan(spark, path, opts, **kwargs)
     snapshot = None if scan.snapshot_id is None else metadata.snapshot_by_id(scan.snapshot_id)
     if scan.snapshot_id is not None and snapshot is None:  # committed after we looked: look again
@@ -150,4 +145,4 @@ def read(spark, path: str, options: dict | None = None, *, columns: list[str], *
     return with_lineage(scan, snapshot).select(*[f"`{c}`" for c in columns])
 
 
-__all__ = ["read", "with_lineage", "first_row_ids", "lineage_asked", "require_lineage"]
+__all__ = ["read", "with_lineage", "first_row_ids", "lineage_asked"]

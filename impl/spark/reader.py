@@ -5,6 +5,10 @@ Snapshot choice: `snapshot-id`, `as-of-timestamp` (ms), `tag` or `branch` (at mo
 else the current snapshot. Filters pushed by Spark prune manifests and files and are
 applied to the rows. Each input partition is a group of files (local planning) or of
 manifests (distributed planning, planning.py). Batches are cast to the declared schema.
+A declared schema (`spark.read.schema(...)`) may name the row lineage columns `_row_id` and
+`_last_updated_sequence_number` on a v3 table (each file read whole, so positions count
+from its start, as Table.scan reads them); below v3 the reader is refused by impl/table's
+one check (scan.check_lineage_columns: UnsupportedFormatVersion naming them).
 """
 from __future__ import annotations
 
@@ -98,7 +102,10 @@ class IcefloeReader(DataSourceReader):
         self.spark_schema = schema
         _, metadata, snapshot = select_snapshot(ref)
         self.snapshot_id = None if snapshot is None else snapshot.snapshot_id
-        self.table_schema_json = T.schema_to_json(S.snapshot_schema(metadata, snapshot))
+        table_schema = S.snapshot_schema(metadata, snapshot)
+        self.table_schema_json = T.schema_to_json(table_schema)
+        # refused below v3 before any task runs, as Table.scan and `icefloe scan` refuse
+        self.lineage = bool(S.check_lineage_columns(metadata, list(schema.fieldNames()), table_schema))
         self.name_mapping = NM.of(metadata.properties)  # files without field ids, resolved as scan.scan does
         self.row_filter: E.Expression = E.AlwaysTrue()
         self.planning = ref.get("planning", AUTO)
@@ -152,8 +159,9 @@ class IcefloeReader(DataSourceReader):
         target = to_arrow_schema(self.spark_schema, timezone="UTC")
         mask = None if isinstance(self.row_filter, E.AlwaysTrue) else E.to_arrow(E.bind(self.row_filter, schema))
         deletes = DeleteReader(io)
+        read_schema = S.lineage_schema(schema) if self.lineage else schema  # filled per file by read_task
         for task in tasks:
-            rows = S.read_task(io, task, schema, deletes, self.name_mapping)
+            rows = S.read_task(io, task, read_schema, deletes, self.name_mapping)
             if mask is not None:
                 rows = rows.filter(mask)
             if rows.num_rows == 0:
