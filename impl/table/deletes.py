@@ -226,11 +226,12 @@ def _grouped_positions(paths: pa.ChunkedArray, pos: np.ndarray) -> dict[str, np.
 def _sorted_unique(positions: np.ndarray) -> np.ndarray:
     """Sorted without duplicates, sorting only when out of order. (np.sort and a mask, not
     np.unique: numpy 2.4's np.unique took ~100x as long on 10^6 int64.)"""
-    step = np.diff(positions)
-    if not (step >= 0).all():
+    # Neighbours compared, not np.diff: a difference of int64s can wrap (a corrupt file's
+    # -2 after 2^63-1 would look in order).
+    if not (positions[1:] >= positions[:-1]).all():
         positions = np.sort(positions)
-        step = np.diff(positions)
-    return positions if (step > 0).all() else positions[np.concatenate(([True], step != 0))]
+    new = positions[1:] != positions[:-1]
+    return positions if new.all() else positions[np.concatenate(([True], new))]
 
 
 def not_true(mask: pc.Expression) -> pc.Expression:
