@@ -211,8 +211,8 @@ class NativeScan:
         (usually one; name_mapped.py) through links whose partition values give each row
         its file's constants (linked_files.py; no `_metadata` struct, no CASE over files):
         IDX its number in `paths`, WORD the first word of its deleted positions in the one
-        bitset literal of the read (1-based; 0: none) and ROWS how many of its rows the
-        bitset covers (its entry's record_count; 0: none). The deleted positions of each
+        bitset literal of the read (0-based) and ROWS how many of its rows the bitset
+        covers (its entry's record_count; 0: none, the file keeps every row). The deleted positions of each
         file (its DV, or its position delete files: read on the driver by icefloe's
         DeleteReader, as its own scan reads them) go into that bitset while BITSET_WORDS_MAX
         allows (native_dvs.bitset_literal, the filter native_dvs.kept_by_bitset), the rest
@@ -229,7 +229,7 @@ class NativeScan:
         deleted = DV.read_positions(reader, self.deletes, dv_list)
         for k, (path, found) in enumerate(zip(paths, pos_lists)):
             if found:  # (never beside a DV: native_dvs.attach empties the list where one applies)
-                deleted[k] = _position_deletes(reader, [self.deletes[i][2] for i in found], canonical_location(path))
+                deleted[k] = reader.merged_positions([self.deletes[i][2] for i in found], path)
         bitsets, joined, words = {}, {}, 0
         for k in range(len(paths)):
             positions = deleted.get(k)
@@ -241,8 +241,8 @@ class NativeScan:
             else:
                 joined[k] = positions
         bits, offsets = DV.bitset_literal(bitsets, record_counts, self.spark) if bitsets else (None, {})
-        constants = [{IDX: k, WORD: offsets[k] + 1 if k in offsets else 0,
-                      ROWS: record_counts[k] if k in offsets else 0} for k in range(len(paths))]
+        constants = [{IDX: k, WORD: offsets.get(k, 0), ROWS: record_counts[k] if k in offsets else 0}
+                     for k in range(len(paths))]
         number = {path: k for k, path in enumerate(paths)}
         internal = DV.internal_row_index(self.spark)
         with_ids, mapped = NMS.split_by_layout(paths, self.name_mapping, self.layouts)
@@ -259,8 +259,7 @@ class NativeScan:
                 schema = self.read_schema()
                 for name, kind in extra:
                     schema = schema.add(name, kind)
-                frame = self._linked_files(links, base, schema).select(
-                    *[f"`{f.name}`" for f in self.schema.fields], *[name for name, _ in extra])
+                frame = self._linked_files(links, base, schema)  # (the read schema's columns, then `extra`)
             else:
                 frame = NMS.mapped_frame(self.spark, links, layout, self.schema.fields,
                                          [F.col(name) for name, _ in extra], base_path=base, partition_columns=extra)
@@ -417,13 +416,6 @@ def _refuse_row_index_column(paths: list[str], schema: T.Schema) -> None:
         raise NotNative(f"a data file with deletes (or the table) has a column named {DV.ROW_INDEX_COLUMN}, "
                         "which Spark's vectorized Parquet reader returns as the row index; read with "
                         "format('icefloe')")
-
-
-def _position_deletes(reader, deletes: list, target: str) -> np.ndarray:
-    """The positions the position delete files `deletes` delete in the data file `target`
-    (canonical), read by icefloe's DeleteReader, as one int64 array."""
-    held = set().union(*(reader.positions(d).get(target, ()) for d in deletes))
-    return np.fromiter(held, dtype=np.int64, count=len(held))
 
 
 def _file_of(group: list[str], number: dict[str, int]) -> str:
