@@ -12,7 +12,8 @@ file is read through a symbolic link at
     <links root>/__icefloe_idx=<k>/__icefloe_word=<w>/__icefloe_rows=<n>/<sha1 of the path>.parquet
 
 whose partition values are that file's constants. The links live in one directory per
-Spark application under the driver's temporary directory (local files only, as the native
+Spark application under the driver's temporary directory, or under the session's
+`spark.icefloe.linksDir` (a directory the executors see; local files only, as the native
 read is: `_check_local`); they are made on the driver, never inside a table's location,
 reused by reads that ask for the same constants, and the directory is removed when the
 Python process exits (shutil.rmtree removes links, never what they point at). Spark
@@ -30,6 +31,7 @@ import threading
 
 from icefloe.impl.io.locations import canonical_location, local_path
 
+LINKS_DIR_CONF = "spark.icefloe.linksDir"  # where the links root is made (a directory the executors see); default: the temp dir
 _ROOTS: dict[str, str] = {}  # Spark application id -> its links root
 _LOCK = threading.Lock()
 
@@ -38,7 +40,7 @@ def _root(spark) -> str:
     key = spark.sparkContext.applicationId
     with _LOCK:
         if key not in _ROOTS:
-            _ROOTS[key] = tempfile.mkdtemp(prefix="icefloe-links-")
+            _ROOTS[key] = tempfile.mkdtemp(prefix="icefloe-links-", dir=spark.conf.get(LINKS_DIR_CONF, None))
             atexit.register(remove, _ROOTS[key])
         return _ROOTS[key]
 

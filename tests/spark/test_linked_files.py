@@ -40,3 +40,20 @@ def test_links_name_their_constants_outside_the_table_and_are_reused(spark, tmp_
         LF.linked(spark, files, constants)
     LF.remove(str(root))
     assert not root.exists() and all((table / n).read_bytes() == b"PAR1" for n in ("a.parquet", "b.parquet"))
+
+
+def test_the_links_root_is_made_where_the_session_says(spark, tmp_path, monkeypatch):
+    """Goal: a session naming `spark.icefloe.linksDir` (a directory its executors see) gets
+    its links root there, not in the driver's temporary directory. Method: a fresh table
+    of roots, the conf set, one link made."""
+    monkeypatch.setattr(LF, "_ROOTS", {})
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (tmp_path / "f.parquet").write_bytes(b"PAR1")
+    spark.conf.set(LF.LINKS_DIR_CONF, str(shared))
+    try:
+        links, base = LF.linked(spark, [f"file://{tmp_path / 'f.parquet'}"], [{"__icefloe_idx": 0}])
+    finally:
+        spark.conf.unset(LF.LINKS_DIR_CONF)
+    assert os.path.dirname(base) == str(shared) and links[0].startswith(base + os.sep)
+    LF.remove(base)
