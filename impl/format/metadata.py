@@ -389,10 +389,19 @@ def new_table_metadata(schema: Schema, location: str, table_uuid: str, timestamp
         next_row_id=0 if format_version >= 3 else None)
 
 
+FIELD_ID_MAX = 2147483447  # spec "Reserved Field IDs": ids above are metadata columns' (_row_id, _file, ...)
+
+
 def check_schema_for_version(schema: Schema, format_version: int) -> None:
     """UnsupportedFormatVersion naming a type or default `format_version` cannot hold (v3
-    types and default values are v3 only: spec "Primitive Types", "Default values")."""
+    types and default values are v3 only: spec "Primitive Types", "Default values");
+    InvalidArgument naming a column whose field id is in the reserved range (a reader
+    would take the column for the metadata column of that id, e.g. row lineage's)."""
     from icefloe.impl.format.types import walk_fields
+    for f, path in walk_fields(schema):
+        if f.field_id > FIELD_ID_MAX:
+            raise InvalidArgument(f"column {path!r} has field id {f.field_id}: ids above {FIELD_ID_MAX} are "
+                                  f"reserved for metadata columns (spec \"Reserved Field IDs\")")
     check_schema_defaults(schema)
     if format_version >= 3:
         return
