@@ -38,17 +38,66 @@ from icefloe.impl.table.merge import MergePolicy, merge_manifests, merged_entrie
 from icefloe.impl.table.validation import (
     FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
 )
-from icefloe.impl.table.scan import ROW_ID, lineage_schema, plan_files, read_task
+from icefloe.impl.format.types import FIELD_ID_KEY
+from icefloe.impl.table.append_schema import SchemaMismatch
+from icefloe.impl.table.scan import (
+    LINEAGE_COLUMNS, ROW_ID_FIELD_ID, LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID, lineage_schema, plan_files, read_task,
+)
 from icefloe.impl.table.superseding import delete_key, supersede
 
 from icefloe.impl.outcomes import SERIALIZABLE, SNAPSHOT, require  # noqa: E402,F401 - re-exported
 
 
+def column_index(rows: pa.Table, field_id: int) -> int:
+    """The index of `rows`' top-level column of field `field_id` (its Arrow field's
+    PARQUET:field_id, as read_task and schema_to_arrow give it), -1 if none. Lineage is
+    found by its reserved field id, never by name: a user's column may be named `_row_id`."""
+    wanted = str(field_id).encode()
+    found = [i for i, f in enumerate(rows.schema) if (f.metadata or {}).get(FIELD_ID_KEY) == wanted]
+    assert len(found) <= 1, f"two columns of field id {field_id}: {rows.column_names}"
+    return found[0] if found else -1
+
+
+def carries_lineage(rows: pa.Table) -> bool:
+    """Whether `rows` hold the row lineage columns by their reserved field ids (spec
+    "Reserved Field IDs"): rows read to be moved to a new file (`lineage_schema_of`). A
+    caller's rows never do: Table.append and overwrite rebuild them in the table's schema
+    (append_schema.conform_rows), where a column named `_row_id` has its own id."""
+    i, j = column_index(rows, ROW_ID_FIELD_ID), column_index(rows, LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID)
+    assert (i < 0) == (j < 0), "the lineage columns travel together"
+    return i >= 0
+
+
+def check_lineage_names(schema) -> None:
+    """SchemaMismatch naming the columns of a v3 table's `schema` that have a row lineage
+    column's name. Rows moved to a new file keep their `_row_id` and
+    `_last_updated_sequence_number` (spec "Row Lineage"), written beside the table's
+    columns: with a column of the same name the two could not be told apart by name.
+    Iceberg-Java cannot do it either (MetadataColumns.schemaWithRowLineage makes a schema
+    with two fields of one name, which Schema refuses). Neither the spec (it reserves the
+    field ids) nor Java reserves the names when a table is created, evolved or upgraded,
+    so the refusal comes here, when rows are to be moved."""
+    clash = [f"{f.name!r} (field id {f.field_id})" for f in schema.fields if f.name in LINEAGE_COLUMNS]
+    if clash:
+        several = len(clash) > 1
+        raise SchemaMismatch(f"{'columns' if several else 'column'} {' and '.join(clash)} "
+                             f"{'have' if several else 'has'} the name of a row lineage column: on a v3 table "
+                             "rows moved to a new file keep their lineage beside the table's columns, under "
+                             f"that name; rename {'them' if several else 'it'} first")
+
+
 def write_rows(c: PendingCommit, rows: pa.Table) -> list[DataFile]:
-    """Write `rows` as one Parquet file per partition of the default spec."""
+    """Write `rows` as one Parquet file per partition of the default spec. Rows carrying
+    lineage (`carries_lineage`: moved from other files on v3) are written with it (spec
+    "Row Lineage"); any other rows in the table's schema, whatever its columns are named."""
     meta = c.base
     spec, schema = meta.spec(), meta.schema()
-    if ROW_ID in rows.column_names:  # rows moved from other files keep their lineage (spec "Row Lineage")
+    if carries_lineage(rows):
+        if meta.format_version < 3:
+            raise UnsupportedFormatVersion(f"rows carrying row lineage (field ids {ROW_ID_FIELD_ID}, "
+                                           f"{LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID}) cannot be written to a "
+                                           f"v{meta.format_version} table: row lineage is v3")
+        check_lineage_names(schema)
         schema = lineage_schema(schema)
     out = []
     for partition, part_rows in split_by_partition(rows, spec, schema, data_files_max(meta.properties)):
@@ -75,7 +124,10 @@ def lineage_schema_of(c: PendingCommit, schema):
     """The schema rows are read in to be written again (copy-on-write survivors, compaction):
     on v3 with the lineage columns, so that the rewritten files keep each row's _row_id and
     _last_updated_sequence_number (spec "Row Lineage": a row moved to a new file keeps both
-    when it is not modified); before v3 the schema itself."""
+    when it is not modified); before v3 the schema itself, whatever its columns are named.
+    On v3 a column named like a lineage column is refused (`check_lineage_names`)."""
+    if c.base.format_version >= 3:
+        check_lineage_names(schema)
     return lineage_schema(schema) if c.base.format_version >= 3 else schema
 
 

@@ -36,8 +36,8 @@ from icefloe.impl.outcomes import InvalidArgument, SERIALIZABLE
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.deletes import not_true
 from icefloe.impl.table.row_deletes import DeleteRows
-from icefloe.impl.table.scan import (
-    LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID, FileScanTask, lineage_schema, read_task,
+from icefloe.impl.table.scan import (  # ROW_ID: named by the v3-update-new-row-ids mutant (mutants/catalog.py)
+    LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID, LINEAGE_COLUMNS, ROW_ID, FileScanTask, read_task,  # noqa: F401
 )
 
 ASSIGNMENTS_MAX = 1_000  # columns one update may set: a bound on a caller's list, far above any schema's use
@@ -47,7 +47,8 @@ def check_assignments(schema: T.Schema, assignments: Mapping[str, Any]) -> dict[
     """Field id -> JSON single value for each `column = value`, checked against `schema`:
     InvalidArgument naming the column for an unknown or nested column, a lineage column
     (readers derive them; a writer never sets them), a null for a required column or a
-    value that is not of the column's type."""
+    value that is not of the column's type. A name the schema holds as a column of its own
+    (a v1/v2 table's `_row_id`, say) is that column, not lineage."""
     if not assignments:
         raise InvalidArgument("an update sets at least one column")
     if len(assignments) > ASSIGNMENTS_MAX:
@@ -55,7 +56,7 @@ def check_assignments(schema: T.Schema, assignments: Mapping[str, Any]) -> dict[
     out: dict[int, Any] = {}
     names = {f.name: f for f in schema.fields}
     for name, value in assignments.items():
-        if name in LINEAGE_COLUMNS:
+        if name in LINEAGE_COLUMNS and name not in names:
             raise InvalidArgument(f"{name} is a row lineage column: readers derive it, an update cannot set it")
         f = names.get(name)
         if f is None:
@@ -77,17 +78,18 @@ def check_assignments(schema: T.Schema, assignments: Mapping[str, Any]) -> dict[
 def updated(rows: pa.Table, schema: T.Schema, assignments: Mapping[int, Any]) -> pa.Table:
     """`rows` with each assigned column set to its value; with lineage columns (v3), each row
     keeps its `_row_id` and gets a null `_last_updated_sequence_number` (spec "Row Lineage":
-    a modified row inherits the sequence number of the commit that modifies it)."""
+    a modified row inherits the sequence number of the commit that modifies it). Columns
+    are found by field id (`rows` as read_task gives them), never by name: a user's column
+    named `_last_updated_sequence_number` on a v2 table is data, kept as it is."""
     n = rows.num_rows
     for field_id, value in assignments.items():
         f = schema.find_field(field_id)
-        i = rows.schema.get_field_index(f.name)
+        i = P.column_index(rows, field_id)
         assert i >= 0, f"column {f.name} not read"
         rows = rows.set_column(i, rows.schema.field(i), default_array(replace(f, initial_default=value), n)
                                .cast(rows.schema.field(i).type))
-    j = rows.schema.get_field_index(LAST_UPDATED_SEQUENCE_NUMBER)
-    if j >= 0:
-        assert rows.schema.get_field_index(ROW_ID) >= 0, "the lineage columns are read together"
+    if P.carries_lineage(rows):  # v3: read with lineage_schema
+        j = P.column_index(rows, LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID)
         rows = rows.set_column(j, rows.schema.field(j), pa.nulls(n, pa.int64()))
     return rows
 
@@ -132,9 +134,9 @@ class UpdateRows(DeleteRows):
     def plan(self, c):
         schema = c.base.schema()
         checked = check_assignments(schema, self.assignments)
+        with_lineage = P.lineage_schema_of(c, schema)  # on v3 (checked next); a lineage-named column refused
         if not super().plan(c):  # the DVs (UnsupportedFormatVersion below v3)
             return False
-        with_lineage = lineage_schema(schema)
         parts = []
         for task, positions in self.hits:
             # the file as written (no deletes: positions count from its start), lineage filled
