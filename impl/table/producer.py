@@ -355,8 +355,12 @@ class DeleteWhere(FileChange):
         deletes = DeleteReader(c.io)
         rewrites = False
         rewritten: list[DataFile] = []
+        # On v3 a column named like a lineage column refuses only rows that move: a file
+        # dropped whole moves none (check_lineage_names, below).
+        clash = c.base.format_version >= 3 and any(f.name in LINEAGE_COLUMNS for f in schema.fields)
+        read_schema = schema if clash else lineage_schema_of(c, schema)
         for task in plan_files(c.tree, c.base, start, self.row_filter, schema):
-            rows = read_task(c.io, task, lineage_schema_of(c, schema), deletes, NM.of(c.base.properties))
+            rows = read_task(c.io, task, read_schema, deletes, NM.of(c.base.properties))
             matched = rows.filter(mask).num_rows
             if matched == 0 and rows.num_rows:
                 continue
@@ -366,6 +370,8 @@ class DeleteWhere(FileChange):
             self.removed[task.data_file.file_path] = task.data_file
             survivors = self.rewritten_rows(rows, mask)
             if survivors.num_rows:
+                if clash:
+                    check_lineage_names(schema)  # raises: these rows would move without their lineage
                 rewrites = True
                 rewritten.append(task.data_file)
                 self.rows_to_add.append(survivors)

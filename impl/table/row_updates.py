@@ -134,9 +134,9 @@ class UpdateRows(DeleteRows):
     def plan(self, c):
         schema = c.base.schema()
         checked = check_assignments(schema, self.assignments)
-        with_lineage = P.lineage_schema_of(c, schema)  # on v3 (checked next); a lineage-named column refused
         if not super().plan(c):  # the DVs (UnsupportedFormatVersion below v3)
             return False
+        with_lineage = P.lineage_schema_of(c, schema)  # v3; a lineage-named column refused (rows move)
         parts = []
         for task, positions in self.hits:
             # the file as written (no deletes: positions count from its start), lineage filled

@@ -174,14 +174,19 @@ def test_v3_with_a_user_row_id_reads_it_and_refuses_to_move_rows_by_name():
     """Goal: a v3 table may be created with a column named `_row_id` (Java's core allows
     it); appends and reads give the user's values (`columns=["_row_id"]` is that column,
     never lineage); a deletion vector moves no row and commits; each operation that would
-    move rows with their lineage is SchemaMismatch naming the column, nothing committed.
-    Method: each operation against the head snapshot id and the rows afterwards."""
+    move rows with their lineage is SchemaMismatch naming the column, nothing committed,
+    while a copy-on-write delete that drops a file whole moves none and commits. Method:
+    each operation against the head snapshot id and the rows afterwards."""
     table = _table(memory_stack(), 3)
     require_committed(table.append(_rows([1, 2, 3])))
     require_committed(table.append(_rows([4])))
     assert _by_id(table) == _user([1, 2, 3, 4])
     assert sorted(table.scan(columns=[ROW_ID]).column(ROW_ID).to_pylist()) == [f"user-{i}" for i in (1, 2, 3, 4)]
     require_committed(table.delete("id = 3", mode="merge-on-read"))  # a DV: no row moves
+    assert _by_id(table) == _user([1, 2, 4])
+    require_committed(table.append(_rows([5])))
+    require_committed(table.delete("id = 5", mode="copy-on-write"))  # its file dropped whole: no row moves
+    require_committed(table.update({"cat": "z"}, "id = 99", mode="merge-on-read"))  # matches nothing
     assert _by_id(table) == _user([1, 2, 4])
     head = table.current_snapshot().snapshot_id
     moving = {
