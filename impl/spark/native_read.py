@@ -227,6 +227,8 @@ class NativeScan:
         _refuse_row_index_column(paths, self.schema)
         reader = DeleteReader(self.io)
         deleted = DV.read_positions(reader, self.deletes, dv_list)
+        # each position delete file read once, eight at a time (Parquet decoding leaves the GIL)
+        _read_all(reader.position_arrays, [self.deletes[i][2] for i in sorted({i for f in pos_lists for i in f or ()})])
         for k, (path, found) in enumerate(zip(paths, pos_lists)):
             if found:  # (never beside a DV: native_dvs.attach empties the list where one applies)
                 deleted[k] = reader.merged_positions([self.deletes[i][2] for i in found], path)
@@ -416,6 +418,18 @@ def _refuse_row_index_column(paths: list[str], schema: T.Schema) -> None:
         raise NotNative(f"a data file with deletes (or the table) has a column named {DV.ROW_INDEX_COLUMN}, "
                         "which Spark's vectorized Parquet reader returns as the row index; read with "
                         "format('icefloe')")
+
+
+def _read_all(read, files: list) -> None:
+    """`read(f)` for each of `files` (filling its reader's cache), eight threads at a time."""
+    if len(files) <= 1:
+        for f in files:
+            read(f)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(min(8, len(files))) as pool:
+        for _ in pool.map(read, files):
+            pass
 
 
 def _file_of(group: list[str], number: dict[str, int]) -> str:
