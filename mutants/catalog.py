@@ -355,8 +355,8 @@ BLIND: tuple[Mutant, ...] = (
            HANDLE, "a table handle keeps its old metadata after its commit failed or ended unknown",
            "a handle shows the table as it is after each outcome", blind=True),
     Mutant("position-delete-path-spelling", DELETES_PY,
-           "        path = canonical_location(data.file_path)",
-           "        path = data.file_path  # mutant: paths compared as spelled",
+           "        key = canonical_location(path)",
+           "        key = path  # mutant: paths compared as spelled",
            DELETES, "position deletes compare paths as spelled (file:/ vs file:///): another engine's deletes miss",
            # Beyond the spec, so no conformance bug: file_path "must match the file_path of
            # the target data file in a manifest entry", every writer copies the entry's
