@@ -3,11 +3,13 @@ rows deleted, by deletion vectors (v3) and by position delete files (v2), both w
 icefloe's Spark delete (impl/spark/native_delete.py), read with `icefloe.impl.spark.read`
 against Spark's plain read of the same data files, side by side in one local-mode session.
 
-Three sides take turns in balanced orders after unrecorded warm-up rounds (bench_spark.alternate):
+Four sides take turns in balanced orders after unrecorded warm-up rounds (bench_spark.alternate):
 icefloe's read (deletes applied), Spark's plain read of the data files (`spark.read.parquet`,
 no deletes applied: the goal's baseline, >= 0.8x), and icefloe's read of the same plan with
-`apply_deletes=False` (the same files, no deletes: what applying the deletes itself costs).
-Figures are medians; CPU seconds are those of this process tree (the JVM and its Python
+`apply_deletes=False` (the same files, no deletes: what applying the deletes itself costs),
+and Spark's plain read with its internal row index column read and filtered by a condition
+every row passes (what any row-index filter costs in this Spark before it looks anything up:
+the ceiling of the approach). Figures are medians; CPU seconds are those of this process tree (the JVM and its Python
 workers). icefloe's side is split into its phases: planning (`plan()`), building the
 DataFrame (`to_dataframe()`, Spark's analysis of each step included) and the Spark job
 (`collect()`). Two scales: per-query costs weigh less against 10x the rows.
@@ -27,7 +29,7 @@ from bench_spark import _load_range, alternate, ratio_interval  # noqa: E402
 
 TITLE = "Spark: reading a table with 10% of rows deleted (deletion vectors, position deletes)"
 
-FULL_SCALES = ((1_000_000, 4, 9), (10_000_000, 16, 5))  # rows, data files, recorded rounds
+FULL_SCALES = ((1_000_000, 4, 9), (10_000_000, 16, 9))  # rows, data files, recorded rounds
 QUICK_SCALES = ((100_000, 4, 1),)
 WARMUP = 2
 QUERY = ["count(*) as n", "sum(id) as s"]
@@ -71,6 +73,17 @@ def _icefloe(spark, name, opts, phases: dict | None, apply_deletes: bool = True)
     return got
 
 
+def _row_index_floor(spark, name, opts, paths):
+    """Spark's plain read of the same files with each row's index in its file read too
+    (the internal column the merge-on-read filters by) and a filter on it that keeps every
+    row: what any row-index filter costs in this Spark before it looks anything up."""
+    from icefloe.impl.spark import plan
+    from icefloe.impl.spark.native_dvs import ROW_INDEX_COLUMN
+    schema = plan(spark, name, opts).read_schema().add(ROW_INDEX_COLUMN, "long")
+    return (spark.read.schema(schema).parquet(*paths).filter(f"{ROW_INDEX_COLUMN} >= 0")
+            .selectExpr(*QUERY).collect())
+
+
 def _ratio(times: dict, ours: str, theirs: str) -> str:
     a, b = statistics.median(times[ours]), statistics.median(times[theirs])
     lo, hi = ratio_interval(times[ours], times[theirs])
@@ -85,7 +98,8 @@ def _row(what: str, n: int, times: dict, cpu: dict, phases: dict, loads: list) -
     return (f"| {what} | {n / med['icefloe'] / 1e6:.2f} ({med['icefloe'] * 1000:.0f} ms) | "
             f"{n / med['spark'] / 1e6:.2f} ({med['spark'] * 1000:.0f} ms) | {_ratio(times, 'icefloe', 'spark')} | "
             f"{n / med['no deletes'] / 1e6:.2f} ({med['no deletes'] * 1000:.0f} ms) | "
-            f"{_ratio(times, 'icefloe', 'no deletes')} | {ms['plan']:.0f} / {ms['build']:.0f} / {ms['job']:.0f} | "
+            f"{_ratio(times, 'icefloe', 'no deletes')} | {_ratio(times, 'row index', 'spark')} | "
+            f"{ms['plan']:.0f} / {ms['build']:.0f} / {ms['job']:.0f} | "
             f"{c['icefloe']:.2f} / {c['spark']:.2f} / {c['no deletes']:.2f} | {len(times['icefloe'])} | "
             f"{_load_range(loads)} |")
 
@@ -108,9 +122,10 @@ def run(quick: bool) -> str:
                 times, cpu, loads = alternate({
                     "icefloe": lambda: got.setdefault("rows", _icefloe(spark, name, opts, phases)),
                     "spark": lambda: spark.read.parquet(*paths).selectExpr(*QUERY).collect(),
-                    "no deletes": lambda: got.setdefault("all", _icefloe(spark, name, opts, None, False))},
+                    "no deletes": lambda: got.setdefault("all", _icefloe(spark, name, opts, None, False)),
+                    "row index": lambda: got.setdefault("floor", _row_index_floor(spark, name, opts, paths))},
                     repeats, warmup=warmup)
-                assert got["rows"][0]["n"] == expected and got["all"][0]["n"] == n, (got, expected)
+                assert got["rows"][0]["n"] == expected and got["all"][0]["n"] == n == got["floor"][0]["n"], (got, expected)
                 recorded = {k: v[warmup:] for k, v in phases.items()}  # (warm-up rounds first)
                 lines.append(_row(f"{n / 1e6:g} M rows, v{version}, 10% deleted by {kind} ({len(paths)} data files)",
                                   n, times, cpu, recorded, loads))
@@ -123,25 +138,30 @@ def run(quick: bool) -> str:
         "Tables of (id bigint, cat string, v double, s string, tenth int) written by `icefloe.impl.spark.write`, "
         "one data file per Spark partition, then every row with `tenth = 0` (10%) deleted merge-on-read by "
         f"`icefloe.impl.spark.delete` (its wall time: {'; '.join(notes)}). Query: `count(*), sum(id)`; `local[2]`; "
-        f"{warmup} unrecorded warm-up rounds, then the rounds given per row, the three sides in balanced orders. "
+        f"{warmup} unrecorded warm-up rounds, then the rounds given per row, the four sides in balanced orders. "
         f"Load average {load_at_start:.1f} at the start, {load_at_end:.1f} at the end (2 cores shared with other "
         "engineers' work). Ratios are the other side's median time / icefloe's (with deletes), with a bootstrap 95% "
         "interval: against Spark's plain read of the same files (no deletes applied; >= 0.8 is the goal) and "
         "against icefloe's own read of the same plan with `apply_deletes=False` (the cost of applying the deletes "
-        "alone). Phases: icefloe's read (deletes applied) as planning / building the DataFrame / the Spark job, "
+        "alone). The row index column: Spark's plain read of the same files with Spark's internal row index column read and a "
+        "filter on it that keeps every row (`_tmp_metadata_row_index >= 0`), against the plain read: the share of the "
+        "plain read's speed that any per-row row-index filter keeps in this Spark before it looks anything up. "
+        "Phases: icefloe's read (deletes applied) as planning / building the DataFrame / the Spark job, "
         "median ms over the recorded rounds. CPU: seconds of this process tree per read, icefloe / Spark plain / "
         "icefloe without deletes.",
         "",
         "| read | icefloe M rows/s | Spark plain M rows/s | vs Spark plain (95% CI) | icefloe, no deletes "
-        "M rows/s | vs no deletes (95% CI) | plan / build / job ms | CPU s | rounds | load |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "M rows/s | vs no deletes (95% CI) | Spark plain, row index read and filtered, vs Spark plain (95% CI) | "
+        "plan / build / job ms | CPU s | rounds | load |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *lines,
         "",
         "icefloe's read applies each file's deleted positions (its DV, or its position delete files, read on the "
-        "driver) as a row-index filter: the files with deletes in one scan, each row's file told by a CASE on "
-        "Spark's `_metadata.file_size` (files of equal size by path; none for a scan of one file), its word looked "
+        "driver) as a row-index filter: the files with deletes in one scan of links whose partition values give each "
+        "row its file's constants (impl/spark/linked_files.py: the first word of its deleted positions in one packed "
+        "bitset literal, how many rows the bitset covers; no `_metadata` struct, no CASE over files), its word looked "
         "up by its row index (Spark's internal `_tmp_metadata_row_index` column, probed once per session; else "
-        "`_metadata.row_index`) in one packed bitset literal, no join while the bitset stays under BITSET_WORDS_MAX words "
+        "`_metadata.row_index`), no join while the bitset stays under BITSET_WORDS_MAX words "
         "(native_read.py `_merge_by_files`, native_dvs.py). Where the time goes is in docs/spark.md "
         "(\"Merge-on-read speed\").",
     ])
