@@ -233,8 +233,9 @@ def test_a_file_column_named_like_sparks_row_index_column_is_never_read_as_the_r
     Python data source, exact. Method: a v3 table of 2 files of 3000 rows in row groups of
     700 whose column of that name holds no row index (i * 7 % 5), the column dropped (the
     files keep it), then rows deleted merge-on-read (DVs); reads against icefloe's scan;
-    then the guard (holds_row_index_column) disabled, with either row index: the rows are
-    wrong, so the guard is what keeps the read exact."""
+    positions_frame and the one scan matched by path (`_merge_by_rows`) refused too; then
+    the guard (holds_row_index_column) disabled, with either row index and by path: the rows
+    are wrong, so the guard is what keeps the read exact."""
     import pyarrow as pa
     import icefloe.impl.spark.native_dvs as DV
     from icefloe.impl.table import schema_evolution as SE
@@ -259,9 +260,18 @@ def test_a_file_column_named_like_sparks_row_index_column_is_never_read_as_the_r
                for p in table.tree.live_data_paths(table.current_snapshot()))
     with pytest.raises(NotNative):
         plan(spark, TABLE, opts, planning="local").to_dataframe()
+    with pytest.raises(NotNative):  # positions_frame (a Spark delete's first job): every file through the links
+        plan(spark, TABLE, opts, planning="local").positions_frame()
+    import icefloe.impl.spark.native_read as NR
+    with monkeypatch.context() as m:  # one scan matched by path (_merge_by_rows): `_metadata.row_index` there
+        m.setattr(NR, "MERGE_BRANCHES_MAX", 0)
+        with pytest.raises(NotNative):
+            plan(spark, TABLE, opts, planning="local").to_dataframe()
     df = read(spark, TABLE, opts)  # (Spark's Python data source: icefloe's scan per file)
     assert DV.ROW_INDEX_COLUMN not in df.columns and _ids(df) == want
     monkeypatch.setattr(DV, "holds_row_index_column", lambda paths, names: False)
     for internal in (True, False):  # the file's column read as the row index either way: wrong rows
         monkeypatch.setattr(DV, "internal_row_index", lambda spark, internal=internal: internal)
         assert _ids(plan(spark, TABLE, opts, planning="local").to_dataframe()) != want
+    monkeypatch.setattr(NR, "MERGE_BRANCHES_MAX", 0)  # and by path: `_metadata.row_index` is that column too
+    assert _ids(plan(spark, TABLE, opts, planning="local").to_dataframe()) != want
