@@ -39,10 +39,13 @@ def read(spark, table: str, options: dict | None = None, *, columns: list[str] |
     """Plan with icefloe, read with Spark's Parquet reader (native_read.read). `columns`
     selects columns by name, as Table.scan's and `icefloe scan --columns` do; on v3 tables
     they may name the row lineage columns `_row_id` and `_last_updated_sequence_number`
-    (lineage.py)."""
+    (lineage.py). A column of the table's own with one of those names is that column
+    (the spec reserves their field ids, not the names): the snapshot's schema decides."""
     from icefloe.impl.spark import lineage
-    if lineage.lineage_asked(columns):
-        return lineage.read(spark, table, options, columns=list(columns), **kwargs)
+    if lineage.lineage_asked(columns):  # by name only: load the schema read (one more catalog load)
+        target = lineage.read_target(table, options, **kwargs)
+        if lineage.lineage_asked(columns, target.schema):
+            return lineage.read(spark, table, options, columns=list(columns), target=target, **kwargs)
     from icefloe.impl.spark.native_read import read as native
     df = native(spark, table, options, **kwargs)
     if columns is None:

@@ -28,6 +28,12 @@ A table below v3 has no row lineage: asking for the columns is UnsupportedFormat
 naming them and the table's version, by impl/table's one check (scan.check_lineage_columns,
 as Table.scan and `icefloe scan --columns`). An incremental read with them is refused
 (SparkOptionError), as the CLI refuses it.
+
+Lineage is told by the schema the read reads (`read_target`), never by a name alone: a
+table's own column named `_row_id` or `_last_updated_sequence_number` (the spec reserves
+the field ids, not the names; docs/format.md) is that column, on any version. On v3,
+lineage asked beside such a column is SchemaMismatch naming it (producer.check_lineage_names):
+the two could not be told apart by name in Spark's frame.
 """
 from __future__ import annotations
 
@@ -35,13 +41,17 @@ import dataclasses
 
 import pyarrow as pa
 
+from icefloe.impl.format import types as T
 from icefloe.impl.format.manifest import ManifestContent
 from icefloe.impl.format.manifest_reader import Projection
+from icefloe.impl.format.metadata import Snapshot, TableMetadata
 from icefloe.impl.io.locations import canonical_location, comparable_location
 from icefloe.impl.table.files import LIVE, TreeReader
+from icefloe.impl.table import producer as P
 from icefloe.impl.table import scan as S
 from icefloe.impl.table.scan import (
-    LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID, ROW_ID_FIELD_ID, lineage_schema,
+    LAST_UPDATED_SEQUENCE_NUMBER, LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID, LINEAGE_COLUMNS, ROW_ID, ROW_ID_FIELD_ID,
+    lineage_schema,
 )
 from icefloe.impl.spark.native_read import FILE, POS, NativeScan
 from icefloe.impl.spark.options import SparkOptionError
@@ -49,9 +59,43 @@ from icefloe.impl.spark.options import SparkOptionError
 FIRST, SEQ, KNOWN = "__icefloe_first_row_id", "__icefloe_data_seq", "__icefloe_known"
 
 
-def lineage_asked(columns) -> list[str]:
-    """The row lineage columns among `columns` (None: none)."""
-    return S.lineage_asked(columns)
+def lineage_asked(columns, schema: T.Schema | None = None) -> list[str]:
+    """The row lineage columns among `columns` (None: none); a name `schema` holds as a
+    column of its own is that column, not lineage (scan.lineage_asked). Without `schema`,
+    the names that may be lineage: the read's schema decides (`read_target`)."""
+    return S.lineage_asked(columns, schema)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadTarget:
+    """What a native read of a table reads: the table's metadata (its format version
+    decides whether lineage exists), the snapshot and that snapshot's schema, chosen as
+    native_read.plan chooses them (time travel options and keywords; an incremental read's
+    end snapshot)."""
+    metadata: TableMetadata
+    snapshot: Snapshot | None
+    schema: T.Schema
+
+
+TRAVEL_KEYWORDS = (("snapshot_id", "snapshot-id"), ("as_of_timestamp", "as-of-timestamp"), ("tag", "tag"),
+                   ("branch", "branch"))
+
+
+def read_target(path: str, options: dict | None = None, **kwargs) -> ReadTarget:
+    """The ReadTarget of `read(spark, path, options, **kwargs)`, loaded on the driver before
+    the read is routed: whether `_row_id` is lineage or a column of the table's depends on
+    the schema read."""
+    from icefloe.impl.spark.options import table_ref
+    from icefloe.impl.spark.reader import select_snapshot
+    opts = dict(options or {})
+    for keyword, key in TRAVEL_KEYWORDS:  # as native_read.plan folds them in
+        if kwargs.get(keyword) is not None:
+            opts[key] = str(kwargs[keyword])
+    _, metadata, snapshot = select_snapshot(table_ref(opts, path))
+    if kwargs.get("start_snapshot_id") is not None or kwargs.get("end_snapshot_id") is not None:
+        end = kwargs.get("end_snapshot_id")  # native_read._incremental reads the end's schema
+        snapshot = metadata.current_snapshot() if end is None else metadata.snapshot_by_id(end)
+    return ReadTarget(metadata, snapshot, S.snapshot_schema(metadata, snapshot))
 
 
 def first_row_ids(io, snapshot, paths: list[str]) -> dict[str, int | None]:
@@ -84,9 +128,12 @@ def with_lineage(scan: NativeScan, snapshot, positions: bool = False):
     if base.field_by_id(ROW_ID_FIELD_ID) is None:
         base_fields = base.fields
         lscan = dataclasses.replace(scan, schema=lineage_schema(base))
-    else:  # already carries them
-        base_fields = tuple(f for f in base.fields if f.name not in LINEAGE_COLUMNS)
+    else:  # already carries them (by their reserved ids)
+        base_fields = tuple(f for f in base.fields
+                            if f.field_id not in (ROW_ID_FIELD_ID, LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID))
         lscan = scan
+    # a column of the table's named like a lineage column could not be told from it below
+    P.check_lineage_names(T.Schema(base_fields))
     paths = scan.plan.column("file_path").to_pylist()
     if not paths:  # _frame's empty frame has FILE and POS only
         from pyspark.sql import types as ST
@@ -118,20 +165,23 @@ def with_lineage(scan: NativeScan, snapshot, positions: bool = False):
     return df.select(*out)
 
 
-def read(spark, path: str, options: dict | None = None, *, columns: list[str], **kwargs):
-    """The native read of `columns`, row lineage columns among them (docs/spark.md)."""
+def read(spark, path: str, options: dict | None = None, *, columns: list[str], target: ReadTarget | None = None,
+         **kwargs):
+    """The native read of `columns`, row lineage columns among them (docs/spark.md).
+    `target`: the read's `read_target`, when the caller has loaded it."""
     from icefloe.impl.spark.native_read import plan
     from icefloe.impl.spark.options import table_ref
     from icefloe.impl.spark.reader import select_snapshot
-    asked = lineage_asked(columns)
-    assert asked, "read() goes here only for the lineage columns"
     opts = dict(options or {})
-    _, metadata, _ = select_snapshot(table_ref(opts, path))
+    target = target or read_target(path, opts, **kwargs)
+    metadata = target.metadata
     # below v3 UnsupportedFormatVersion, as Table.scan and the CLI (incremental or not)
-    S.check_lineage_columns(metadata, columns)
+    asked = S.check_lineage_columns(metadata, columns, target.schema)
+    assert asked, "read() goes here only for the lineage columns"
     if kwargs.get("start_snapshot_id") is not None or kwargs.get("end_snapshot_id") is not None:
         raise SparkOptionError(f"{', '.join(asked)} in an incremental read is not supported: read the snapshot "
                                "(snapshot_id) and select the rows you need")
+    P.check_lineage_names(target.schema)  # v3 here: lineage beside a column of its name (before planning)
     scan = plan(spark, path, opts, **kwargs)
     snapshot = None if scan.snapshot_id is None else metadata.snapshot_by_id(scan.snapshot_id)
     if scan.snapshot_id is not None and snapshot is None:  # committed after we looked: look again
@@ -145,4 +195,4 @@ def read(spark, path: str, options: dict | None = None, *, columns: list[str], *
     return with_lineage(scan, snapshot).select(*[f"`{c}`" for c in columns])
 
 
-__all__ = ["read", "with_lineage", "first_row_ids", "lineage_asked"]
+__all__ = ["read", "read_target", "ReadTarget", "with_lineage", "first_row_ids", "lineage_asked"]

@@ -7,6 +7,11 @@ tables with many manifests), rewrite each partition's small files into one file 
 driver whose starting snapshot is the one planned at: the rewritten files must still be
 live and no delete may have been added against them since (apache/iceberg #10312). The
 new files live under the job prefix and get the job cleanup rules (job.py).
+
+On v3 rows keep their lineage (spec "Row Lineage"); a table column named `_row_id` or
+`_last_updated_sequence_number` is then SchemaMismatch naming it before the rewrite job,
+nothing committed (producer.check_lineage_names, as Table.rewrite_files): the executors
+would get a schema with two fields of one name. Below v3 such a column is data.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from icefloe.impl.format.metadata import MAIN_BRANCH
 from icefloe.impl.format.transforms import partition_spec_from_json, partition_spec_to_json
 from icefloe.impl.format.parquet import write_data_file
 from icefloe.impl.outcomes import Committed
+from icefloe.impl.table import producer as P
 from icefloe.impl.table import scan as S
 from icefloe.impl.table.deletes import DeleteReader
 from icefloe.impl.table.env import partition_path_of
@@ -97,8 +103,11 @@ def compact(spark, path_or_ref, options: dict | None = None, *, branch: str = MA
     removed = [t.data_file for ts in chosen for t in ts]
     added = []
     if chosen:
-        schema = S.snapshot_schema(metadata, start)
+        # the table's schema, as Table.rewrite_files writes (rows are read by field id): a
+        # column renamed since the branch's last snapshot is written under its new name
+        schema = metadata.schema()
         if metadata.format_version >= 3:  # rows keep _row_id and their sequence number (spec "Row Lineage")
+            P.check_lineage_names(schema)  # not beside a column of the same name: refused before the job
             schema = S.lineage_schema(schema)
         schema_json = T.schema_to_json(schema)
         spec_json = partition_spec_to_json(metadata.spec())  # every chosen group has the default spec

@@ -14,6 +14,11 @@ double column); anything else is SchemaMismatch naming the column, a null for a 
 column fails the job. Refused by name before any Spark job, nothing committed: an unknown
 or nested column, a row lineage column, a non-primitive column (InvalidArgument), a bad
 expression (SparkOptionError), merge-on-read on a v1 table (UnsupportedFormatVersion).
+A column of the table's own named `_row_id` or `_last_updated_sequence_number` is that
+column (the spec reserves the field ids, not the names): set and kept as any other on
+v1/v2; on v3 an update that matches rows is SchemaMismatch naming it before any rows are
+written (producer.check_lineage_names: the moved rows' lineage would take its name), as
+Table.update refuses it.
 A partition source column may be set: the updated rows are written in their new
 partitions, as the table's writers write them.
 
@@ -129,13 +134,15 @@ class RewriteForUpdate(P.FileChange):
 
 def check_set(schema: T.Schema, assignments: Mapping[str, Any]) -> None:
     """InvalidArgument naming the column, as row_updates.check_assignments names it (the
-    values are checked by Spark's analysis, `_assigned`)."""
+    values are checked by Spark's analysis, `_assigned`). A name the schema holds as a
+    column of its own (a v1/v2 table's `_row_id`, say) is that column, not lineage."""
     if not assignments:
         raise InvalidArgument("an update sets at least one column")
     if len(assignments) > ASSIGNMENTS_MAX:
         raise InvalidArgument(f"an update sets at most {ASSIGNMENTS_MAX} columns, not {len(assignments)}")
+    names = {f.name for f in schema.fields}
     for name in assignments:
-        if name in LINEAGE_COLUMNS:
+        if name in LINEAGE_COLUMNS and name not in names:
             raise InvalidArgument(f"{name} is a row lineage column: readers derive it, an update cannot set it")
         f = schema.field_by_name(name) if "." not in name else None
         if f is None or f not in schema.fields:
@@ -260,13 +267,15 @@ def update(spark, path: str, options: dict | None = None, *, set: Mapping[str, A
     found = ND._matched_positions(scan)  # Spark job 1: (file, row index) of each matching row
     if not found:
         return require_committed(Committed(None, 0, table.metadata_location))  # nothing to do (5.4)
+    lineage = metadata.format_version >= 3
+    if lineage:  # rows move with their lineage: not beside a column of its name (as Table.update)
+        P.check_lineage_names(schema)
     expr = scan.row_filter
     tasks = [t for t in plan_files(TreeReader(table.io), metadata, snapshot, expr, snapshot_schema(metadata, snapshot))
              if comparable_location(t.data_file.file_path) in found]
     touched_paths = pa.array([t.data_file.file_path for t in tasks], pa.string())
     keep = pc.is_in(scan.plan.column("file_path"), value_set=touched_paths)
     touched = dataclasses.replace(scan, plan=scan.plan.filter(keep))
-    lineage = metadata.format_version >= 3
     write_schema = lineage_schema(schema) if lineage else schema
     copy_on_write = mode == COPY_ON_WRITE
     frame = _rows_to_write(touched, snapshot, schema, assigned, lineage, all_rows=copy_on_write)
