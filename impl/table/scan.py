@@ -29,6 +29,7 @@ from icefloe.impl.io.base import ObjectStore
 from icefloe.impl.format.integrity import CorruptMetadata
 from icefloe.impl.outcomes import IcefloeError, require
 from icefloe.impl.io.locations import comparable_location
+from icefloe.impl.table.append_schema import SchemaMismatch
 from icefloe.impl.table.deletes import (
     DeleteReader, deletion_vector_applies, equality_delete_applies, position_delete_applies,
 )
@@ -82,6 +83,11 @@ def check_lineage_columns(metadata: TableMetadata, columns, schema: T.Schema | N
         raise UnsupportedFormatVersion(f"{', '.join(asked)}: row lineage needs format v{LINEAGE_FORMAT_VERSION_MIN}; "
                                        f"the table at {metadata.location} is v{version} "
                                        f"(upgrade it: icefloe upgrade TABLE {steps})")
+    clash = [f.name for f in (schema.fields if schema is not None and asked else ()) if f.name in LINEAGE_COLUMNS]
+    if clash:  # the lineage columns are read beside the table's: two columns of one name
+        raise SchemaMismatch(f"{', '.join(asked)}: the table has a column named {', '.join(map(repr, clash))}, "
+                             "the name of a row lineage column, so the lineage columns cannot be read beside it "
+                             "(rename it first)")
     return asked
 
 

@@ -272,3 +272,25 @@ def test_a_schema_using_a_reserved_field_id_is_refused(version):
     table = _table(stack, version, edge, name="edge")
     with pytest.raises(InvalidArgument, match="column 'y' has field id 2147483448"):
         _run(table, SE.add_column_change("y", "long"))
+
+
+def test_v3_lineage_asked_beside_a_user_column_of_a_lineage_name_is_refused_by_name():
+    """Goal: on a v3 table with a column of its own named `_row_id` (and none named
+    `_last_updated_sequence_number`), `columns=["_row_id"]` is that column, and asking for
+    `_last_updated_sequence_number` (lineage) is SchemaMismatch naming both, before any
+    file is read: the two lineage columns would be read beside the table's under the same
+    name (it was an ArrowInvalid from deep in the read). Method: Table.scan and the
+    streamed scan_batches (the CLI's) with each set of columns."""
+    arrow = pa.schema([pa.field("id", pa.int64()), pa.field(ROW_ID, pa.string())])
+    table = _table(memory_stack(), 3, T.schema_from_arrow(arrow))
+    require_committed(table.append(pa.table({"id": [1, 2], ROW_ID: ["u1", "u2"]}, schema=arrow)))
+    assert sorted(table.scan(columns=["id", ROW_ID]).column(ROW_ID).to_pylist()) == ["u1", "u2"]
+    want = (f"{SEQ}: the table has a column named '{ROW_ID}', the name of a row lineage column, so the lineage "
+            "columns cannot be read beside it (rename it first)")
+    from icefloe.impl.table import scan as S
+    streamed = lambda: list(S.scan_batches(table.io, table.metadata, table.current_snapshot(),  # noqa: E731
+                                           columns=["id", SEQ]))  # (the CLI's streamed scan)
+    for read in (lambda: table.scan(columns=["id", SEQ]), streamed):
+        with pytest.raises(SchemaMismatch) as e:
+            read()
+        assert str(e.value) == want
