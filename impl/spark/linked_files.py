@@ -30,6 +30,7 @@ import tempfile
 import threading
 
 from icefloe.impl.io.locations import canonical_location, local_path
+from icefloe.impl.spark.transforms_sql import NotNative
 
 LINKS_DIR_CONF = "spark.icefloe.linksDir"  # where the links root is made (a directory the executors see); default: the temp dir
 _ROOTS: dict[str, str] = {}  # Spark application id -> its links root
@@ -68,9 +69,13 @@ def linked(spark, paths: list[str], constants: list[dict[str, int]]) -> tuple[li
     links = []
     for path, values in zip(paths, constants, strict=True):
         folder = os.path.join(root, *(f"{name}={int(value)}" for name, value in values.items()))
-        os.makedirs(folder, exist_ok=True)
         target = os.path.abspath(local_path(path))
         where = os.path.join(folder, hashlib.sha1(canonical_location(path).encode()).hexdigest() + ".parquet")
-        _link(target, where)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            _link(target, where)
+        except OSError as e:  # (read() then falls back to the Python data source)
+            raise NotNative(f"the merge-on-read's links cannot be made under {root} ({e}); name a directory "
+                            f"where they can in the session's {LINKS_DIR_CONF}, or read with format('icefloe')") from None
         links.append(where)
     return links, root

@@ -57,3 +57,20 @@ def test_the_links_root_is_made_where_the_session_says(spark, tmp_path, monkeypa
         spark.conf.unset(LF.LINKS_DIR_CONF)
     assert os.path.dirname(base) == str(shared) and links[0].startswith(base + os.sep)
     LF.remove(base)
+
+
+def test_links_that_cannot_be_made_are_not_native(spark, tmp_path, monkeypatch):
+    """Goal: where the links cannot be made (a file system without symbolic links, a
+    directory not writable), linked() says so as NotNative naming the conf to set, so that
+    `read()` falls back to the Python data source (test_spark_mor_read.py). Method: os.symlink made
+    to fail with PermissionError."""
+    from icefloe.impl.spark.transforms_sql import NotNative
+    monkeypatch.setattr(LF, "_ROOTS", {})
+    (tmp_path / "f.parquet").write_bytes(b"PAR1")
+
+    def refused(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(LF.os, "symlink", refused)
+    with pytest.raises(NotNative, match=LF.LINKS_DIR_CONF.replace(".", r"\.")):
+        LF.linked(spark, [f"file://{tmp_path / 'f.parquet'}"], [{"__icefloe_idx": 0}])
+    LF.remove(next(iter(LF._ROOTS.values())))

@@ -275,3 +275,28 @@ def test_a_file_column_named_like_sparks_row_index_column_is_never_read_as_the_r
         assert _ids(plan(spark, TABLE, opts, planning="local").to_dataframe()) != want
     monkeypatch.setattr(NR, "MERGE_BRANCHES_MAX", 0)  # and by path: `_metadata.row_index` is that column too
     assert _ids(plan(spark, TABLE, opts, planning="local").to_dataframe()) != want
+
+
+def test_a_read_whose_links_cannot_be_made_falls_back_to_the_data_source(spark, opts, monkeypatch):
+    """Goal: where the merge-on-read's links cannot be made (linked_files.py: a file system
+    without symbolic links, a directory not writable), the native plan says NotNative and
+    `read()` falls back to the Python data source, exact, rather than fail or drop the
+    deletes. Method: a v3 table with DVs, a fresh links root, os.symlink made to fail;
+    the ids against icefloe's scan."""
+    import icefloe.impl.spark.linked_files as LF
+    table = _table(opts, 3, monkeypatch)
+    require_committed(table.delete(f"id in ({', '.join(map(str, DELETED[:5]))})", mode="merge-on-read"))
+    table = open_table(opts)
+    want = sorted(table.scan().column("id").to_pylist())
+    assert len(want) == FILES * ROWS_PER_FILE - 5
+    fresh: dict = {}
+    monkeypatch.setattr(LF, "_ROOTS", fresh)
+
+    def refused(*args, **kwargs):
+        raise PermissionError(1, "Operation not permitted")
+    monkeypatch.setattr(LF.os, "symlink", refused)
+    with pytest.raises(NotNative):
+        plan(spark, TABLE, opts, planning="local").to_dataframe()
+    assert _ids(read(spark, TABLE, opts)) == want
+    for root in fresh.values():  # (this test's root only)
+        LF.remove(root)
