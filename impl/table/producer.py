@@ -41,7 +41,7 @@ from icefloe.impl.table.validation import (
 from icefloe.impl.format.types import FIELD_ID_KEY
 from icefloe.impl.table.append_schema import SchemaMismatch
 from icefloe.impl.table.scan import (
-    LINEAGE_COLUMNS, ROW_ID_FIELD_ID, LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID, lineage_schema, plan_files, read_task,
+    ROW_ID_FIELD_ID, LAST_UPDATED_SEQUENCE_NUMBER_FIELD_ID, lineage_named, lineage_schema, plan_files, read_task,
 )
 from icefloe.impl.table.superseding import delete_key, supersede
 
@@ -77,7 +77,7 @@ def check_lineage_names(schema) -> None:
     with two fields of one name, which Schema refuses). Neither the spec (it reserves the
     field ids) nor Java reserves the names when a table is created, evolved or upgraded,
     so the refusal comes here, when rows are to be moved."""
-    clash = [f"{f.name!r} (field id {f.field_id})" for f in schema.fields if f.name in LINEAGE_COLUMNS]
+    clash = [f"{f.name!r} (field id {f.field_id})" for f in lineage_named(schema)]
     if clash:
         several = len(clash) > 1
         raise SchemaMismatch(f"{'columns' if several else 'column'} {' and '.join(clash)} "
@@ -357,7 +357,7 @@ class DeleteWhere(FileChange):
         rewritten: list[DataFile] = []
         # On v3 a column named like a lineage column refuses only rows that move: a file
         # dropped whole moves none (check_lineage_names, below).
-        clash = c.base.format_version >= 3 and any(f.name in LINEAGE_COLUMNS for f in schema.fields)
+        clash = c.base.format_version >= 3 and bool(lineage_named(schema))
         read_schema = schema if clash else lineage_schema_of(c, schema)
         for task in plan_files(c.tree, c.base, start, self.row_filter, schema):
             rows = read_task(c.io, task, read_schema, deletes, NM.of(c.base.properties))

@@ -69,6 +69,13 @@ def lineage_asked(columns, schema: T.Schema | None = None) -> list[str]:
             and (schema is None or schema.field_by_name(c) is None)]
 
 
+def lineage_named(schema: T.Schema) -> list[T.NestedField]:
+    """The top-level columns of `schema` named like a row lineage column: a table's own
+    columns (lineage is told by its reserved field ids), which the lineage columns cannot
+    be read or written beside under the same name."""
+    return [f for f in schema.fields if f.name in LINEAGE_COLUMNS]
+
+
 def check_lineage_columns(metadata: TableMetadata, columns, schema: T.Schema | None = None) -> list[str]:
     """The row lineage columns `columns` asks for (`lineage_asked`); if it asks for any on a
     table below v3, UnsupportedFormatVersion naming them and the table's format version: no
@@ -83,7 +90,7 @@ def check_lineage_columns(metadata: TableMetadata, columns, schema: T.Schema | N
         raise UnsupportedFormatVersion(f"{', '.join(asked)}: row lineage needs format v{LINEAGE_FORMAT_VERSION_MIN}; "
                                        f"the table at {metadata.location} is v{version} "
                                        f"(upgrade it: icefloe upgrade TABLE {steps})")
-    clash = [f.name for f in (schema.fields if schema is not None and asked else ()) if f.name in LINEAGE_COLUMNS]
+    clash = [f.name for f in lineage_named(schema)] if schema is not None and asked else []
     if clash:  # the lineage columns are read beside the table's: two columns of one name
         raise SchemaMismatch(f"{', '.join(asked)}: the table has a column named {', '.join(map(repr, clash))}, "
                              "the name of a row lineage column, so the lineage columns cannot be read beside it "
