@@ -67,9 +67,9 @@ from icefloe.impl.outcomes import Committed, Conflict, InvalidArgument, Outcome,
 from icefloe.impl.table import producer as P
 from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.row_deletes import DV_FORMAT_VERSION_MIN
-from icefloe.impl.table.row_updates import ASSIGNMENTS_MAX
+from icefloe.impl.table.row_updates import assigned_columns
 from icefloe.impl.table.scan import (
-    LAST_UPDATED_SEQUENCE_NUMBER, LINEAGE_COLUMNS, ROW_ID, lineage_schema, plan_files, snapshot_schema,
+    LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, lineage_schema, plan_files, snapshot_schema,
 )
 from icefloe.impl.table.table import COPY_ON_WRITE, MERGE_ON_READ
 from icefloe.impl.table.validation import (
@@ -136,20 +136,7 @@ def check_set(schema: T.Schema, assignments: Mapping[str, Any]) -> None:
     """InvalidArgument naming the column, as row_updates.check_assignments names it (the
     values are checked by Spark's analysis, `_assigned`). A name the schema holds as a
     column of its own (a v1/v2 table's `_row_id`, say) is that column, not lineage."""
-    if not assignments:
-        raise InvalidArgument("an update sets at least one column")
-    if len(assignments) > ASSIGNMENTS_MAX:
-        raise InvalidArgument(f"an update sets at most {ASSIGNMENTS_MAX} columns, not {len(assignments)}")
-    names = {f.name for f in schema.fields}
-    for name in assignments:
-        if name in LINEAGE_COLUMNS and name not in names:
-            raise InvalidArgument(f"{name} is a row lineage column: readers derive it, an update cannot set it")
-        f = schema.field_by_name(name) if "." not in name else None
-        if f is None or f not in schema.fields:
-            nested = " (a column inside a struct, list or map cannot be set)" if "." in name else ""
-            raise InvalidArgument(f"no top-level column {name!r} in the table's schema{nested}")
-        if not isinstance(f.type, T.PrimitiveType):
-            raise InvalidArgument(f"{name} is a {f.type}; an update sets primitive columns only")
+    assigned_columns(schema, assignments)
 
 
 def _castable(src, dst) -> bool:
@@ -181,9 +168,10 @@ def _assigned(spark, schema: T.Schema, read_schema, assignments: Mapping[str, An
         found = probe.select(*[c.alias(f"__set{k}") for k, c in enumerate(columns.values())]).schema.fields
     except Exception as e:  # Spark's AnalysisException / ParseException: the user's expression
         raise SparkOptionError(f"set {sorted(columns)}: {type(e).__name__}: {str(e).splitlines()[0]}") from None
+    top = assigned_columns(schema, assignments)  # (checked already: check_set)
     out = {}
     for (name, column), got in zip(columns.items(), found):
-        f = schema.field_by_name(name)
+        f = top[name]
         target = spark_type(f.type)
         if f.required and got.dataType.simpleString() == "void":
             raise InvalidArgument(f"{name} is required; it cannot be set to null")

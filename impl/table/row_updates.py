@@ -43,27 +43,40 @@ from icefloe.impl.table.scan import (  # ROW_ID: named by the v3-update-new-row-
 ASSIGNMENTS_MAX = 1_000  # columns one update may set: a bound on a caller's list, far above any schema's use
 
 
-def check_assignments(schema: T.Schema, assignments: Mapping[str, Any]) -> dict[int, Any]:
-    """Field id -> JSON single value for each `column = value`, checked against `schema`:
-    InvalidArgument naming the column for an unknown or nested column, a lineage column
-    (readers derive them; a writer never sets them), a null for a required column or a
-    value that is not of the column's type. A name the schema holds as a column of its own
-    (a v1/v2 table's `_row_id`, say) is that column, not lineage."""
-    if not assignments:
+def assigned_columns(schema: T.Schema, names) -> dict[str, T.NestedField]:
+    """Name -> column of `schema` for each column an update sets (`names`): InvalidArgument
+    naming the column for none or too many, an unknown or nested column, a lineage column
+    (readers derive them; a writer never sets them) or a non-primitive one. A name the
+    schema holds as a column of its own (a v1/v2 table's `_row_id`, say) is that column,
+    not lineage. The one check of Table.update and Spark's update (native_update)."""
+    names = list(names)
+    if not names:
         raise InvalidArgument("an update sets at least one column")
-    if len(assignments) > ASSIGNMENTS_MAX:
-        raise InvalidArgument(f"an update sets at most {ASSIGNMENTS_MAX} columns, not {len(assignments)}")
-    out: dict[int, Any] = {}
-    names = {f.name: f for f in schema.fields}
-    for name, value in assignments.items():
-        if name in LINEAGE_COLUMNS and name not in names:
+    if len(names) > ASSIGNMENTS_MAX:
+        raise InvalidArgument(f"an update sets at most {ASSIGNMENTS_MAX} columns, not {len(names)}")
+    top = {f.name: f for f in schema.fields}
+    out = {}
+    for name in names:
+        if name in LINEAGE_COLUMNS and name not in top:
             raise InvalidArgument(f"{name} is a row lineage column: readers derive it, an update cannot set it")
-        f = names.get(name)
+        f = top.get(name)
         if f is None:
             nested = " (a column inside a struct, list or map cannot be set)" if "." in name else ""
             raise InvalidArgument(f"no top-level column {name!r} in the table's schema{nested}")
         if not isinstance(f.type, T.PrimitiveType):
             raise InvalidArgument(f"{name} is a {f.type}; an update sets primitive columns only")
+        out[name] = f
+    return out
+
+
+def check_assignments(schema: T.Schema, assignments: Mapping[str, Any]) -> dict[int, Any]:
+    """Field id -> JSON single value for each `column = value`, checked against `schema`:
+    the columns by `assigned_columns`, then InvalidArgument naming the column for a null
+    for a required column or a value that is not of the column's type."""
+    columns = assigned_columns(schema, assignments)
+    out: dict[int, Any] = {}
+    for name, value in assignments.items():
+        f = columns[name]
         if value is None and f.required:
             raise InvalidArgument(f"{name} is required; it cannot be set to null")
         try:
