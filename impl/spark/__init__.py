@@ -42,9 +42,10 @@ def read(spark, table: str, options: dict | None = None, *, columns: list[str] |
     (lineage.py). A column of the table's own with one of those names is that column
     (the spec reserves their field ids, not the names): the snapshot's schema decides."""
     from icefloe.impl.spark import lineage
-    if lineage.lineage_asked(columns):  # by name only: load the schema read (one more catalog load)
+    from icefloe.impl.table.scan import lineage_asked
+    if lineage_asked(columns):  # by name only: load the schema read (one more catalog load)
         target = lineage.read_target(table, options, **kwargs)
-        if lineage.lineage_asked(columns, target.schema):
+        if lineage_asked(columns, target.schema):
             return lineage.read(spark, table, options, columns=list(columns), target=target, **kwargs)
     from icefloe.impl.spark.native_read import read as native
     df = native(spark, table, options, **kwargs)

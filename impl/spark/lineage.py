@@ -32,8 +32,9 @@ as Table.scan and `icefloe scan --columns`). An incremental read with them is re
 Lineage is told by the schema the read reads (`read_target`), never by a name alone: a
 table's own column named `_row_id` or `_last_updated_sequence_number` (the spec reserves
 the field ids, not the names; docs/format.md) is that column, on any version. On v3,
-lineage asked beside such a column is SchemaMismatch naming it (producer.check_lineage_names):
-the two could not be told apart by name in Spark's frame.
+lineage asked beside such a column is SchemaMismatch naming it (scan.check_lineage_columns,
+before planning; producer.check_lineage_names in with_lineage): the two could not be told
+apart by name in Spark's frame.
 """
 from __future__ import annotations
 
@@ -57,13 +58,6 @@ from icefloe.impl.spark.native_read import FILE, POS, NativeScan
 from icefloe.impl.spark.options import SparkOptionError
 
 FIRST, SEQ, KNOWN = "__icefloe_first_row_id", "__icefloe_data_seq", "__icefloe_known"
-
-
-def lineage_asked(columns, schema: T.Schema | None = None) -> list[str]:
-    """The row lineage columns among `columns` (None: none); a name `schema` holds as a
-    column of its own is that column, not lineage (scan.lineage_asked). Without `schema`,
-    the names that may be lineage: the read's schema decides (`read_target`)."""
-    return S.lineage_asked(columns, schema)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -175,13 +169,13 @@ def read(spark, path: str, options: dict | None = None, *, columns: list[str], t
     opts = dict(options or {})
     target = target or read_target(path, opts, **kwargs)
     metadata = target.metadata
-    # below v3 UnsupportedFormatVersion, as Table.scan and the CLI (incremental or not)
+    # below v3 UnsupportedFormatVersion, as Table.scan and the CLI (incremental or not); on
+    # v3 lineage beside a column of its name SchemaMismatch: before planning
     asked = S.check_lineage_columns(metadata, columns, target.schema)
     assert asked, "read() goes here only for the lineage columns"
     if kwargs.get("start_snapshot_id") is not None or kwargs.get("end_snapshot_id") is not None:
         raise SparkOptionError(f"{', '.join(asked)} in an incremental read is not supported: read the snapshot "
                                "(snapshot_id) and select the rows you need")
-    P.check_lineage_names(target.schema)  # v3 here: lineage beside a column of its name (before planning)
     scan = plan(spark, path, opts, **kwargs)
     snapshot = None if scan.snapshot_id is None else metadata.snapshot_by_id(scan.snapshot_id)
     if scan.snapshot_id is not None and snapshot is None:  # committed after we looked: look again
@@ -195,4 +189,4 @@ def read(spark, path: str, options: dict | None = None, *, columns: list[str], t
     return with_lineage(scan, snapshot).select(*[f"`{c}`" for c in columns])
 
 
-__all__ = ["read", "read_target", "ReadTarget", "with_lineage", "first_row_ids", "lineage_asked"]
+__all__ = ["read", "read_target", "ReadTarget", "with_lineage", "first_row_ids"]
