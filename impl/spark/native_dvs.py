@@ -143,9 +143,7 @@ def _packed_literal(spark, words: np.ndarray):
         packed = _packed_from_file(jvm, gateway, words)
         if packed is None:
             buffer = jvm.java.nio.ByteBuffer.wrap(bytearray(words.astype("<i8").tobytes()))
-            array = gateway.new_array(gateway.jvm.long, len(words))
-            buffer.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(array)
-            packed = jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData.fromPrimitiveArray(array)
+            packed = _unsafe_longs(jvm, gateway, buffer, len(words))
         types = jvm.org.apache.spark.sql.types.DataTypes
         literal = jvm.org.apache.spark.sql.catalyst.expressions.Literal(
             packed, types.createArrayType(types.LongType, False))
@@ -181,13 +179,18 @@ def _packed_from_file(jvm, gateway, words: np.ndarray):
         if buffer.hasRemaining():
             return None
         buffer.flip()
-        array = gateway.new_array(gateway.jvm.long, len(words))
-        buffer.order(nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(array)
-        return jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData.fromPrimitiveArray(array)
+        return _unsafe_longs(jvm, gateway, buffer, len(words))
     except Exception:  # noqa: BLE001 (any failure: the byte string through py4j, the same words)
         return None
     finally:
         os.unlink(where)
+
+
+def _unsafe_longs(jvm, gateway, buffer, n: int):
+    """The `n` little-endian longs of a JVM ByteBuffer as an UnsafeArrayData."""
+    array = gateway.new_array(gateway.jvm.long, n)
+    buffer.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(array)
+    return jvm.org.apache.spark.sql.catalyst.expressions.UnsafeArrayData.fromPrimitiveArray(array)
 
 
 def kept_by_bitset(row_index: str, bits, word: str, rows: str):
@@ -249,16 +252,14 @@ def holds_row_index_column(paths: list[str], names) -> bool:
     too (it reads that field through this column), whether columns are matched by field id
     or by name, and refuses `_metadata.row_index` beside a table column of that name: the
     merge-on-read refuses such files (NotNative) rather than read another column as the
-    row index (tests/spark/test_spark_mor_read.py). A footer read per file, eight at a time."""
-    from concurrent.futures import ThreadPoolExecutor
+    row index (tests/spark/test_spark_mor_read.py). A footer read per file, on the driver's
+    footer threads (footers.driver_pool)."""
     import pyarrow.parquet as pq
     from icefloe.impl.io.locations import local_path
+    from icefloe.impl.spark.footers import driver_pool
     if any(n.lower() == ROW_INDEX_COLUMN for n in names):
         return True
 
     def holds(path: str) -> bool:
         return any(n.lower() == ROW_INDEX_COLUMN for n in pq.read_schema(local_path(path)).names)
-    if len(paths) <= 8:
-        return any(map(holds, paths))
-    with ThreadPoolExecutor(8) as pool:
-        return any(pool.map(holds, paths))
+    return any(list(driver_pool().map(holds, paths)))  # (every footer read before any() returns)

@@ -60,6 +60,7 @@ from icefloe.impl.spark import name_mapped as NMS
 from icefloe.impl.spark import native_dvs as DV
 from icefloe.impl.spark import planning as PL
 from icefloe.impl.spark import sql_filters as SF
+from icefloe.impl.spark.footers import driver_pool
 from icefloe.impl.spark.native_write import FIELD_ID, spark_type
 from icefloe.impl.spark.options import SparkOptionError, table_ref
 from icefloe.impl.spark.reader import select_snapshot
@@ -75,9 +76,10 @@ BROADCAST_ROWS_MAX = 4_000_000  # equality delete rows joined by broadcast
 
 
 def _union(frames):
+    """The frames one after another, columns matched by name."""
     df = frames[0]
     for other in frames[1:]:
-        df = df.union(other)
+        df = df.unionByName(other)
     return df
 
 
@@ -135,10 +137,7 @@ class NativeScan:
             frames.append(df.select("*", *extra) if extra else df)
         for layout, group in sorted(mapped.items()):
             frames.append(NMS.mapped_frame(self.spark, group, layout, self.schema.fields, extra))
-        df = frames[0]
-        for other in frames[1:]:
-            df = df.unionByName(other)
-        return df
+        return _union(frames)
 
     def to_dataframe(self):
         """The rows of the plan as a Spark DataFrame (deletes applied, filter applied)."""
@@ -175,9 +174,7 @@ class NativeScan:
             if positions:
                 return self.spark.createDataFrame([], f"{FILE} string, {POS} long")
             return self.spark.createDataFrame([], self.read_schema())
-        df = frames[0]
-        for other in frames[1:]:
-            df = df.unionByName(other)
+        df = _union(frames)
         if not isinstance(self.row_filter, E.AlwaysTrue):
             try:
                 df = df.filter(SF.to_column(E.bind(self.row_filter, self.schema)))
@@ -227,8 +224,10 @@ class NativeScan:
         _refuse_row_index_column(paths, self.schema)
         reader = DeleteReader(self.io)
         deleted = DV.read_positions(reader, self.deletes, dv_list)
-        # each position delete file read once, eight at a time (Parquet decoding leaves the GIL)
-        _read_all(reader.position_arrays, [self.deletes[i][2] for i in sorted({i for f in pos_lists for i in f or ()})])
+        # each position delete file read once, on the driver's footer threads (Parquet decoding
+        # leaves the GIL), before the files' positions are merged below
+        list(driver_pool().map(reader.position_arrays,
+                               [self.deletes[i][2] for i in sorted({i for f in pos_lists for i in f or ()})]))
         for k, (path, found) in enumerate(zip(paths, pos_lists)):
             if found:  # (never beside a DV: native_dvs.attach empties the list where one applies)
                 deleted[k] = reader.merged_positions([self.deletes[i][2] for i in found], path)
@@ -278,9 +277,7 @@ class NativeScan:
             if by_case:
                 kept.append(f"{_file_of(group, number)} as {FILE}")
             frames.append(frame.selectExpr(*kept))
-        df = frames[0]
-        for other in frames[1:]:
-            df = df.unionByName(other)
+        df = _union(frames)
         if positions_too and len(paths) > FILE_CASE_MAX:  # (a CASE of thousands of strings: a join)
             files = self.spark.createDataFrame([(k, canonical_location(p)) for k, p in enumerate(paths)],
                                                f"{IDX} int, {FILE} string")
@@ -418,18 +415,6 @@ def _refuse_row_index_column(paths: list[str], schema: T.Schema) -> None:
         raise NotNative(f"a data file with deletes (or the table) has a column named {DV.ROW_INDEX_COLUMN}, "
                         "which Spark's vectorized Parquet reader returns as the row index; read with "
                         "format('icefloe')")
-
-
-def _read_all(read, files: list) -> None:
-    """`read(f)` for each of `files` (filling its reader's cache), eight threads at a time."""
-    if len(files) <= 1:
-        for f in files:
-            read(f)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(min(8, len(files))) as pool:
-        for _ in pool.map(read, files):
-            pass
 
 
 def _file_of(group: list[str], number: dict[str, int]) -> str:
