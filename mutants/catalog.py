@@ -589,7 +589,27 @@ V3_PATHS = (
            "Iceberg spec 'Deletion Vectors' (PROTOCOL 19.8); the class of apache/iceberg-go #1868",
            unit_tests=("tests/impl/table",)),
 )
-MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3 + V3_PATHS
+# Session 12 (issue 29): DeleteReader's position arrays and DV arrays, the one reading of
+# position delete files and DVs (sorted int64 arrays grouped in Arrow/numpy, in place of
+# Python sets), written blind after that code, before running the suite against them.
+DELETE_ARRAYS = (
+    Mutant("position-arrays-drop-singletons", DELETES_PY,
+           "        if bounds[g] < bounds[g + 1]:\n",
+           "        if bounds[g] + 1 < bounds[g + 1]:  # mutant: a group of one position is dropped\n",
+           DELETES, "a position delete file naming one position of a data file is read as naming none of it: "
+           "that row stays live", "an off-by-one in grouping a delete file's rows by data file", blind=True),
+    Mutant("position-deletes-skip-first-row", DELETES_PY,
+           "            lo, hi = np.searchsorted(positions, [0, n])",
+           "            lo, hi = np.searchsorted(positions, [1, n])  # mutant: position 0 never applied",
+           DELETES, "a position delete of a data file's first row (position 0) is not applied by the scan",
+           "an off-by-one at a file's first row (0-based positions)", blind=True),
+    Mutant("dv-positions-drop-last", DELETES_PY,
+           "        return np.frombuffer(bitmap.to_array(), dtype=np.uint64).view(np.int64)",
+           "        return np.frombuffer(bitmap.to_array(), dtype=np.uint64).view(np.int64)[:-1]  # mutant",
+           FORMAT_V3, "a deletion vector's largest position is lost when its bitmap is read: that row comes back",
+           "an off-by-one exporting a roaring bitmap's contents", blind=True),
+)
+MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3 + V3_PATHS + DELETE_ARRAYS
 
 _BY_NAME = {m.name: m for m in MUTANTS}
 assert len(_BY_NAME) == len(MUTANTS), "mutant names are unique"
