@@ -220,12 +220,10 @@ def test_every_own_config_has_an_expected_result():
 
 
 @pytest.mark.parametrize("cfg", sorted(c for c in own_tlc_entries() if variant_of(c)))
-def test_tlc_config_agrees_with_the_python_model(cfg, tmp_path, monkeypatch):
+def test_tlc_config_agrees_with_the_python_model(cfg):
     """Goal: TLC and the Python explorer fail a variant alike (invariant, trace length); method: run both."""
     # tests/tla/test_tlc_configs.py runs every config; this adds the comparison with Python.
-    # TLC unpacks its standard modules (Naturals.tla, ...) into java.io.tmpdir; give each run
-    # its own, so that TLC runs on other xdist workers cannot race it there.
-    monkeypatch.setenv("JAVA_TOOL_OPTIONS", f"-Djava.io.tmpdir={tmp_path}")
+    # run_tlc gives every TLC run its own java.io.tmpdir (tests/tla/tlc.py).
     e = own_tlc_entries()[cfg]
     res = tlc_runner().run_tlc(cfg, e["module"], n_workers=1, timeout_s=TLC_TIMEOUT_S)
     assert (res.exit_code, res.violated) == (e["exit"], e.get("invariant")), res.summary()

@@ -93,3 +93,18 @@ def test_dump_parser_reads_tlc_values():
     assert tlc.parse_value("TRUE") != 1 and tlc.parse_value("-3") == -3
     with pytest.raises(ValueError):
         tlc.parse_value("[a |-> 1")
+
+
+def test_tlc_runs_do_not_share_java_tmpdir(tmp_path, monkeypatch):
+    """Goal: a TLC run never reads the standard modules another run unpacked: SANY copies
+    Naturals.tla (and the rest) into java.io.tmpdir and deletes them at exit, so runs on
+    two xdist workers sharing /tmp failed 2 times in 18 ("Cannot find source file for
+    module Naturals", exit 150). Method: make the inherited java.io.tmpdir unusable (a
+    directory where Naturals.tla would go); run_tlc must still give the recorded result."""
+    poisoned = tmp_path / "shared-tmp"
+    (poisoned / "Naturals.tla").mkdir(parents=True)
+    monkeypatch.setenv("JAVA_TOOL_OPTIONS", f"-Djava.io.tmpdir={poisoned}")
+    cfg = "MCIcebergCommit_stale_sequence_number_on_retry.cfg"
+    res = tlc.run_tlc(cfg, EXPECTED[cfg]["module"], n_workers=1)
+    assert (res.exit_code, res.violated) == (EXPECTED[cfg]["exit"], EXPECTED[cfg]["invariant"]), \
+        f"{res.summary()}\n{res.output[-2000:]}"

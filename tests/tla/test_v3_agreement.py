@@ -52,11 +52,10 @@ def test_v3_config_state_sets_agree(cfg, tlc_result):
 
 
 @pytest.mark.parametrize("cfg", FLAWED)
-def test_v3_variant_fails_alike_in_tlc_and_the_explorer(cfg, tmp_path, monkeypatch):
+def test_v3_variant_fails_alike_in_tlc_and_the_explorer(cfg):
     """Goal: each flawed v3 variant breaks the recorded property in TLA+ and in the model,
     which declares it. Method: run TLC (one worker: its counterexample is a shortest one)
     and the explorer on the .cfg's bounds and invariants; compare property and length."""
-    monkeypatch.setenv("JAVA_TOOL_OPTIONS", f"-Djava.io.tmpdir={tmp_path}")
     exp = EXPECTED[cfg]
     res = tlc.run_tlc(cfg, exp["module"], n_workers=1, timeout_s=TLC_TIMEOUT_S)
     assert (res.exit_code, res.violated) == (tlc.EXIT_VIOLATION, exp["invariant"]), res.summary()

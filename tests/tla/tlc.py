@@ -111,7 +111,14 @@ def run_tlc(cfg: str | Path, module: str = "MCIcebergCommit.tla", dump: Path | N
         if not p.is_file():
             raise FileNotFoundError(p)
     with tempfile.TemporaryDirectory(prefix="tlc-meta-") as metadir:
-        cmd = ["java", "-XX:+UseParallelGC", "-cp", str(tla2tools_jar()), "tlc2.TLC",
+        # SANY copies the standard modules it imports (Naturals.tla, ...) out of the jar
+        # into java.io.tmpdir under their own names and deletes them when it exits; two
+        # TLC runs sharing /tmp race there ("Cannot find source file for module
+        # Naturals"), so every run gets its own.
+        private_tmp = Path(metadir) / "java-tmp"
+        private_tmp.mkdir()
+        cmd = ["java", "-XX:+UseParallelGC", f"-Djava.io.tmpdir={private_tmp}",
+               "-cp", str(tla2tools_jar()), "tlc2.TLC",
                "-workers", str(n_workers or workers()), "-metadir", metadir,
                "-config", cfg_path.name]
         if dump is not None:
