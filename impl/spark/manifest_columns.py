@@ -22,17 +22,17 @@ against the list entry (integrity.py). Tests hold its plans equal to scan.plan_f
 from __future__ import annotations
 
 import json
-import re
 import threading
 from array import array
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from icefloe.impl.format import avro_container, avro_decode, integrity
+from icefloe.impl.format import avro_container, avro_decode, avro_shapes, integrity
 from icefloe.impl.format import expressions as E
 from icefloe.impl.format import evaluators as EV
 from icefloe.impl.format.avro_container import DECODE_ERRORS
 from icefloe.impl.format.avro_decode import read_long
+from icefloe.impl.format.avro_shapes import SHAPES_MAX
 from icefloe.impl.format.field_ids import branch, from_avro_value, map_in
 from icefloe.impl.format.manifest import ManifestError, ManifestFile
 from icefloe.impl.format.manifest_reader import entry_records
@@ -210,21 +210,14 @@ def _skip(src: _Source, d: int, fields: list[dict]) -> None:
 
 
 # Runs of fields are stepped over by regular expressions learned from the records
-# themselves. The first record of a shape (which union branches, how many items in each
-# block) is stepped over by avro_decode's skipper while _walk writes that shape down as a
-# pattern: literal bytes for branches and block counts, a varint for an int, a length byte
-# and that many bytes for a short string or bytes value (SHORT_MAX), the exact length for a
-# longer one. The pattern is kept only if it ends where the skipper ended on that record.
-# Every token is deterministic (a branch, a count, a length is a literal or decides what
-# follows), so on a later record a match is that record's one parse: the C regex engine
-# steps over it, no Python per item. Records of other shapes take the skipper (learning up
-# to SHAPES_MAX shapes per run, so a manifest of mixed shapes never compiles per record).
-_VARINT = rb"[\x80-\xff]{0,9}+[\x00-\x7f]"  # possessive: a varint never gives bytes back
-SHORT_MAX = 63  # the longest string or bytes value a one-byte zig-zag length holds
-SHAPES_MAX = 4  # patterns learned per run of skipped fields
-UNROLLED_MAX = 8192  # a block's items are written out one by one up to this many pattern bytes (faster than {n})
-WALK_DEPTH_MAX = 16
-_SHORT_BYTES = b"(?:" + b"|".join(re.escape(bytes([2 * n])) + b".{%d}" % n for n in range(SHORT_MAX + 1)) + b")"
+# themselves (impl/format/avro_shapes.py, whose walker writes a record's shape down as a
+# pattern). The first record of a shape (which union branches, how many items in each
+# block) is stepped over by avro_decode's skipper, and its shape learned, kept only if the
+# pattern ends where the skipper ended on that record. A match on a later record is that
+# record's one parse: the C regex engine steps over it, no Python per item. Records of
+# other shapes take the skipper (up to SHAPES_MAX shapes learned per run, so a manifest of
+# mixed shapes never compiles per record). Not avro_shapes.learned_skipper itself: this
+# one is called once per record on the planner's hot path and returns a bare position.
 
 
 class _ShapeSkipper:
@@ -248,85 +241,13 @@ class _ShapeSkipper:
         return end
 
     def _learn(self, buf: bytes, p: int, end: int) -> None:
-        parts: list[bytes] = []
-        try:
-            walked = _walk(self.record, buf, p, parts, 0)
-        except DECODE_ERRORS:
-            return
+        match = avro_shapes.learned_match(self.record, buf, p, end)  # None: not learnable, counted all the same
         with self.lock:
             if self.learned >= SHAPES_MAX:
                 return
             self.learned += 1
-            match = re.compile(b"".join(parts), re.S).match
-            found = match(buf, p)
-            if walked == end and found is not None and found.end() == end:
+            if match is not None:
                 self.patterns = self.patterns + [match]
-
-
-def _count_bytes(buf: bytes, p: int) -> tuple[int, int, bytes]:
-    n, q = read_long(buf, p)
-    return n, q, re.escape(buf[p:q])
-
-
-def _walk(t: Any, buf: bytes, p: int, out: list[bytes], depth: int) -> int:
-    """Step over one value of `t` at `p`, appending its shape's pattern to `out`."""
-    if depth > WALK_DEPTH_MAX:
-        raise ValueError("a schema nested too deeply to learn")
-    if isinstance(t, list):
-        i, q, literal = _count_bytes(buf, p)
-        if not 0 <= i < len(t):
-            raise ValueError("a union branch out of range")
-        out.append(literal)
-        return _walk(t[i], buf, q, out, depth + 1)
-    kind = t.get("type") if isinstance(t, dict) else t
-    if isinstance(kind, (list, dict)):
-        return _walk(kind, buf, p, out, depth + 1)
-    if kind == "null":
-        return p
-    if kind == "boolean":
-        out.append(rb"[\x00\x01]")
-        return p + 1
-    if kind in ("int", "long", "enum"):
-        out.append(_VARINT)
-        return avro_decode.read_long(buf, p)[1]
-    if kind in ("float", "double"):
-        size = 4 if kind == "float" else 8
-        out.append(b".{%d}" % size)
-        return p + size
-    if kind == "fixed":
-        out.append(b".{%d}" % t["size"])
-        return p + t["size"]
-    if kind in ("bytes", "string"):
-        n, q, literal = _count_bytes(buf, p)
-        out.append(_SHORT_BYTES if 0 <= n <= SHORT_MAX else literal + b".{%d}" % n)
-        return q + n
-    if kind == "record":
-        for f in t.get("fields", []):
-            p = _walk(f.get("type"), buf, p, out, depth + 1)
-        return p
-    if kind in ("array", "map"):
-        item = t.get("items") if kind == "array" else {"type": "record", "name": "entry", "fields": [
-            {"name": "key", "type": "string"}, {"name": "value", "type": t.get("values")}]}
-        while True:  # bounded by the data: every block holds at least one item
-            n, q, literal = _count_bytes(buf, p)
-            out.append(literal)
-            p = q
-            if n == 0:
-                return p
-            if n < 0:
-                n = -n
-                _, p = read_long(buf, p)
-                out.append(_VARINT)
-            items: list[bytes] = []
-            for _ in range(n):
-                one: list[bytes] = []
-                p = _walk(item, buf, p, one, depth + 1)
-                items.append(b"".join(one))
-            if len(set(items)) == 1 and len(items[0]) * n > UNROLLED_MAX:
-                out.append(b"(?:" + items[0] + b"){%d}" % n)
-            else:
-                out.extend(items)
-    raise ValueError(f"an Avro type the pattern learner does not know: {kind!r}")
 
 
 def _stats_map(src: _Source, d: int, t: Any, wanted: frozenset[int], target: str) -> None:
