@@ -9,7 +9,6 @@ import io
 from dataclasses import replace
 
 import fastavro
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -170,24 +169,12 @@ def test_pyiceberg_manifests_plan_alike(tmp_path, format_version):
     """Goal: pyiceberg's v1 and v2 manifests (its writer's shapes, v1 sequence numbers)
     plan alike. Method: a pyiceberg table with appends, a delete and an overwrite; for every
     data manifest of every snapshot compare both plans with and without a filter."""
-    from pyiceberg.catalog.sql import SqlCatalog
-    from pyiceberg.partitioning import PartitionField as PiField, PartitionSpec as PiSpec
-    from pyiceberg.schema import Schema as PiSchema
-    from pyiceberg.transforms import IdentityTransform as PiIdentity
-    from pyiceberg.types import LongType, NestedField, StringType
+    import sys
+    from pathlib import Path
     from icefloe.impl.format.manifest_reader import read_manifest_list
-    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh")
-    catalog.create_namespace("ns")
-    table = catalog.create_table(
-        "ns.t", schema=PiSchema(NestedField(1, "id", LongType(), required=False),
-                                NestedField(2, "cat", StringType(), required=False)),
-        partition_spec=PiSpec(PiField(2, 1000, PiIdentity(), "cat")),
-        properties={"format-version": str(format_version)})
-    rows = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "cat": ["a", "b", None, "a"]})
-    table.append(rows)
-    table.append(rows)
-    table.delete("id = 1")
-    table.overwrite(rows.slice(0, 2), overwrite_filter="cat = 'b'")
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "impl" / "format"))
+    from pyiceberg_history import pyiceberg_table_with_history
+    pi_table = pyiceberg_table_with_history(tmp_path, format_version)
     schema = T.Schema((T.NestedField(1, "id", T.LONG, False), T.NestedField(2, "cat", T.STRING, False)))
     spec = parse_partition_spec("cat", schema)
     global SCHEMA, SPEC
@@ -195,7 +182,7 @@ def test_pyiceberg_manifests_plan_alike(tmp_path, format_version):
     SCHEMA, SPEC = schema, spec
     try:
         checked = 0
-        for snapshot in catalog.load_table("ns.t").metadata.snapshots:
+        for snapshot in pi_table.metadata.snapshots:
             path = snapshot.manifest_list.removeprefix("file://")
             for mf in read_manifest_list(open(path, "rb").read(), snapshot.manifest_list):
                 if mf.content != 0:
@@ -207,6 +194,30 @@ def test_pyiceberg_manifests_plan_alike(tmp_path, format_version):
         assert checked >= 4
     finally:
         SCHEMA, SPEC = saved
+
+
+def test_a_run_the_walker_cannot_learn_is_walked_shapes_max_times_only(monkeypatch):
+    """Goal: the decoder's skipper of a run of fields (avro_shapes' walker behind it) spends
+    at most SHAPES_MAX walks on a run it cannot learn, then steps over every record by the
+    compiled skipper alone, ending each where it should. Method: a field of arrays nested
+    one deeper than the walker goes; count avro_shapes.learned_match's calls over 20
+    records."""
+    from icefloe.impl.format import avro_shapes
+    depth = avro_shapes.WALK_DEPTH_MAX  # the run's record adds one level
+    t: object = "long"
+    for _ in range(depth):
+        t = {"type": "array", "items": t}
+    one = b"\x02" * depth + b"\x04" + b"\x00" * depth  # one long, each array of one item
+    buf = one * 20
+    calls = []
+    learned_match = avro_shapes.learned_match
+    monkeypatch.setattr(avro_shapes, "learned_match", lambda *a: calls.append(a[2]) or learned_match(*a))
+    skip = MC._ShapeSkipper({"type": "record", "name": "skipped", "fields": [{"name": "deep", "type": t}]})
+    p = 0
+    for k in range(20):
+        p = skip(buf, p)
+        assert p == (k + 1) * len(one)
+    assert len(calls) == avro_shapes.SHAPES_MAX and skip.patterns == []
 
 
 @settings(max_examples=80, deadline=None)

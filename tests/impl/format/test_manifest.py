@@ -13,7 +13,6 @@ from decimal import Decimal
 from pathlib import Path
 
 import fastavro
-import pyarrow as pa
 import pytest
 from hypothesis import given, strategies as st
 
@@ -359,26 +358,10 @@ def test_we_read_what_pyiceberg_wrote(tmp_path: Path, format_version: int):
     Method: a SqlCatalog table on temp SQLite, append twice, delete and overwrite; for
     every snapshot compare our reading of its list and manifests with pyiceberg's, and our
     read by partition with a filter of our full read."""
-    from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.io.pyarrow import PyArrowFileIO
-    from pyiceberg.partitioning import PartitionField as PiField, PartitionSpec as PiSpec
-    from pyiceberg.schema import Schema as PiSchema
-    from pyiceberg.transforms import IdentityTransform as PiIdentity
-    from pyiceberg.types import LongType, NestedField, StringType
+    from pyiceberg_history import pyiceberg_table_with_history
 
-    catalog = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/catalog.db", warehouse=f"file://{tmp_path}/wh")
-    catalog.create_namespace("ns")
-    table = catalog.create_table(
-        "ns.t", schema=PiSchema(NestedField(1, "id", LongType(), required=False),
-                                NestedField(2, "cat", StringType(), required=False)),
-        partition_spec=PiSpec(PiField(2, 1000, PiIdentity(), "cat")),
-        properties={"format-version": str(format_version)})
-    rows = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()), "cat": ["a", "b", None, "a"]})
-    table.append(rows)
-    table.append(rows)
-    table.delete("id = 1")
-    table.overwrite(rows.slice(0, 2), overwrite_filter="cat = 'b'")
-    table = catalog.load_table("ns.t")
+    table = pyiceberg_table_with_history(tmp_path, format_version)
     fileio = PyArrowFileIO()
     assert len(table.metadata.snapshots) >= 4 and table.metadata.format_version == format_version
     for snapshot in table.metadata.snapshots:
