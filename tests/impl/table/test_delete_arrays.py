@@ -126,6 +126,21 @@ def test_sixteen_data_files_in_several_row_groups():
             np.testing.assert_array_equal(got, expected)
 
 
+def test_a_file_out_of_path_order_naming_more_than_65536_data_files():
+    """Goal: a position delete file out of path order (the spec sorts by file_path, not every
+    writer does) naming more data files than a 16-bit group number holds is grouped by whole
+    path: the 16-bit radix keys serve up to 65,536 groups only. Method: 70,000 data files,
+    each named twice in two passes over all of them (so the groups are out of order),
+    compared with the row-by-row reading; the files on both sides of 2^16 checked by name."""
+    n = 70_000
+    path = "file:///t/data/f{:05d}.parquet".format
+    rows = [(path(k), k % 5 + 1) for k in range(n)] + [(path(k), k % 3) for k in range(n)]
+    store = MemoryStore()
+    arrays = DeleteReader(store).position_arrays(position_delete_file(store, rows))
+    for k in (0, 1, 65_535, 65_536, 65_537, n - 1):
+        assert arrays[path(k)].tolist() == sorted({k % 5 + 1, k % 3}), k
+    assert {p: a.tolist() for p, a in arrays.items()} == by_row(rows)
+
 @pytest.mark.parametrize("rows", [[(None, 1), ("file:///t/data/a.parquet", 2)],
                                   [("file:///t/data/a.parquet", None), ("file:///t/data/a.parquet", 2)]],
                          ids=["null file_path", "null pos"])

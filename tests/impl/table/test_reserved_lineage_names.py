@@ -274,6 +274,30 @@ def test_a_schema_using_a_reserved_field_id_is_refused(version):
         _run(table, SE.add_column_change("y", "long"))
 
 
+
+@pytest.mark.parametrize("nested", [T.StructType((T.NestedField(ROW_ID_FIELD_ID, "x", T.LONG, False),)),
+                                    T.ListType(ROW_ID_FIELD_ID, T.LONG),
+                                    T.MapType(5, T.STRING, ROW_ID_FIELD_ID, T.LONG)],
+                         ids=["struct_member", "list_element", "map_value"])
+def test_a_nested_field_using_a_reserved_field_id_is_refused(nested):
+    """Goal: the reserved range holds for every field id of a schema, a nested field's too
+    (readers look lineage up by id over the whole schema: scan.read_task's field_by_id), at
+    create and when schema evolution adds a member to a struct. Method: create with a
+    struct member, list element or map value at `_row_id`'s id; then add a struct member
+    whose new id would be 2147483448."""
+    stack = memory_stack()
+    bad = T.Schema((T.NestedField(1, "id", T.LONG, False), T.NestedField(2, "c", nested, False)))
+    where = {T.StructType: "c.x", T.ListType: "c.element", T.MapType: "c.value"}[type(nested)]
+    with pytest.raises(InvalidArgument, match=f"column '{where}' has field id 2147483540: ids above 2147483447 "
+                                              "are reserved"):
+        _table(stack, 2, bad, name="bad")
+    edge = T.Schema((T.NestedField(1, "id", T.LONG, False),
+                     T.NestedField(2147483446, "s", T.StructType((T.NestedField(2147483447, "a", T.LONG, False),)),
+                                   False)))
+    table = _table(stack, 2, edge, name="edge")  # 2147483447 itself, nested, is allowed
+    with pytest.raises(InvalidArgument, match="column 's.b' has field id 2147483448"):
+        _run(table, SE.add_column_change("s.b", "long"))
+
 def test_v3_lineage_asked_beside_a_user_column_of_a_lineage_name_is_refused_by_name():
     """Goal: on a v3 table with a column of its own named `_row_id` (and none named
     `_last_updated_sequence_number`), `columns=["_row_id"]` is that column, and asking for
