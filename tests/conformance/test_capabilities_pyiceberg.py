@@ -5,6 +5,7 @@ off the installed (0.12) class, which is exactly 0.10's API for this operation."
 from __future__ import annotations
 
 import importlib
+from contextlib import contextmanager
 
 import pytest
 
@@ -18,13 +19,32 @@ def _reloaded():
     return importlib.reload(P), importlib.reload(pyiceberg_rest)
 
 
+@contextmanager
+def _adapters_restored():
+    """Put both adapter modules back as they were first imported once the test is done.
+
+    A reload makes new classes under the old names; a test in the same process that had
+    imported the first ones (`from ...pyiceberg_engine import UnsupportedOperation`) would
+    no longer catch what the reloaded adapter raises. Reloading again does not undo that,
+    so the modules' namespaces are saved and restored instead."""
+    from icefloe.conformance.engines import pyiceberg_rest
+    saved = [(m, dict(vars(m))) for m in (P, pyiceberg_rest)]
+    try:
+        yield
+    finally:
+        for module, namespace in saved:
+            vars(module).clear()
+            vars(module).update(namespace)
+        assert P.UnsupportedOperation is saved[0][1]["UnsupportedOperation"]
+
+
 @pytest.fixture
 def without_rollback(monkeypatch):
     from pyiceberg.table.update.snapshot import ManageSnapshots
-    monkeypatch.delattr(ManageSnapshots, "rollback_to_snapshot")
-    yield
-    monkeypatch.undo()
-    _reloaded()
+    with _adapters_restored():
+        monkeypatch.delattr(ManageSnapshots, "rollback_to_snapshot")
+        yield
+        monkeypatch.undo()
 
 
 def test_installed_pyiceberg_declares_rollback():
@@ -59,10 +79,10 @@ def test_an_undeclared_operation_is_refused_with_the_reason(without_rollback, tm
 @pytest.fixture
 def without_commit_retry(monkeypatch):
     from pyiceberg.table import TableProperties
-    monkeypatch.delattr(TableProperties, "COMMIT_NUM_RETRIES")
-    yield
-    monkeypatch.undo()
-    _reloaded()
+    with _adapters_restored():
+        monkeypatch.delattr(TableProperties, "COMMIT_NUM_RETRIES")
+        yield
+        monkeypatch.undo()
 
 
 def test_no_commit_retry_is_one_attempt_and_its_classes_are_out_of_reach(without_commit_retry):
