@@ -609,7 +609,127 @@ DELETE_ARRAYS = (
            FORMAT_V3, "a deletion vector's largest position is lost when its bitmap is read: that row comes back",
            "an off-by-one exporting a roaring bitmap's contents", blind=True),
 )
-MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3 + V3_PATHS + DELETE_ARRAYS
+# Session 13: row lineage told by reserved field ids and refused below v3 (scan.check_lineage_columns,
+# lineage_named, producer.carries_lineage, the reserved field-id range, row ids derived from
+# first_row_id + position) and the rest of DeleteReader's arrays, written blind after that code
+# (commits 9c022e7..132acbb), before reading the tests that cover it. Refusals of input the
+# model never makes (lineage columns named below v3, columns named like lineage columns, field
+# ids in the reserved range, corrupt DVs and delete files) are outside the model: unit tests.
+LINEAGE_TESTS = ("tests/impl/table/test_scan_lineage_refusal.py", "tests/impl/table/test_reserved_lineage_names.py",
+                 "tests/impl/table/test_table_v3.py", "tests/impl/table/test_table_row_updates.py",
+                 "tests/impl/cli/test_cli_lineage_refusal.py")
+DELETE_ARRAY_TESTS = ("tests/impl/table/test_delete_arrays.py",)
+LINEAGE_AND_ARRAYS = (
+    Mutant("lineage-refused-v1-only", SCAN_PY,
+           "    if asked and version < LINEAGE_FORMAT_VERSION_MIN:\n",
+           "    if asked and version < LINEAGE_FORMAT_VERSION_MIN - 1:  # mutant: v2 reads lineage as nulls\n",
+           SCAN, "_row_id / _last_updated_sequence_number asked of a v2 table read as nulls, not refused "
+           "(only v1 is refused)", "a version check one below the version that brought the feature",
+           model_covers=False, unit_tests=LINEAGE_TESTS, blind=True),
+    Mutant("lineage-asked-by-name", SCAN_PY,
+           "    return [c for c in (columns or ()) if c in LINEAGE_COLUMNS\n"
+           "            and (schema is None or schema.field_by_name(c) is None)]\n",
+           "    return [c for c in (columns or ()) if c in LINEAGE_COLUMNS]  # mutant: told by name alone\n",
+           SCAN, "a column the table itself names _row_id is taken for row lineage: refused on v2, "
+           "SchemaMismatch on v3, where it is the table's own column to read",
+           "lineage told by name instead of by reserved field id", model_covers=False, unit_tests=LINEAGE_TESTS,
+           blind=True),
+    Mutant("lineage-named-row-id-only", SCAN_PY,
+           "    return [f for f in schema.fields if f.name in LINEAGE_COLUMNS]\n",
+           "    return [f for f in schema.fields if f.name == ROW_ID]  # mutant: the sequence number's name forgotten\n",
+           SCAN, "a v3 table's own column named _last_updated_sequence_number is not seen as clashing: lineage "
+           "is read or rows moved beside it under the same name", "a check of one of two reserved names",
+           model_covers=False, unit_tests=LINEAGE_TESTS, blind=True),
+    Mutant("carries-lineage-by-name", PRODUCER_PY,
+           "    assert (i < 0) == (j < 0), \"the lineage columns travel together\"\n    return i >= 0\n",
+           "    return \"_row_id\" in rows.column_names  # mutant: lineage told by a column's name\n",
+           FORMAT_V3, "rows with a user column named _row_id are taken for rows carrying lineage: an append to a "
+           "v1/v2 table with such a column is refused, on v3 written as lineage",
+           "lineage told by name instead of by reserved field id (the bug f248fd7 fixed)",
+           model_covers=False, unit_tests=LINEAGE_TESTS, blind=True),
+    Mutant("field-id-max-top-level-only", "impl/format/metadata.py",
+           "    for f, path in walk_fields(schema):\n        if f.field_id > FIELD_ID_MAX:\n",
+           "    for f, path in ((f, f.name) for f in schema.fields):  # mutant: nested fields unchecked\n"
+           "        if f.field_id > FIELD_ID_MAX:\n",
+           FORMAT_V3, "a nested field (struct member, list element, map key/value) with a field id in the reserved "
+           "range is accepted at create / schema evolution", "a schema check over top-level fields only",
+           model_covers=False, unit_tests=("tests/impl/table/test_reserved_lineage_names.py",
+                                           "tests/impl/format/test_format_versions.py",
+                                           "tests/impl/format/test_format_metadata.py"), blind=True),
+    Mutant("row-ids-after-deletes", SCAN_PY,
+           "    if schema.field_by_id(ROW_ID_FIELD_ID) is not None:\n"
+           "        rows = _with_lineage(rows, task)\n"
+           "    deletes = deletes or DeleteReader(io)\n"
+           "    return deletes.apply(rows, task.data_file, task.position_deletes, task.equality_deletes, schema,\n"
+           "                         task.deletion_vector)\n",
+           "    deletes = deletes or DeleteReader(io)\n"
+           "    rows = deletes.apply(rows, task.data_file, task.position_deletes, task.equality_deletes, schema,\n"
+           "                         task.deletion_vector)\n"
+           "    if schema.field_by_id(ROW_ID_FIELD_ID) is not None:  # mutant: positions counted after deletes\n"
+           "        rows = _with_lineage(rows, task)\n"
+           "    return rows\n",
+           FORMAT_V3, "_row_id derived from a row's index among the live rows, not its position in the file: every "
+           "row after a deleted one takes its neighbour's id", "row lineage assigned after the delete filter",
+           blind=True),
+    Mutant("streamed-scan-lineage-unchecked", SCAN_PY,
+           "    lineage = bool(check_lineage_columns(metadata, columns, schema))  # before planning\n",
+           "    lineage = bool(lineage_asked(columns, schema))  # mutant: the streamed scan skips the check\n",
+           SCAN, "the streamed scan (icefloe scan) reads _row_id of a v1/v2 table as nulls and lineage beside a "
+           "column of its name on v3, where Table.scan refuses both", "a check made on one read path of two",
+           model_covers=False, unit_tests=LINEAGE_TESTS, blind=True),
+    Mutant("merged-positions-first-file-only", DELETES_PY,
+           "        if len(found) == 1:\n            return found[0]\n",
+           "        if found:  # mutant: the first delete file's positions stand for all\n            return found[0]\n",
+           DELETES, "of several position delete files naming one data file only the first is applied: the rows "
+           "the others delete stay live", "a fast path for one array taken for any number", blind=True),
+    Mutant("dv-spares-last-row", DELETES_PY,
+           "            keep[positions[:np.searchsorted(positions, rows.num_rows)]] = False\n",
+           "            keep[positions[:np.searchsorted(positions, rows.num_rows - 1)]] = False  # mutant\n",
+           FORMAT_V3, "a deletion vector deleting a data file's last row (position n-1) does not delete it",
+           "an off-by-one at a file's last row", blind=True),
+    Mutant("dv-position-max-checks-min", "impl/format/puffin.py",
+           "    if bitmap and bitmap.max() > POSITION_MAX:",
+           "    if bitmap and bitmap.min() > POSITION_MAX:  # mutant: the smallest position checked",
+           FORMAT_V3, "a deletion vector holding a position above 2^63-1 beside smaller ones is accepted: read as "
+           "int64 it wraps negative", "a range check of the wrong end",
+           model_covers=False, unit_tests=DELETE_ARRAY_TESTS + ("tests/impl/format/test_puffin.py",), blind=True),
+    Mutant("position-groups-16-bit-keys", DELETES_PY,
+           "        order = np.argsort(code.astype(np.uint16) if len(groups) <= 1 << 16 else code, kind=\"stable\")\n",
+           "        order = np.argsort(code.astype(np.uint16), kind=\"stable\")  # mutant: 16-bit keys for any count\n",
+           DELETES, "a position delete file out of path order naming more than 65,536 data files is grouped by "
+           "its paths' numbers mod 2^16: positions land on other files", "a narrowing cast of sort keys",
+           model_covers=False, unit_tests=DELETE_ARRAY_TESTS, blind=True),
+    Mutant("row-ids-null-for-first-file", SCAN_PY,
+           "    if first is None:\n        return rows.set_column(i",
+           "    if not first:  # mutant: a first_row_id of 0 taken for none\n        return rows.set_column(i",
+           FORMAT_V3, "the rows of a file whose first_row_id is 0 (a v3 table's first file) read null _row_id and "
+           "_last_updated_sequence_number, as if written before an upgrade", "a falsy test of an id that may be 0",
+           blind=True),
+    Mutant("cow-delete-clash-above-v3", PRODUCER_PY,
+           "        clash = c.base.format_version >= 3 and bool(lineage_named(schema))\n",
+           "        clash = c.base.format_version > 3 and bool(lineage_named(schema))  # mutant\n",
+           FORMAT_V3, "on a v3 table with a column named like a lineage column every copy-on-write delete or "
+           "overwrite is refused, also one that drops files whole and moves no row", "a version check > for >=",
+           model_covers=False, unit_tests=LINEAGE_TESTS, blind=True),
+    # Spark's merge-on-read (outside the model: conform drives no Spark): the bitset filter's
+    # per-file constants (linked_files.py gives each row its file's WORD and ROWS).
+    Mutant("bitset-rows-guard-dropped", "impl/spark/native_dvs.py",
+           "    at = F.expr(f\"if({row_index} < {rows}, {word} + cast(shiftright({row_index}, 6) as int), -1)\")\n",
+           "    at = F.expr(f\"{word} + cast(shiftright({row_index}, 6) as int)\")  # mutant: ROWS not consulted\n",
+           DELETES, "Spark's merge-on-read looks every row up in the bitset, also rows of files the bitset does not "
+           "cover (ROWS 0, WORD 0): a file without deletes loses the rows at the first covered file's deleted "
+           "positions", "a per-file constant's guard dropped", model_covers=False,
+           unit_tests=("tests/spark/test_spark_mor_read.py",), blind=True),
+    Mutant("spark-lineage-target-current-schema", "impl/spark/lineage.py",
+           "    return ReadTarget(metadata, snapshot, S.snapshot_schema(metadata, snapshot))\n",
+           "    return ReadTarget(metadata, snapshot, S.snapshot_schema(metadata, metadata.current_snapshot()))  # mutant\n",
+           SCAN, "Spark's read tells lineage from a table column named _row_id by the current schema, also when "
+           "it reads an older snapshot (time travel) whose schema had no such column, or had one since renamed",
+           "a time-travel read resolved against the current schema", model_covers=False,
+           unit_tests=("tests/spark/test_spark_reserved_lineage_names.py", "tests/spark/test_spark_lineage.py",
+                       "tests/spark/test_spark_lineage_refusal.py"), blind=True),
+)
+MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3 + V3_PATHS + DELETE_ARRAYS + LINEAGE_AND_ARRAYS
 
 _BY_NAME = {m.name: m for m in MUTANTS}
 assert len(_BY_NAME) == len(MUTANTS), "mutant names are unique"

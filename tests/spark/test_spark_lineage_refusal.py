@@ -97,3 +97,34 @@ def test_the_data_source_reads_lineage_on_v3_and_upgraded_tables_as_table_scan(s
     require_committed(up.append(rows(range(4, 6))))
     got = _api(up)
     assert sorted(r[2] for r in got) == list(range(6)) and spark_rows("up") == got
+
+
+def test_a_time_travel_read_tells_lineage_by_the_schema_of_the_snapshot_read(spark, opts):
+    """Goal: whether `_row_id` is row lineage or a column of the table's is told by the
+    schema of the snapshot read (lineage.read_target), never by the current one: a v3 table
+    that has a column named `_row_id` only since a later schema change reads lineage as of
+    a snapshot before the change, and that column as of the head, as Table.scan does.
+    Method: append, add a string column `_row_id`, append; read() of each snapshot against
+    Table.scan, the first's ids written out."""
+    from icefloe.impl.table import schema_evolution as SE
+    table = _table(opts, 3, "travel")
+    require_committed(table.append(rows(range(4))))
+    first = table.current_snapshot().snapshot_id
+    commit = table.begin(SE.add_column_change("_row_id", "string"))
+    commit.run()
+    require_committed(table.adopt(commit))
+    require_committed(table.append(rows(range(4, 6))))
+    columns = ["id", "_row_id"]
+
+    def api(**kw):
+        t = table.refresh().scan(columns=columns, **kw)
+        return sorted(zip(*[t.column(c).to_pylist() for c in columns]), key=repr)
+
+    def native(**kw):
+        return sorted((tuple(r[c] for c in columns)
+                       for r in read(spark, "icefloe.db.travel", opts, columns=columns, **kw).collect()), key=repr)
+
+    assert api(snapshot_id=first) == [(i, i) for i in range(4)]  # lineage: the first file's ids
+    assert native(snapshot_id=first) == api(snapshot_id=first)
+    assert {r[1] for r in api()} == {None}  # the table's own column, null in every file
+    assert native() == api()
