@@ -24,14 +24,18 @@
   attempt validates, from the snapshot the Spark job read, that the data files are still
   live, that no delete was added for them meanwhile and (serializable) that no data
   matching the filter was added.
-- `copy-on-write`: impl/table's delete (Table.delete: files holding a match rewritten
-  without those rows, rows keeping their `_row_id` on v3), run in the driver process.
+- `copy-on-write` (cow_delete.py): Spark counts each planned file's live and matching rows,
+  then rewrites the survivors of the files holding a match (rows keeping their `_row_id` on
+  v3) with Spark's Parquet writer; the files with a match go, as Table.delete decides. A
+  table Spark's writer cannot write (native_write.fallback_reason) is deleted from by
+  Table.delete in the driver process.
 
 The files this writes are deleted again if the commit is refused before or at its swap
 (Conflict, a validation); after Unknown nothing is deleted.
 """
 from __future__ import annotations
 
+import dataclasses
 import io
 import uuid
 
@@ -54,9 +58,12 @@ from icefloe.impl.table.files import TreeReader
 from icefloe.impl.table.row_deletes import DV_FORMAT_VERSION_MIN, dv_location
 from icefloe.impl.table.scan import FileScanTask, plan_files, snapshot_schema
 from icefloe.impl.table.table import COPY_ON_WRITE, DELETE_MODES
+from icefloe.impl.spark import cow_delete
 from icefloe.impl.spark.job import check_now, set_starting_snapshot
 from icefloe.impl.spark.native_read import FILE, POS, plan as native_plan
 from icefloe.impl.spark.options import SparkOptionError, open_table, table_ref
+from icefloe.impl.spark.native_write import fallback_reason
+from icefloe.impl.spark.transforms_sql import NotNative
 
 POSITION_ICEBERG = Schema((NestedField(DELETE_FILE_PATH_ID, "file_path", STRING, True),
                            NestedField(DELETE_POS_ID, "pos", LONG, True)))
@@ -124,7 +131,17 @@ def delete(spark, path: str, options: dict | None = None, row_filter="true", *, 
                                                                  mode)
     metadata = table.metadata
     if mode == COPY_ON_WRITE:
-        return require_committed(table.delete(row_filter, branch=branch, isolation=isolation, mode=COPY_ON_WRITE))
+        if fallback_reason(table, metadata.schema()) is not None:  # rows Spark cannot write: the driver's
+            return require_committed(table.delete(row_filter, branch=branch, isolation=isolation,
+                                                  mode=COPY_ON_WRITE))
+        opts.pop("branch", None)
+        try:
+            scan = native_plan(spark, path, opts, branch=branch, row_filter=row_filter, planning=planning)
+            scan = dataclasses.replace(scan, schema=metadata.schema())  # the table's schema, as Table.delete
+            return cow_delete.delete(table, scan, branch, isolation)
+        except NotNative:  # raised while the frames are built, before any file is written
+            return require_committed(table.delete(row_filter, branch=branch, isolation=isolation,
+                                                  mode=COPY_ON_WRITE))
     refuse_v1_merge_on_read(ref, metadata, "delete")
     opts.pop("branch", None)
     scan = native_plan(spark, path, opts, branch=branch, row_filter=row_filter, planning=planning)

@@ -39,6 +39,7 @@ plans, Spark's vectorized Parquet reader reads the planned files.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -68,6 +69,7 @@ from icefloe.impl.spark.transforms_sql import NotNative
 
 READ_CONF = {"spark.sql.parquet.fieldId.read.enabled": "true"}
 FILE, POS, IDX = "__icefloe_file", "__icefloe_pos", "__icefloe_idx"
+LIVE, MATCHED = "__icefloe_live", "__icefloe_matched"
 WORD, ROWS = "__icefloe_word", "__icefloe_rows"  # partition values of linked_files: a file's bitset words
 FILE_CASE_MAX = 64  # positions_frame names a row's file by a CASE on its IDX up to this many files; more: a join
 MERGE_BRANCHES_MAX = 4096  # data files with deletes read through links (linked_files.py) in a merge-on-read; more: _merge_by_rows
@@ -148,6 +150,19 @@ class NativeScan:
         location and its row index in that file (`_metadata.row_index`): the rows a
         merge-on-read delete marks (native_delete.py). Deletes are applied as for a read."""
         return self._frame(positions=True).select(FILE, POS)
+
+    def match_counts(self):
+        """(FILE, LIVE, MATCHED): per data file of the plan holding a live row, its live rows
+        and how many of them the row filter matches (a null does not), deletes applied as
+        for a read: the first job of a copy-on-write delete (cow_delete.py)."""
+        from pyspark.sql import functions as F
+        every = dataclasses.replace(self, row_filter=E.AlwaysTrue())._frame(positions=True)
+        try:
+            matched = F.coalesce(SF.to_column(E.bind(self.row_filter, self.schema)), F.lit(False))
+        except SF.NotConvertible as e:
+            raise SparkOptionError(f"row filter: {e}") from None
+        return every.groupBy(FILE).agg(F.count(F.lit(1)).alias(LIVE),
+                                       F.sum(F.when(matched, 1).otherwise(0)).cast("long").alias(MATCHED))
 
     def _frame(self, positions: bool):
         from pyspark.sql import functions as F

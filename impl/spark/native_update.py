@@ -80,12 +80,9 @@ from icefloe.impl.spark import native_delete as ND
 from icefloe.impl.spark import sql_filters as SF
 from icefloe.impl.spark.job import abort_job, check_now, commit_job, set_starting_snapshot
 from icefloe.impl.spark.native_read import plan as native_plan
-from icefloe.impl.spark.native_write import (
-    _widens, conform, fallback_reason, spark_type, write_job,
-)
+from icefloe.impl.spark.native_write import _widens, fallback_reason, spark_type, write_frame
 from icefloe.impl.spark.options import SparkOptionError
 from icefloe.impl.spark.producers import SUMMARY_JOB_ID
-from icefloe.impl.spark.transforms_sql import partition_chains, with_partition_columns
 
 MATCHED = "__icefloe_matched"
 
@@ -180,20 +177,6 @@ def _assigned(spark, schema: T.Schema, read_schema, assignments: Mapping[str, An
                                  f"({f.type})")
         out[name] = column.cast(target)
     return out
-
-
-def write_frame(frame, table, schema: T.Schema, spec):
-    """Spark's Parquet writer writes `frame` (the columns of `schema`) under a new job
-    prefix as native_write.write does (field ids, partition columns, footers read and
-    files fsynced while the job runs); returns (job, DataFiles, the fsyncs' future, the
-    watch). A failed job leaves no file."""
-    names = [f.name for f in schema.fields]
-    chains, partition_columns = partition_chains(schema, spec, names)
-    one_step = all(len(chain) == 1 for chain in chains)
-    out = conform(frame, schema, frame.schema, [chain[0] for chain in chains] if one_step else ())
-    if not one_step:
-        out, partition_columns = with_partition_columns(out, schema, spec, names)
-    return write_job(out, table, schema, spec, partition_columns)
 
 
 def _rows_to_write(scan, snapshot, schema: T.Schema, assigned: dict, lineage: bool, all_rows: bool):
@@ -296,4 +279,4 @@ def update(spark, path: str, options: dict | None = None, *, set: Mapping[str, A
     return require_committed(result.outcome)
 
 
-__all__ = ["update", "UpdateDelta", "RewriteForUpdate", "check_set", "write_frame"]
+__all__ = ["update", "UpdateDelta", "RewriteForUpdate", "check_set"]

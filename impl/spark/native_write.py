@@ -351,6 +351,20 @@ def write_job(frame, table, schema: T.Schema, spec, partition_columns, limit: in
     return job, files, durable, watch
 
 
+def write_frame(frame, table, schema: T.Schema, spec):
+    """Spark's Parquet writer writes `frame` (the columns of `schema`) under a new job
+    prefix as `write` does (field ids, partition columns, footers read and
+    files fsynced while the job runs); returns (job, DataFiles, the fsyncs' future, the
+    watch). A failed job leaves no file."""
+    names = [f.name for f in schema.fields]
+    chains, partition_columns = partition_chains(schema, spec, names)
+    one_step = all(len(chain) == 1 for chain in chains)
+    out = conform(frame, schema, frame.schema, [chain[0] for chain in chains] if one_step else ())
+    if not one_step:
+        out, partition_columns = with_partition_columns(out, schema, spec, names)
+    return write_job(out, table, schema, spec, partition_columns)
+
+
 def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, overwrite_filter: str | None = None,
           isolation_level: str | None = None, branch: str | None = None,
           before_swap: Callable[[], None] | None = None) -> JobResult | None:
@@ -423,4 +437,4 @@ def write(df, path: str, options: dict | None = None, *, mode: str = APPEND, ove
     return result
 
 
-__all__ = ["write", "conform", "spark_type", "fallback_reason", "APPEND", "OVERWRITE", "DYNAMIC", "DataFileError"]
+__all__ = ["write", "write_frame", "conform", "spark_type", "fallback_reason", "APPEND", "OVERWRITE", "DYNAMIC", "DataFileError"]
