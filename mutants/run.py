@@ -35,7 +35,7 @@ DOCS = ROOT / "docs" / "conformance.md"
 BEGIN, END = "<!-- mutants:begin -->", "<!-- mutants:end -->"
 CONFORM_TIMEOUT_S = 1800
 UNIT_TIMEOUT_S = 1800
-_FAILED = re.compile(r"^FAILED (\S+)", re.M)
+_FAILED = re.compile(r"^FAILED (.+?)(?: - |$)", re.M)  # a parameter id may hold spaces
 
 
 @dataclass

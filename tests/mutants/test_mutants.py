@@ -61,3 +61,13 @@ def test_the_runner_reports_a_conform_kill(tmp_path):
     [record] = json.loads((ROOT / "reports" / "mutants" / "kills.json").read_text())
     assert record["mutant"] == "sql-blind-update" and record["killed_by"] == "conform (directed program)"
     assert "P2 NoLostCommit" in record["properties"]
+
+
+def test_the_killing_test_is_named_whole_when_its_parameter_id_holds_spaces():
+    """Goal: the kill table names the test that failed, parameter id and all (pytest's
+    summary line is `FAILED <node id> - <message>`, and an id may hold spaces). Method: the
+    runner's pattern on summary lines."""
+    from mutants.run import _FAILED
+    lines = ("FAILED tests/a.py::t[struct member] - AssertionError: DID NOT RAISE\n"
+             "FAILED tests/b.py::u\n")
+    assert _FAILED.findall(lines) == ["tests/a.py::t[struct member]", "tests/b.py::u"]
