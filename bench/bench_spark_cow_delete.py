@@ -126,6 +126,59 @@ def _compare(spark, df, work: Path, n: int, files: int, version: int, row_filter
                                 **{k: statistics.median(v[-rounds:]) for k, v in phases.items()}}
 
 
+# One process per side and size: the peak resident memory of the driver's Python process over
+# the delete (VmHWM, reset by /proc/self/clear_refs once the table is written; ru_maxrss would
+# carry the parent's peak across exec); the JVM is another process.
+MEMORY_SCRIPT = r"""
+import sys
+from pathlib import Path
+from icefloe.impl.spark.session import local_session
+from icefloe.impl.spark import write, delete
+from icefloe.impl.spark.options import open_table, table_ref
+side, n, files, work = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+spark = local_session("icefloe-bench-cow-delete-memory", cores=2, spark_driver_memory="3g")
+opts = {"catalog-uri": f"sqlite:///{work / 'c.db'}", "warehouse": str(work / "wh")}
+df = spark.range(n, numPartitions=files).selectExpr(
+    "id", "cast(id % 8 as string) as cat", "cast(id as double) * 1.5 as v",
+    "concat('row-', cast(id * 7919 % 1000003 as string)) as s", "cast(id % 100 as int) as hundredth")
+write(df, "icefloe.bench.t", {**opts, "create-table": "true", "format-version": "3"})
+def status(key):
+    return int(open("/proc/self/status").read().split(key + ":")[1].split()[0])
+# ru_maxrss survives exec (this process would start with its parent's peak): VmHWM, reset here
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before = status("VmRSS")
+if side == "driver":
+    open_table(table_ref(opts, "icefloe.bench.t")).delete("hundredth = 0", mode="copy-on-write")
+else:
+    delete(spark, "icefloe.bench.t", opts, "hundredth = 0", mode="copy-on-write")
+after = status("VmHWM")
+t = open_table(table_ref(opts, "icefloe.bench.t")).scan()
+print("PEAK", before, after, t.num_rows)
+spark.stop()
+"""
+
+
+def _peak_memory(n: int, files: int) -> dict:
+    """side -> (resident KiB before the delete, peak KiB during it, rows left), each in a process of its own."""
+    import subprocess
+    out = {}
+    for side in ("driver", "spark"):
+        work = Path(tempfile.mkdtemp(prefix="icefloe-bench-cow-memory-"))
+        try:
+            done = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, side, str(n), str(files), str(work)],
+                                  capture_output=True, text=True, timeout=1800)
+            line = next((x for x in done.stdout.splitlines() if x.startswith("PEAK ")), None)
+            if line is None:
+                raise RuntimeError(f"memory run {side} failed: {done.stderr[-2000:]}")
+            before, after, rows = map(int, line.split()[1:])
+            out[side] = (before, after, rows)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    assert out["driver"][2] == out["spark"][2], out
+    return out
+
+
 def run(quick: bool) -> str:
     from icefloe.impl.spark.session import local_session
     scales = QUICK_SCALES if quick else FULL_SCALES
@@ -148,6 +201,13 @@ def run(quick: bool) -> str:
     finally:
         spark.stop()
     shutil.rmtree(work, ignore_errors=True)
+    memory_rows = []
+    for n, files, _ in scales:
+        peaks = _peak_memory(n, files)
+        d, k = peaks["driver"], peaks["spark"]
+        memory_rows.append(f"| {n / 1e6:g} M rows in {files} files, v3, 1% of every file | "
+                           f"{k[0] / 1024:.0f} -> {k[1] / 1024:.0f} (+{(k[1] - k[0]) / 1024:.0f}) | "
+                           f"{d[0] / 1024:.0f} -> {d[1] / 1024:.0f} (+{(d[1] - d[0]) / 1024:.0f}) | {d[2]:,} |")
     load_at_end = os.getloadavg()[0]
     return "\n".join([
         "Tables of (id bigint, cat string, v double, s string, hundredth int = id % 100) written by "
@@ -172,6 +232,16 @@ def run(quick: bool) -> str:
         "| data files after, Spark / driver | rows left / sum of ids (both sides) | rounds | load |",
         "|---|---|---|---|---|---|---|---|---|---|",
         *lines,
+        "",
+        "Peak resident memory of the driver's Python process over one delete, each side in a process of its own "
+        "(resident MiB when the delete starts -> the peak during it, `VmHWM` reset by `/proc/self/clear_refs` after "
+        "the table is written by Spark in the same process; Spark's JVM is another process and not counted). Both "
+        "leave the same number of rows.",
+        "",
+        "| delete | Spark path: MiB at start -> peak (growth) | driver path: MiB at start -> peak (growth) "
+        "| rows left |",
+        "|---|---|---|---|",
+        *memory_rows,
     ])
 
 
