@@ -116,19 +116,23 @@ def delete(table, scan, branch: str, isolation: str, before_swap: Callable[[], N
     expr = scan.row_filter
     # every planned file goes when the filter is true: no Spark job, no row read
     counts = {} if isinstance(expr, E.AlwaysTrue) else _counts(scan)
-    planned = {comparable_location(p) for p in scan.plan.column("file_path").to_pylist()}
-    tasks = [t for t in plan_files(TreeReader(table.io), metadata, snapshot, expr,
-                                   snapshot_schema(metadata, snapshot) if snapshot else None)
-             if comparable_location(t.data_file.file_path) in planned]
-    removed, rewritten = [], []
-    for f in (t.data_file for t in tasks):
-        live, matched = counts.get(comparable_location(f.file_path), (0, 0))
-        if matched or not live:  # as DeleteWhere: a match, or no live row left in the filter's range
-            removed.append(f)
-            if live > matched:
-                rewritten.append(f)
-    if not removed:
+    gone = {}  # comparable location -> (live, matched) of the files that go; as DeleteWhere: a file
+    for path in scan.plan.column("file_path").to_pylist():  # with a match, or no live row left in the range
+        live, matched = counts.get(comparable_location(path), (0, 0))
+        if matched or not live:
+            gone[comparable_location(path)] = (live, matched)
+    if not gone:  # decided before the manifests are read again for the files' entries
         return require_committed(Committed(None, 0, table.metadata_location))  # nothing to do (5.4)
+    removed = [t.data_file for t in plan_files(TreeReader(table.io), metadata, snapshot, expr,
+                                               snapshot_schema(metadata, snapshot) if snapshot else None)
+               if comparable_location(t.data_file.file_path) in gone]
+    found = {comparable_location(f.file_path) for f in removed}
+    assert all(k in found for k, (_, matched) in gone.items() if matched), "a file with a match is not planned"
+    rewritten = []  # the files with survivors to copy forward
+    for f in removed:
+        live, matched = gone[comparable_location(f.file_path)]
+        if live > matched:
+            rewritten.append(f)
     filter_ = None if isinstance(expr, E.AlwaysTrue) else expr
     if not rewritten:
         pending = table.begin(RewriteForDelete(removed, [], [], filter_, scan.snapshot_id, branch, isolation, None))

@@ -131,17 +131,16 @@ def delete(spark, path: str, options: dict | None = None, row_filter="true", *, 
                                                                  mode)
     metadata = table.metadata
     if mode == COPY_ON_WRITE:
-        if fallback_reason(table, metadata.schema()) is not None:  # rows Spark cannot write: the driver's
-            return require_committed(table.delete(row_filter, branch=branch, isolation=isolation,
-                                                  mode=COPY_ON_WRITE))
-        opts.pop("branch", None)
-        try:
-            scan = native_plan(spark, path, opts, branch=branch, row_filter=row_filter, planning=planning)
-            scan = dataclasses.replace(scan, schema=metadata.schema())  # the table's schema, as Table.delete
-            return cow_delete.delete(table, scan, branch, isolation)
-        except NotNative:  # raised while the frames are built, before any file is written
-            return require_committed(table.delete(row_filter, branch=branch, isolation=isolation,
-                                                  mode=COPY_ON_WRITE))
+        if fallback_reason(table, metadata.schema()) is None:
+            opts.pop("branch", None)
+            try:
+                scan = native_plan(spark, path, opts, branch=branch, row_filter=row_filter, planning=planning)
+                scan = dataclasses.replace(scan, schema=metadata.schema())  # the table's schema, as Table.delete
+                return cow_delete.delete(table, scan, branch, isolation)
+            except NotNative:  # raised while the frames are built, before any file is written
+                pass
+        # rows Spark cannot write or read natively: Table.delete in this process
+        return require_committed(table.delete(row_filter, branch=branch, isolation=isolation, mode=COPY_ON_WRITE))
     refuse_v1_merge_on_read(ref, metadata, "delete")
     opts.pop("branch", None)
     scan = native_plan(spark, path, opts, branch=branch, row_filter=row_filter, planning=planning)

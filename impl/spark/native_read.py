@@ -39,9 +39,8 @@ plans, Spark's vectorized Parquet reader reads the planned files.
 """
 from __future__ import annotations
 
-import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pyarrow as pa
@@ -156,7 +155,7 @@ class NativeScan:
         and how many of them the row filter matches (a null does not), deletes applied as
         for a read: the first job of a copy-on-write delete (cow_delete.py)."""
         from pyspark.sql import functions as F
-        every = dataclasses.replace(self, row_filter=E.AlwaysTrue())._frame(positions=True)
+        every = replace(self, row_filter=E.AlwaysTrue())._frame(positions=True)
         try:
             matched = F.coalesce(SF.to_column(E.bind(self.row_filter, self.schema)), F.lit(False))
         except SF.NotConvertible as e:

@@ -72,13 +72,11 @@ from icefloe.impl.table.scan import (
     LAST_UPDATED_SEQUENCE_NUMBER, ROW_ID, lineage_schema, plan_files, snapshot_schema,
 )
 from icefloe.impl.table.table import COPY_ON_WRITE, MERGE_ON_READ
-from icefloe.impl.table.validation import (
-    FilesStillLive, NoConflictingData, NoNewDeletesForFiles, StartingSnapshotIsAncestor,
-)
 from icefloe.impl.spark import lineage as L
+from icefloe.impl.spark.cow_delete import RewriteForDelete
 from icefloe.impl.spark import native_delete as ND
 from icefloe.impl.spark import sql_filters as SF
-from icefloe.impl.spark.job import abort_job, check_now, commit_job, set_starting_snapshot
+from icefloe.impl.spark.job import abort_job, commit_job
 from icefloe.impl.spark.native_read import plan as native_plan
 from icefloe.impl.spark.native_write import _widens, fallback_reason, spark_type, write_frame
 from icefloe.impl.spark.options import SparkOptionError
@@ -103,30 +101,15 @@ class UpdateDelta(ND.FoundRowDelta):
         return {**super().summary(c), SUMMARY_JOB_ID: self.job_id}
 
 
-class RewriteForUpdate(P.FileChange):
+class RewriteForUpdate(RewriteForDelete):
     """Copy-on-write update: the touched data files (planned at the job's snapshot) are
-    replaced by the files Spark wrote, with DeleteWhere's validations."""
-    operation = "overwrite"
+    replaced by the files Spark wrote, with DeleteWhere's validations (every touched file
+    is rewritten: its rows are copied forward, so no delete may have been added for it)."""
 
     def __init__(self, removed: list[DataFile], added: list[DataFile], row_filter, job_snapshot_id: int | None,
                  ref: str, isolation: str, job_id: str):
-        super().__init__(ref, isolation)
-        self.planned_removed, self.new_files = list(removed), list(added)
-        self.row_filter, self.job_snapshot_id, self.job_id = row_filter, job_snapshot_id, job_id
-
-    def plan(self, c):
-        set_starting_snapshot(c, self.job_snapshot_id)
-        self.removed = {f.file_path: f for f in self.planned_removed}
-        self.added = list(self.new_files)
-        self.reqs = [StartingSnapshotIsAncestor(self.ref), FilesStillLive(frozenset(self.removed), self.ref)]
-        if self.isolation == P.SERIALIZABLE:
-            self.reqs.append(NoConflictingData(self.row_filter, self.ref))
-        self.reqs.append(NoNewDeletesForFiles(tuple(self.planned_removed), self.ref))
-        check_now(c, self.reqs)  # a conflict the table already shows: typed, before any manifest
-        return bool(self.removed)
-
-    def summary(self, c):
-        return {**super().summary(c), SUMMARY_JOB_ID: self.job_id}
+        super().__init__(removed, removed, added, row_filter, job_snapshot_id, ref, isolation, job_id)
+        self.operation = "overwrite"
 
 
 def check_set(schema: T.Schema, assignments: Mapping[str, Any]) -> None:
