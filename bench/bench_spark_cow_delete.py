@@ -138,10 +138,9 @@ from icefloe.impl.spark.options import open_table, table_ref
 side, n, files, work = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 spark = local_session("icefloe-bench-cow-delete-memory", cores=2, spark_driver_memory="3g")
 opts = {"catalog-uri": f"sqlite:///{work / 'c.db'}", "warehouse": str(work / "wh")}
-df = spark.range(n, numPartitions=files).selectExpr(
-    "id", "cast(id % 8 as string) as cat", "cast(id as double) * 1.5 as v",
-    "concat('row-', cast(id * 7919 % 1000003 as string)) as s", "cast(id % 100 as int) as hundredth")
-write(df, "icefloe.bench.t", {**opts, "create-table": "true", "format-version": "3"})
+sys.path.insert(0, sys.argv[5])
+from bench_spark_cow_delete import _frame  # the timed rounds' rows
+write(_frame(spark, n, files), "icefloe.bench.t", {**opts, "create-table": "true", "format-version": "3"})
 def status(key):
     return int(open("/proc/self/status").read().split(key + ":")[1].split()[0])
 # ru_maxrss survives exec (this process would start with its parent's peak): VmHWM, reset here
@@ -166,7 +165,8 @@ def _peak_memory(n: int, files: int) -> dict:
     for side in ("driver", "spark"):
         work = Path(tempfile.mkdtemp(prefix="icefloe-bench-cow-memory-"))
         try:
-            done = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, side, str(n), str(files), str(work)],
+            done = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, side, str(n), str(files), str(work),
+                                   str(Path(__file__).resolve().parent)],
                                   capture_output=True, text=True, timeout=1800)
             line = next((x for x in done.stdout.splitlines() if x.startswith("PEAK ")), None)
             if line is None:
