@@ -729,7 +729,38 @@ LINEAGE_AND_ARRAYS = (
            unit_tests=("tests/spark/test_spark_reserved_lineage_names.py", "tests/spark/test_spark_lineage.py",
                        "tests/spark/test_spark_lineage_refusal.py"), blind=True),
 )
-MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3 + V3_PATHS + DELETE_ARRAYS + LINEAGE_AND_ARRAYS
+# Session 13: Spark's copy-on-write delete (impl/spark/cow_delete.py; outside the model:
+# conform drives no Spark). Written with its tests, so not blind.
+COW_DELETE_PY = "impl/spark/cow_delete.py"
+COW_DELETE_TESTS = ("tests/spark/test_spark_cow_delete.py",)
+SPARK_COW_DELETE = (
+    Mutant("spark-cow-delete-skips-new-deletes-check", COW_DELETE_PY,
+           "        if self.rewritten:  # rows copied forward must not escape a delete committed meanwhile\n",
+           "        if False:  # mutant: rows copied forward may escape a delete committed meanwhile\n",
+           VALIDATION, "Spark's copy-on-write delete does not check for deletes added meanwhile to the files whose "
+           "survivors it rewrites: a row another writer deleted comes back", "a row-level validation skipped",
+           model_covers=False, unit_tests=COW_DELETE_TESTS),
+    Mutant("spark-cow-delete-checks-files-removed-whole", COW_DELETE_PY,
+           "            self.reqs.append(NoNewDeletesForFiles(tuple(self.rewritten), self.ref))\n",
+           "            self.reqs.append(NoNewDeletesForFiles(tuple(self.planned_removed), self.ref))  # mutant\n",
+           VALIDATION, "Spark's copy-on-write delete also refuses deletes added meanwhile to files it removes whole "
+           "(none of their rows is copied forward): a spurious conflict Table.delete does not raise",
+           "a validation over too many files", model_covers=False, unit_tests=COW_DELETE_TESTS),
+    Mutant("spark-cow-delete-survivors-new-row-ids", COW_DELETE_PY,
+           "        out += [F.col(ROW_ID), F.col(LAST_UPDATED_SEQUENCE_NUMBER)]\n",
+           "        out += [F.lit(None).cast('long').alias(ROW_ID), F.col(LAST_UPDATED_SEQUENCE_NUMBER)]  # mutant\n",
+           FORMAT_V3, "Spark's copy-on-write delete writes the survivors without their _row_id: they get new ids from "
+           "the new file's first_row_id", "row lineage lost on a rewrite", model_covers=False,
+           unit_tests=COW_DELETE_TESTS),
+    Mutant("spark-cow-delete-keeps-empty-files", COW_DELETE_PY,
+           "        if matched or not live:\n",
+           "        if matched:  # mutant\n",
+           DELETES, "Spark's copy-on-write delete keeps the files in the filter's range with no live row left, "
+           "which Table.delete removes", "files left behind by a delete", model_covers=False,
+           unit_tests=COW_DELETE_TESTS),
+)
+
+MUTANTS = MUTANTS + BLIND + BLIND_2 + ISSUE_30 + V3 + V3_PATHS + DELETE_ARRAYS + LINEAGE_AND_ARRAYS + SPARK_COW_DELETE
 
 _BY_NAME = {m.name: m for m in MUTANTS}
 assert len(_BY_NAME) == len(MUTANTS), "mutant names are unique"

@@ -111,14 +111,21 @@ def test_a_delete_racing_a_rewritten_file_is_a_conflict_and_nothing_is_lost(spar
     assert sorted(t.scan().column("id").to_pylist()) == [i for i in range(81) if i not in (3, 44, 80, 4)]
 
 
-def test_a_delete_racing_a_file_removed_whole_does_not_conflict(spark, opts, monkeypatch):
+@pytest.mark.parametrize("row_filter, operation, also_deleted", [
+    ("cat = 'b'", "delete", ()),                   # files removed whole only
+    ("cat = 'b' or id = 0", "overwrite", (0,)),     # and one file's survivors rewritten beside them
+])
+def test_a_delete_racing_a_file_removed_whole_does_not_conflict(spark, opts, monkeypatch, row_filter, operation,
+                                                                 also_deleted):
     """Goal: a DV committed meanwhile for a file the delete removes whole does not refuse it
-    (no row of that file is copied forward), as Table.delete. Method: delete every 'b' row
-    while a racing DV deletes one of them."""
+    (no row of that file is copied forward), as Table.delete, also when the same delete
+    rewrites another file's survivors. Method: delete every 'b' row (and id 0, in a file of
+    'a') while a racing DV deletes one 'b' row."""
     t, _ = _twins(spark, opts, 3)
     _dv_racing(monkeypatch, opts, "id = 1")
-    outcome = delete(spark, "icefloe.db.t", opts, "cat = 'b'", mode="copy-on-write")
+    outcome = delete(spark, "icefloe.db.t", opts, row_filter, mode="copy-on-write")
     assert outcome.snapshot_id is not None
     t.refresh()
-    assert t.current_snapshot().operation == "delete"
-    assert sorted(t.scan().column("id").to_pylist()) == [i for i in range(81) if i % 4 != 1 and i not in (3, 44, 80)]
+    assert t.current_snapshot().operation == operation
+    assert sorted(t.scan().column("id").to_pylist()) == \
+        [i for i in range(81) if i % 4 != 1 and i not in (3, 44, 80, *also_deleted)]
